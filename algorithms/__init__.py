@@ -1,0 +1,16 @@
+"""Bilevel-optimization algorithms behind one contract, and the run loop that drives them.
+
+    import problems, algorithms
+    p = problems.make("quadratic", seed=0)
+    records = list(algorithms.run("dtfbo", p, seed=0, budget={"iterations": 50}))
+"""
+from algorithms.base import Algorithm, AlgorithmConfig, StochasticConfig, available, get, make_config, register
+from algorithms.run import Budget, Run, run
+
+# Importing a family module registers its algorithms.
+# (family modules are added below as they land)
+
+__all__ = [
+    "Algorithm", "AlgorithmConfig", "StochasticConfig", "available", "get", "make_config", "register",
+    "Budget", "Run", "run",
+]

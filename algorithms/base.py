@@ -1,0 +1,129 @@
+"""The algorithm contract and its registry.
+
+An algorithm is built from (counted problem, validated config, rng); `step()` performs one outer
+iteration (one time step for online algorithms); `x` and `y` are the current iterates at all times.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from problems.base import Array
+from problems.validation import ParameterError, Params, param
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmConfig(Params):
+    """Base of every algorithm's hyperparameter record (defaults from the paper)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StochasticConfig(AlgorithmConfig):
+    """Config of an algorithm with a minibatch form: null batch_size means full-batch oracles."""
+
+    batch_size: int | None = param(None, "optional_positive_int", "minibatch size (null: full batch)")
+
+
+class Algorithm(ABC):
+    """One bilevel algorithm. Subclasses set the class attributes and implement `step`."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
+    #: Config fields that are initial step sizes (what a step-size sensitivity study scales).
+    step_sizes: ClassVar[tuple[str, ...]] = ()
+    first_order: ClassVar[bool] = False
+    stochastic: ClassVar[bool] = False
+    loops: ClassVar[str] = "single"  # "single" or "double"
+    online: ClassVar[bool] = False
+    #: True when the algorithm needs lower-level linear constraints (problem.constraints).
+    constrained: ClassVar[bool] = False
+    paper: ClassVar[str] = ""
+
+    def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:
+        self.problem = problem
+        self.config = config
+        self.rng = rng
+        self.iteration = 0
+        self.x, self.y = problem.initial_point()
+
+    @abstractmethod
+    def step(self) -> None:
+        """One outer iteration (or one time step of an online problem)."""
+
+    def diagnostics(self) -> dict[str, float]:
+        """Algorithm-specific scalars to log (step sizes, λ, sub-loop lengths)."""
+        return {}
+
+    def extra_points(self) -> dict[str, Array]:
+        """Further outer points to evaluate besides x (e.g. a block average), by name."""
+        return {}
+
+    def batch(self) -> Any:
+        """A fresh minibatch when the config asks for one and the problem is stochastic, else None."""
+        size = getattr(self.config, "batch_size", None)
+        if size is None or not getattr(self.problem, "stochastic", False):
+            return None
+        return self.problem.sample_batch(self.rng, size)
+
+    # ---- checkpointing: everything but the problem view ----
+    def state_dict(self) -> dict[str, Any]:
+        """A deep copy of the mutable state (not the problem)."""
+        return copy.deepcopy({k: v for k, v in vars(self).items() if k != "problem"})
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state from `state_dict`."""
+        vars(self).update(copy.deepcopy(state))
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        """Flags, declared step sizes and hyperparameters, for listings."""
+        return {
+            "doc": (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "",
+            "paper": cls.paper,
+            "first_order": cls.first_order,
+            "stochastic": cls.stochastic,
+            "loops": cls.loops,
+            "online": cls.online,
+            "constrained": cls.constrained,
+            "step_sizes": list(cls.step_sizes),
+            "params": cls.Config.describe(),
+        }
+
+
+_REGISTRY: dict[str, type[Algorithm]] = {}
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator adding an algorithm to the registry under `cls.name`."""
+    if cls.name in _REGISTRY:
+        raise KeyError(f"algorithm '{cls.name}' registered twice")
+    for s in cls.step_sizes:
+        if s not in {f.name for f in dataclasses.fields(cls.Config)}:
+            raise KeyError(f"{cls.name}: declared step size '{s}' is not a config field")
+    cls.Config.owner = f"algorithm '{cls.name}'"
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get(name: str) -> type[Algorithm]:
+    """The algorithm class `name`, or a one-line error listing the known names."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ParameterError(f"algorithm: unknown name {name!r}; allowed: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def available() -> dict[str, dict[str, Any]]:
+    """Every registered algorithm with its description."""
+    return {n: c.describe() for n, c in sorted(_REGISTRY.items())}
+
+
+def make_config(name: str, params: dict[str, Any] | AlgorithmConfig | None = None) -> AlgorithmConfig:
+    """A validated config of algorithm `name` from a dict (or pass a config through)."""
+    cls = get(name)
+    if isinstance(params, cls.Config):
+        return params
+    return cls.Config.from_dict(params or {})

@@ -1,0 +1,287 @@
+"""The run loop: drive any algorithm on any problem for a budget, yielding metric records.
+
+    import problems, algorithms
+    p = problems.make("quadratic", seed=0)
+    for record in algorithms.run("soba", p, {"batch_size": None}, seed=0, budget={"iterations": 100}):
+        print(record["iteration"], record["grad_F_sq"])
+
+Records come at log-spaced evaluation points. Compute time excludes evaluation (reported separately);
+ground-truth evaluation is never counted as oracle work. A divergence (non-finite iterate or metric,
+overflow, singular solve) ends the run with status "diverged" and the last finite record.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import Algorithm, AlgorithmConfig, get, make_config
+from problems.base import Array, BilevelProblem, OnlineProblem, gradient_mapping
+from problems.counting import counted
+from problems.validation import ParameterError, Params, param
+
+#: Iterates larger than this are treated as divergence (before they overflow to inf).
+DIVERGENCE_NORM = 1e100
+_NUMERIC_FAILURES = (FloatingPointError, OverflowError, ZeroDivisionError, np.linalg.LinAlgError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget(Params):
+    """When a run stops: the first of iterations, oracle calls or seconds of compute reached."""
+
+    owner = "budget"
+    iterations: int | None = param(None, "optional_positive_int", "outer iterations (time steps online)")
+    oracle_calls: int | None = param(None, "optional_positive_int", "oracle calls of every kind")
+    seconds: float | None = param(None, "optional_positive", "compute seconds (evaluation excluded)")
+
+    def validate(self) -> None:
+        if self.iterations is None and self.oracle_calls is None and self.seconds is None:
+            self.fail("iterations", "set (or oracle_calls, or seconds): a run needs a budget", None)
+
+
+def eval_points(budget: Budget, n_evals: int, horizon: int | None = None) -> list[int]:
+    """Log-spaced iterations at which to evaluate: 0, then ~n_evals points up to the last iteration.
+
+    Without an iteration budget the points continue geometrically (ratio 1.25) until the budget ends.
+    """
+    last = horizon if horizon is not None else budget.iterations
+    if last is None:
+        pts, k = {0}, 1.0
+        while k < 1e9:
+            pts.add(int(k))
+            k = max(k * 1.25, k + 1)
+        return sorted(pts)
+    return sorted({0, last} | {int(round(v)) for v in np.geomspace(1, max(last, 1), max(n_evals, 2))})
+
+
+def _finite(*arrays: Array | None) -> bool:
+    for a in arrays:
+        if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):
+            return False
+    return True
+
+
+class Run:
+    """A resumable run: an algorithm on a problem for a budget; `records()` yields metric dicts."""
+
+    def __init__(
+        self,
+        algorithm: str,
+        problem: BilevelProblem | OnlineProblem,
+        config: Mapping[str, Any] | AlgorithmConfig | None = None,
+        seed: int = 0,
+        budget: Budget | Mapping[str, Any] | None = None,
+        n_evals: int = 30,
+    ) -> None:
+        cls = get(algorithm)
+        self.online = isinstance(problem, OnlineProblem)
+        if cls.online != self.online:
+            kind = "an online" if cls.online else "an offline"
+            raise ParameterError(f"algorithm '{algorithm}' needs {kind} problem; '{problem.name}' is not one")
+        if cls.constrained and getattr(problem, "constraints", None) is None:
+            raise ParameterError(f"algorithm '{algorithm}' needs lower-level constraints; '{problem.name}' has none")
+        self.budget = budget if isinstance(budget, Budget) else Budget.from_dict(budget or {"iterations": 100})
+        self.problem = problem
+        self.view = counted(problem)
+        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), np.random.default_rng(seed))
+        horizon = problem.horizon if self.online else None
+        if self.online and self.budget.iterations is not None:
+            horizon = min(horizon, self.budget.iterations)
+        self.horizon = horizon
+        self.points = eval_points(self.budget, n_evals, horizon)
+        self.next_point = 0
+        self.compute_time = 0.0
+        self.eval_time = 0.0
+        self.status = "running"
+        self.last_record: dict[str, Any] | None = None
+        self.cumulative_regret = 0.0
+        self._f_opt: float | None = None
+
+    # ---- stopping ----
+    def _budget_left(self) -> bool:
+        it = self.algorithm.iteration
+        b = self.budget
+        if self.horizon is not None and it >= self.horizon:
+            return False
+        if b.iterations is not None and it >= b.iterations:
+            return False
+        if b.oracle_calls is not None and self.view.counter.total_calls >= b.oracle_calls:
+            return False
+        return b.seconds is None or self.compute_time < b.seconds
+
+    @property
+    def done(self) -> bool:
+        """True once the run has finished or diverged."""
+        return self.status != "running"
+
+    # ---- the loop ----
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Step until the budget ends, yielding a record at each evaluation point and at the end."""
+        while not self.done:
+            rec = self.advance()
+            if rec is not None:
+                yield rec
+
+    def advance(self) -> dict[str, Any] | None:
+        """Run to the next evaluation point (or the end) and return its record."""
+        if self.done:
+            return None
+        if self.algorithm.iteration == 0 and self.last_record is None:
+            rec = self._evaluate()
+            if rec is not None:
+                return rec
+        while self._budget_left():
+            if not self._step():
+                return self._diverged()
+            if self.algorithm.iteration >= self.points[min(self.next_point, len(self.points) - 1)]:
+                self._skip_passed_points()
+                rec = self._evaluate()
+                if rec is None:
+                    return self._diverged()
+                if self._budget_left():
+                    return rec
+                self.status = "finished"
+                return {**rec, "status": "finished"}
+        self.status = "finished"
+        if self.last_record is not None and self.last_record["iteration"] == self.algorithm.iteration:
+            return {**self.last_record, "status": "finished"}
+        rec = self._evaluate()
+        return {**rec, "status": "finished"} if rec is not None else self._diverged()
+
+    def _skip_passed_points(self) -> None:
+        while self.next_point < len(self.points) and self.points[self.next_point] <= self.algorithm.iteration:
+            self.next_point += 1
+
+    def _step(self) -> bool:
+        """One outer iteration; False on divergence."""
+        alg = self.algorithm
+        if self.online:
+            self._accumulate_regret()
+        start = time.perf_counter()
+        try:
+            with np.errstate(over="raise", divide="raise", invalid="raise"):
+                alg.step()
+        except _NUMERIC_FAILURES:
+            self.compute_time += time.perf_counter() - start
+            return False
+        self.compute_time += time.perf_counter() - start
+        alg.iteration += 1
+        return _finite(alg.x, alg.y)
+
+    def _accumulate_regret(self) -> None:
+        start = time.perf_counter()
+        t = self.algorithm.iteration + 1
+        inst = self.problem.at(t)
+        gm = gradient_mapping(self.problem.project_x, self.algorithm.x, inst.grad_F(self.algorithm.x), self.regret_gamma)
+        self.last_regret_term = float(gm @ gm)
+        self.cumulative_regret += self.last_regret_term
+        self.eval_time += time.perf_counter() - start
+
+    @property
+    def regret_gamma(self) -> float:
+        """γ of the gradient mapping in the regret (the problem's, default 1)."""
+        return float(getattr(self.problem, "regret_gamma", 1.0))
+
+    def _diverged(self) -> dict[str, Any]:
+        self.status = "diverged"
+        base = self.last_record or {"iteration": 0}
+        return {**base, "status": "diverged", "diverged_at": self.algorithm.iteration}
+
+    # ---- metrics ----
+    def _evaluate(self) -> dict[str, Any] | None:
+        """The metric record at the current iterate, or None when a metric is not finite."""
+        start = time.perf_counter()
+        alg = self.algorithm
+        try:
+            with np.errstate(all="ignore"):
+                metrics = self._metrics(alg)
+        except _NUMERIC_FAILURES:
+            metrics = {"F": math.nan}
+        self.eval_time += time.perf_counter() - start
+        if not all(math.isfinite(v) for v in metrics.values() if isinstance(v, float)):
+            return None
+        rec: dict[str, Any] = {
+            "iteration": alg.iteration,
+            "time": self.compute_time,
+            "eval_time": self.eval_time,
+            "status": "running",
+            **self.view.counter.snapshot(),
+            **metrics,
+            **{f"diag/{k}": float(v) for k, v in alg.diagnostics().items()},
+        }
+        self.last_record = rec
+        return rec
+
+    def _metrics(self, alg: Algorithm) -> dict[str, float]:
+        if self.online:
+            return self._online_metrics(alg)
+        p = self.problem
+        out = _point_metrics(p, alg.x, alg.y)
+        if self._f_opt is None:
+            x_opt = p.x_opt()
+            self._f_opt = p.F(x_opt) if x_opt is not None else math.nan
+        if math.isfinite(self._f_opt):
+            out["F_gap"] = out["F"] - self._f_opt
+        for name, point in alg.extra_points().items():
+            out[f"{name}/F"] = p.F(point)
+            gF = p.grad_F(point)
+            out[f"{name}/grad_F_sq"] = float(gF @ gF)
+        return out
+
+    def _online_metrics(self, alg: Algorithm) -> dict[str, float]:
+        t = max(alg.iteration, 1)
+        out = _point_metrics(self.problem.at(t), alg.x, alg.y)
+        out["cumulative_regret"] = self.cumulative_regret
+        out["regret_term"] = getattr(self, "last_regret_term", 0.0)
+        return out
+
+    # ---- checkpoints ----
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume, without the problem (rebuilt from its seed)."""
+        keep = ("next_point", "compute_time", "eval_time", "status", "last_record", "cumulative_regret")
+        state = {k: getattr(self, k) for k in keep}
+        state["algorithm"] = self.algorithm.state_dict()
+        state["counter"] = (dict(self.view.counter.calls), dict(self.view.counter.samples))
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from `state_dict()` output."""
+        for k, v in state.items():
+            if k not in ("algorithm", "counter"):
+                setattr(self, k, v)
+        self.algorithm.load_state_dict(state["algorithm"])
+        calls, samples = state["counter"]
+        self.view.counter.calls.clear()
+        self.view.counter.calls.update(calls)
+        self.view.counter.samples.clear()
+        self.view.counter.samples.update(samples)
+
+
+def _point_metrics(p: BilevelProblem, x: Array, y: Array | None) -> dict[str, float]:
+    """F, ‖∇F‖², ‖y − y*‖², constraint violation and problem metrics at (x, y)."""
+    ys = p.y_star(x)
+    gF = p.grad_F(x)
+    out = {"F": float(p.f(x, ys)), "grad_F_sq": float(gF @ gF)}
+    if y is not None:
+        d = y - ys
+        out["y_err_sq"] = float(d @ d)
+        if p.constraints is not None:
+            out["constraint_violation"] = p.constraints.violation(x, y)
+    out.update({k: float(v) for k, v in p.metrics(x, y).items()})
+    return out
+
+
+def run(
+    algorithm: str,
+    problem: BilevelProblem | OnlineProblem,
+    config: Mapping[str, Any] | AlgorithmConfig | None = None,
+    seed: int = 0,
+    budget: Budget | Mapping[str, Any] | None = None,
+    n_evals: int = 30,
+) -> Iterator[dict[str, Any]]:
+    """Yield metric records of `algorithm` on `problem` (see module docstring)."""
+    return Run(algorithm, problem, config, seed, budget, n_evals).records()

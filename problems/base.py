@@ -1,0 +1,168 @@
+"""The problem contract: oracles, batches, constraints and ground truth.
+
+A problem instance is min_x F(x) = f(x, y*(x)), y*(x) = argmin_{y in Y(x)} g(x, y). Oracles take an
+optional `batch` (from `sample_batch`); `batch=None` is the exact full-batch oracle. Ground-truth
+methods (`y_star`, `F`, `grad_F`, `lambda_star`, `metrics`) are for evaluation only and are hidden from
+algorithms by the counting wrapper.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Array = np.ndarray
+Batch = Any  # index array for finite sums, a noise draw for noisy oracles; opaque to algorithms
+
+#: Names an algorithm must never see (evaluation-only ground truth).
+GROUND_TRUTH = frozenset({"y_star", "F", "grad_F", "lambda_star", "x_opt", "metrics", "params"})
+
+
+@dataclass(frozen=True)
+class LinearConstraints:
+    """Lower-level constraints h(x, y) = A x − B y − b ≤ 0, one row per constraint."""
+
+    A: Array
+    B: Array
+    b: Array
+
+    def h(self, x: Array, y: Array) -> Array:
+        """Constraint values h(x, y)."""
+        return self.A @ x - self.B @ y - self.b
+
+    def violation(self, x: Array, y: Array) -> float:
+        """Euclidean norm of the positive part of h(x, y)."""
+        return float(np.linalg.norm(np.maximum(self.h(x, y), 0.0)))
+
+
+class BilevelProblem(ABC):
+    """One seeded bilevel instance. Subclasses implement the oracles and ground truth."""
+
+    name: str = "problem"
+    dim_x: int
+    dim_y: int
+    #: Number of samples of a finite sum (None for a deterministic or a noise-driven problem).
+    n_samples: int | None = None
+    #: True when `sample_batch` gives random (minibatch or noisy) oracles.
+    stochastic: bool = False
+    #: Lower-level linear constraints, or None when y is unconstrained.
+    constraints: LinearConstraints | None = None
+
+    # ---- oracles (counted when seen through CountingProblem) ----
+    @abstractmethod
+    def f(self, x: Array, y: Array, batch: Batch = None) -> float:
+        """Upper-level value f(x, y)."""
+
+    @abstractmethod
+    def g(self, x: Array, y: Array, batch: Batch = None) -> float:
+        """Lower-level value g(x, y)."""
+
+    @abstractmethod
+    def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        """(∇x f, ∇y f) at (x, y)."""
+
+    @abstractmethod
+    def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        """(∇x g, ∇y g) at (x, y)."""
+
+    def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """∇y g alone; override when it is cheaper than the full gradient."""
+        return self.grad_g(x, y, batch)[1]
+
+    def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """∇y f alone; override when it is cheaper than the full gradient."""
+        return self.grad_f(x, y, batch)[1]
+
+    @abstractmethod
+    def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        """∇²yy g(x, y) · v, in R^{dim_y}."""
+
+    @abstractmethod
+    def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        """∇²xy g(x, y) · v, in R^{dim_x} for v in R^{dim_y}."""
+
+    def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Dense ∇²yy g (dim_y × dim_y); only for algorithms that ask for it explicitly."""
+        return np.column_stack([self.hvp_yy_g(x, y, e, batch) for e in np.eye(self.dim_y)])
+
+    def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Dense ∇²xy g (dim_x × dim_y); only for algorithms that ask for it explicitly."""
+        return np.column_stack([self.cross_xy_g(x, y, e, batch) for e in np.eye(self.dim_y)])
+
+    # ---- sampling, sets, start ----
+    def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
+        """A minibatch of `size` indices drawn with `rng` (None for a deterministic problem)."""
+        if self.n_samples is None:
+            return None
+        return rng.integers(0, self.n_samples, size=size)
+
+    def batch_size(self, batch: Batch) -> int:
+        """Samples a batch touches (n_samples, or 1, for the full batch)."""
+        if batch is None:
+            return self.n_samples or 1
+        return int(np.size(batch))
+
+    def project_x(self, x: Array) -> Array:
+        """Euclidean projection onto the outer feasible set X (identity when unconstrained)."""
+        return x
+
+    @abstractmethod
+    def initial_point(self) -> tuple[Array, Array]:
+        """The instance's starting (x0, y0) (fresh copies)."""
+
+    # ---- ground truth (evaluation only) ----
+    @abstractmethod
+    def y_star(self, x: Array) -> Array:
+        """Lower-level solution y*(x), exact or solved to 1e-10."""
+
+    def F(self, x: Array) -> float:
+        """Value function F(x) = f(x, y*(x))."""
+        return float(self.f(x, self.y_star(x)))
+
+    @abstractmethod
+    def grad_F(self, x: Array) -> Array:
+        """Exact hypergradient ∇F(x)."""
+
+    def lambda_star(self, x: Array) -> Array | None:
+        """Lower-level multipliers at y*(x) (None when unconstrained)."""
+        return None
+
+    def x_opt(self) -> Array | None:
+        """A global minimiser of F when known (for optimality gaps), else None."""
+        return None
+
+    def metrics(self, x: Array, y: Array) -> dict[str, float]:
+        """Problem-specific evaluation metrics (e.g. test accuracy); none by default."""
+        return {}
+
+
+class OnlineProblem(ABC):
+    """A sequence of bilevel instances (f_t, g_t), t = 1..horizon, sharing dimensions and X."""
+
+    name: str = "online"
+    dim_x: int
+    dim_y: int
+    horizon: int
+
+    @abstractmethod
+    def at(self, t: int) -> BilevelProblem:
+        """The instance at time t (1-based)."""
+
+    def project_x(self, x: Array) -> Array:
+        """Projection onto the shared outer set X."""
+        return x
+
+    @abstractmethod
+    def initial_point(self) -> tuple[Array, Array]:
+        """The starting (x1, y0)."""
+
+    def variation(self) -> dict[str, float]:
+        """Path quantities of the sequence where computable (V_T, H_{2,T}); empty by default."""
+        return {}
+
+
+def gradient_mapping(project_x, x: Array, grad: Array, gamma: float) -> Array:
+    """G_X(x, g, γ) = (x − Proj_X(x − γ g)) / γ (F2OBO paper, eq. 3)."""
+    return (x - project_x(x - gamma * grad)) / gamma

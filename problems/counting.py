@@ -1,0 +1,142 @@
+"""Oracle accounting: the only view of a problem an algorithm gets.
+
+Every oracle call is recorded by kind together with the number of samples it touched, so runs can be
+compared per call and per sample as the papers do. Ground truth is not reachable through the wrapper.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from problems.base import GROUND_TRUTH, Array, Batch, BilevelProblem, OnlineProblem
+
+#: Oracle kinds, in reporting order.
+ORACLE_KINDS = ("f", "g", "grad_f", "grad_g", "hvp", "cross", "hessian")
+
+
+class OracleCounter:
+    """Calls and samples per oracle kind."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.samples: Counter[str] = Counter()
+
+    def add(self, kind: str, samples: int) -> None:
+        """Record one call of `kind` touching `samples` samples."""
+        self.calls[kind] += 1
+        self.samples[kind] += samples
+
+    @property
+    def total_calls(self) -> int:
+        """All calls of every kind."""
+        return sum(self.calls.values())
+
+    @property
+    def total_samples(self) -> int:
+        """All samples touched by every call."""
+        return sum(self.samples.values())
+
+    def snapshot(self) -> dict[str, int]:
+        """Flat record: calls/<kind>, samples/<kind>, and totals."""
+        out = {f"calls/{k}": int(self.calls[k]) for k in ORACLE_KINDS}
+        out.update({f"samples/{k}": int(self.samples[k]) for k in ORACLE_KINDS})
+        out["calls/total"] = self.total_calls
+        out["samples/total"] = self.total_samples
+        return out
+
+
+class CountingProblem:
+    """Wraps a BilevelProblem, counting every oracle call; ground truth is hidden."""
+
+    def __init__(self, problem: BilevelProblem, counter: OracleCounter | None = None) -> None:
+        self._problem = problem
+        self.counter = counter if counter is not None else OracleCounter()
+
+    def __getattr__(self, name: str) -> Any:
+        # Dimensions, constraints, projection, sampling and start point pass through; ground truth not.
+        if name in GROUND_TRUTH:
+            raise AttributeError(f"'{name}' is ground truth and is not available to algorithms")
+        return getattr(self._problem, name)
+
+    def _count(self, kind: str, batch: Batch) -> None:
+        self.counter.add(kind, self._problem.batch_size(batch))
+
+    def f(self, x: Array, y: Array, batch: Batch = None) -> float:
+        """Counted f."""
+        self._count("f", batch)
+        return self._problem.f(x, y, batch)
+
+    def g(self, x: Array, y: Array, batch: Batch = None) -> float:
+        """Counted g."""
+        self._count("g", batch)
+        return self._problem.g(x, y, batch)
+
+    def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        """Counted (∇x f, ∇y f)."""
+        self._count("grad_f", batch)
+        return self._problem.grad_f(x, y, batch)
+
+    def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        """Counted (∇x g, ∇y g)."""
+        self._count("grad_g", batch)
+        return self._problem.grad_g(x, y, batch)
+
+    def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Counted ∇y f (one grad_f call)."""
+        self._count("grad_f", batch)
+        return self._problem.grad_y_f(x, y, batch)
+
+    def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Counted ∇y g (one grad_g call)."""
+        self._count("grad_g", batch)
+        return self._problem.grad_y_g(x, y, batch)
+
+    def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        """Counted ∇²yy g · v."""
+        self._count("hvp", batch)
+        return self._problem.hvp_yy_g(x, y, v, batch)
+
+    def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        """Counted ∇²xy g · v."""
+        self._count("cross", batch)
+        return self._problem.cross_xy_g(x, y, v, batch)
+
+    def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Counted dense ∇²yy g."""
+        self._count("hessian", batch)
+        return self._problem.hessian_yy_g(x, y, batch)
+
+    def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        """Counted dense ∇²xy g."""
+        self._count("hessian", batch)
+        return self._problem.jacobian_xy_g(x, y, batch)
+
+    def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
+        """Pass-through: drawing indices is not an oracle call."""
+        return self._problem.sample_batch(rng, size)
+
+
+class CountingOnlineProblem:
+    """Wraps an OnlineProblem: each per-time instance is counted into one shared counter."""
+
+    def __init__(self, problem: OnlineProblem, counter: OracleCounter | None = None) -> None:
+        self._problem = problem
+        self.counter = counter if counter is not None else OracleCounter()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in GROUND_TRUTH:
+            raise AttributeError(f"'{name}' is ground truth and is not available to algorithms")
+        return getattr(self._problem, name)
+
+    def at(self, t: int) -> CountingProblem:
+        """The counted instance at time t."""
+        return CountingProblem(self._problem.at(t), self.counter)
+
+
+def counted(problem: BilevelProblem | OnlineProblem, counter: OracleCounter | None = None):
+    """The counting view of a problem (offline or online)."""
+    if isinstance(problem, OnlineProblem):
+        return CountingOnlineProblem(problem, counter)
+    return CountingProblem(problem, counter)

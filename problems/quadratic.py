@@ -1,0 +1,190 @@
+"""Closed-form quadratic bilevel problem, deterministic or finite-sum stochastic.
+
+g(x, y) = ½ yᵀA y − yᵀC x + aᵀy,   f(x, y) = ½ (y − e)ᵀP (y − e) + ½ m‖x‖² + cᵀx.
+
+The finite-sum form has n samples with low-rank structure whose mean is exactly the full problem:
+A_i = μ₀I + U_iU_iᵀ, C_i = U_iV_iᵀ, P_i = p₀I + S_iS_iᵀ, a_i (U_i, S_i ∈ R^{dy×r}, V_i ∈ R^{dx×r}),
+so a minibatch oracle costs O(batch · r · d), not O(d²).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from problems.base import Array, Batch, BilevelProblem
+from problems.registry import register
+from problems.validation import Params, param
+
+
+@dataclass(frozen=True)
+class QuadraticParams(Params):
+    """Parameters of the quadratic family."""
+
+    dim_x: int = param(20, "positive_int", "outer dimension")
+    dim_y: int = param(20, "positive_int", "inner dimension")
+    mu: float = param(0.1, "positive", "smallest eigenvalue of the inner Hessian A")
+    L: float = param(1.0, "positive", "largest eigenvalue of the inner Hessian A")
+    cross: float = param(1.0, "nonnegative", "scale of the coupling C")
+    outer_curvature: float = param(0.1, "real", "m in ½m‖x‖² (negative makes f non-convex in x)")
+    n_samples: int | None = param(None, "optional_positive_int", "finite-sum size (null: deterministic)")
+    rank: int = param(1, "positive_int", "rank r of each sample's inner Hessian term")
+    sample_spread: float = param(1.0, "nonnegative", "spread of the per-sample linear terms a_i")
+
+    def validate(self) -> None:
+        if self.L < self.mu:
+            self.fail("L", f"at least mu = {self.mu}", self.L)
+        if self.n_samples is not None and self.n_samples * self.rank < self.dim_y:
+            self.fail("rank", f"at least dim_y / n_samples = {self.dim_y / self.n_samples:g}", self.rank)
+
+
+def random_rotation(rng: np.random.Generator, d: int) -> Array:
+    """A Haar-random orthogonal d × d matrix."""
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    return q * np.sign(np.diag(r))
+
+
+def spd_with_spectrum(rng: np.random.Generator, d: int, lo: float, hi: float) -> Array:
+    """Random rotation of log-spaced eigenvalues in [lo, hi]."""
+    q = random_rotation(rng, d)
+    eig = np.geomspace(lo, hi, d) if d > 1 else np.array([lo])
+    return (q * eig) @ q.T
+
+
+def orthonormal_rows(rng: np.random.Generator, rows: int, cols: int) -> Array:
+    """A rows × cols matrix R with R Rᵀ = I (rows ≤ cols)."""
+    q, _ = np.linalg.qr(rng.standard_normal((cols, rows)))
+    return q.T
+
+
+class Quadratic(BilevelProblem):
+    """The quadratic instance; see the module docstring for the model."""
+
+    def __init__(self, p: QuadraticParams, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        dx, dy = p.dim_x, p.dim_y
+        self.dim_x, self.dim_y = dx, dy
+        self.A = spd_with_spectrum(rng, dy, p.mu, p.L)
+        self.C = p.cross * rng.standard_normal((dy, dx)) / np.sqrt(max(dx, dy))
+        self.P = spd_with_spectrum(rng, dy, 0.5, 1.5)
+        self.a = rng.standard_normal(dy)
+        self.e = rng.standard_normal(dy)
+        self.c = rng.standard_normal(dx) / np.sqrt(dx)
+        self.m = p.outer_curvature
+        self._A_chol = sla.cho_factor(self.A)
+        if p.n_samples is not None:
+            self._build_samples(rng, p)
+
+    def _build_samples(self, rng: np.random.Generator, p: QuadraticParams) -> None:
+        n, r, dy = p.n_samples, p.rank, self.dim_y
+        self.n_samples, self.stochastic = n, True
+        self.mu0, self.p0 = p.mu / 2, 0.25
+        # A − μ₀I = W Wᵀ and P − p₀I = Z Zᵀ; spreading W, Z over orthonormal rows R gives
+        # (1/n) Σ U_iU_iᵀ = W R Rᵀ Wᵀ = A − μ₀I exactly, and likewise for P and C.
+        W = np.linalg.cholesky(self.A - self.mu0 * np.eye(dy))
+        Z = np.linalg.cholesky(self.P - self.p0 * np.eye(dy))
+        R = orthonormal_rows(rng, dy, n * r)
+        Rp = orthonormal_rows(rng, dy, n * r)
+        G = np.sqrt(n) * W @ R
+        H = np.sqrt(n) * sla.solve_triangular(W, self.C, lower=True).T @ R
+        S = np.sqrt(n) * Z @ Rp
+        self.U = G.T.reshape(n, r, dy).transpose(0, 2, 1).copy()  # (n, dy, r)
+        self.V = H.T.reshape(n, r, self.dim_x).transpose(0, 2, 1).copy()  # (n, dx, r)
+        self.S = S.T.reshape(n, r, dy).transpose(0, 2, 1).copy()
+        noise = rng.standard_normal((n, dy)) * p.sample_spread
+        self.a_i = self.a + noise - noise.mean(axis=0)
+
+    # ---- full-batch pieces ----
+    def _outer_x(self, x: Array) -> tuple[float, Array]:
+        return 0.5 * self.m * x @ x + self.c @ x, self.m * x + self.c
+
+    def f(self, x: Array, y: Array, batch: Batch = None) -> float:
+        r = y - self.e
+        if batch is None:
+            return float(0.5 * r @ self.P @ r + self._outer_x(x)[0])
+        s = np.einsum("bdr,d->br", self.S[batch], r)
+        return float(0.5 * self.p0 * r @ r + 0.5 * np.mean(np.sum(s * s, axis=1)) + self._outer_x(x)[0])
+
+    def g(self, x: Array, y: Array, batch: Batch = None) -> float:
+        if batch is None:
+            return float(0.5 * y @ self.A @ y - y @ self.C @ x + self.a @ y)
+        uy = np.einsum("bdr,d->br", self.U[batch], y)
+        vx = np.einsum("bxr,x->br", self.V[batch], x)
+        per = 0.5 * np.sum(uy * uy, axis=1) - np.sum(uy * vx, axis=1) + self.a_i[batch] @ y
+        return float(0.5 * self.mu0 * y @ y + per.mean())
+
+    def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        r = y - self.e
+        if batch is None:
+            return self.P @ r
+        Sb = self.S[batch]
+        return self.p0 * r + np.einsum("bdr,br->d", Sb, np.einsum("bdr,d->br", Sb, r)) / len(batch)
+
+    def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        return self._outer_x(x)[1], self.grad_y_f(x, y, batch)
+
+    def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        if batch is None:
+            return self.A @ y - self.C @ x + self.a
+        Ub = self.U[batch]
+        t = np.einsum("bdr,d->br", Ub, y) - np.einsum("bxr,x->br", self.V[batch], x)
+        return self.mu0 * y + np.einsum("bdr,br->d", Ub, t) / len(batch) + self.a_i[batch].mean(axis=0)
+
+    def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        return self._grad_x_g(y, batch), self.grad_y_g(x, y, batch)
+
+    def _grad_x_g(self, y: Array, batch: Batch) -> Array:
+        return self.cross_xy_g(None, None, y, batch)  # g is bilinear in (x, y): ∇x g = ∇²xy g · y
+
+    def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        if batch is None:
+            return self.A @ v
+        Ub = self.U[batch]
+        return self.mu0 * v + np.einsum("bdr,br->d", Ub, np.einsum("bdr,d->br", Ub, v)) / len(batch)
+
+    def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        if batch is None:
+            return -self.C.T @ v
+        Vb = self.V[batch]
+        return -np.einsum("bxr,br->x", Vb, np.einsum("bdr,d->br", self.U[batch], v)) / len(batch)
+
+    def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        if batch is None:
+            return self.A.copy()
+        Ub = self.U[batch]
+        return self.mu0 * np.eye(self.dim_y) + np.einsum("bdr,ber->de", Ub, Ub) / len(batch)
+
+    def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        if batch is None:
+            return -self.C.T.copy()
+        return -np.einsum("bxr,bdr->xd", self.V[batch], self.U[batch]) / len(batch)
+
+    def initial_point(self) -> tuple[Array, Array]:
+        return np.zeros(self.dim_x), np.zeros(self.dim_y)
+
+    # ---- ground truth ----
+    def y_star(self, x: Array) -> Array:
+        return sla.cho_solve(self._A_chol, self.C @ x - self.a)
+
+    def grad_F(self, x: Array) -> Array:
+        ys = self.y_star(x)
+        return self.m * x + self.c + self.C.T @ sla.cho_solve(self._A_chol, self.P @ (ys - self.e))
+
+    def hessian_F(self) -> Array:
+        """∇²F = Cᵀ A⁻¹ P A⁻¹ C + m I (constant)."""
+        K = sla.cho_solve(self._A_chol, self.C)
+        return K.T @ self.P @ K + self.m * np.eye(self.dim_x)
+
+    def x_opt(self) -> Array | None:
+        """The minimiser of F when ∇²F is positive definite, else None."""
+        H = self.hessian_F()
+        if np.linalg.eigvalsh(H)[0] <= 0:
+            return None
+        return np.linalg.solve(H, -self.grad_F(np.zeros(self.dim_x)))
+
+
+@register("quadratic", QuadraticParams)
+def build_quadratic(p: QuadraticParams, seed: int) -> Quadratic:
+    """Closed-form quadratic (deterministic, or finite-sum with low-rank samples)."""
+    return Quadratic(p, seed)

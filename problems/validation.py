@@ -1,0 +1,134 @@
+"""Validated parameter records shared by problems and algorithm configs.
+
+A parameter record is a frozen dataclass whose fields carry a check in their metadata. Building one
+from a dict validates every field up front and raises `ParameterError` with a one-line message that
+names the owner, the field and what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T", bound="Params")
+
+
+class ParameterError(ValueError):
+    """A bad parameter: the message names the field and what is allowed."""
+
+
+def _describe(value: Any) -> str:
+    return repr(value) if not isinstance(value, str) else f"'{value}'"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# Each check returns None when the value is fine, or the phrase "must be ..." otherwise.
+_CHECKS = {
+    "positive_int": lambda v: None if _is_int(v) and v > 0 else "a positive integer",
+    "nonnegative_int": lambda v: None if _is_int(v) and v >= 0 else "a non-negative integer",
+    "positive": lambda v: None if _is_real(v) and math.isfinite(v) and v > 0 else "a positive number",
+    "nonnegative": lambda v: None if _is_real(v) and math.isfinite(v) and v >= 0 else "a non-negative number",
+    "probability": lambda v: None if _is_real(v) and 0.0 <= v <= 1.0 else "a probability in [0, 1]",
+    "real": lambda v: None if _is_real(v) and math.isfinite(v) else "a finite number",
+    "bool": lambda v: None if isinstance(v, bool) else "true or false",
+    "str": lambda v: None if isinstance(v, str) else "a string",
+    "any": lambda v: None,
+    "optional_path": lambda v: None if v is None or isinstance(v, str) else "a file path (string) or null",
+    "optional_positive_int": lambda v: None if v is None or (_is_int(v) and v > 0) else "a positive integer or null",
+    "optional_positive": lambda v: None if v is None or (_is_real(v) and v > 0) else "a positive number or null",
+    "real_vector": lambda v: None if _is_real_vector(v) else "a list of finite numbers",
+}
+
+
+def _is_real_vector(value: Any) -> bool:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return False
+    return all(_is_real(v) and math.isfinite(v) for v in value)
+
+
+def param(default: Any, check: str, doc: str = "", choices: Sequence[Any] | None = None) -> Any:
+    """A dataclass field with a named check (see _CHECKS) or a set of allowed choices."""
+    if check not in _CHECKS:
+        raise KeyError(f"unknown check {check!r}")
+    meta = {"check": check, "doc": doc, "choices": tuple(choices) if choices else None}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """Base of every validated parameter record (problem parameters, algorithm configs)."""
+
+    owner: ClassVar[str] = "parameters"
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            self._check_field(f, getattr(self, f.name))
+        self.validate()
+
+    def _check_field(self, f: dataclasses.Field, value: Any) -> None:
+        choices = f.metadata.get("choices")
+        if choices is not None:
+            if value not in choices:
+                allowed = ", ".join(_describe(c) for c in choices)
+                self.fail(f.name, f"one of {allowed}", value)
+            return
+        check = f.metadata.get("check", "any")
+        # Accept whole floats where the user wrote "10.0" for an integer field (YAML, CLI).
+        if check.endswith("int") and isinstance(value, float) and value.is_integer():
+            object.__setattr__(self, f.name, int(value))
+            value = int(value)
+        if check in ("positive", "nonnegative", "probability", "real") and _is_int(value):
+            object.__setattr__(self, f.name, float(value))
+        problem = _CHECKS[check](value)
+        if problem is not None:
+            self.fail(f.name, problem, value)
+
+    def validate(self) -> None:
+        """Cross-field checks; override and call `self.fail` on a bad combination."""
+
+    def fail(self, field: str, allowed: str, value: Any) -> None:
+        """Raise the one-line error for `field`."""
+        raise ParameterError(f"{self.owner}: '{field}' must be {allowed}, got {_describe(value)}")
+
+    @classmethod
+    def from_dict(cls: type[T], values: Mapping[str, Any] | None = None) -> T:
+        """Build from a mapping, rejecting unknown names with the list of allowed ones."""
+        values = dict(values or {})
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ParameterError(
+                f"{cls.owner}: unknown parameter '{unknown[0]}'; allowed: {', '.join(names)}"
+            )
+        return cls(**values)
+
+    @classmethod
+    def describe(cls) -> dict[str, dict[str, Any]]:
+        """Each field with its default, check and doc, for listings."""
+        out: dict[str, dict[str, Any]] = {}
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            entry = {"default": default, "check": f.metadata.get("check", "any"), "doc": f.metadata.get("doc", "")}
+            if f.metadata.get("choices"):
+                entry["choices"] = list(f.metadata["choices"])
+            out[f.name] = entry
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict of the field values."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self: T, **changes: Any) -> T:
+        """A validated copy with some fields changed."""
+        return type(self).from_dict({**self.as_dict(), **changes})

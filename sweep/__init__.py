@@ -1,0 +1,1 @@
+"""Ray Tune trainables, study specifications, MLflow tracking, reports and the `bisweep` CLI."""

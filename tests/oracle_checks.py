@@ -1,0 +1,89 @@
+"""Shared numerical checks for problems: oracles against central finite differences."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from problems.base import BilevelProblem
+
+FD_RTOL = 1e-6
+
+
+def fd_gradient(fun: Callable[[np.ndarray], float], z: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """Central finite-difference gradient of a scalar function, coordinate by coordinate."""
+    out = np.empty_like(z)
+    for i in range(z.size):
+        e = np.zeros_like(z)
+        e[i] = h
+        out[i] = (fun(z + e) - fun(z - e)) / (2 * h)
+    return out
+
+
+def fd_directional(fun: Callable[[np.ndarray], np.ndarray], z: np.ndarray, v: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """Central finite difference of a vector function along v."""
+    return (fun(z + h * v) - fun(z - h * v)) / (2 * h)
+
+
+def rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    """‖a − b‖ / max(‖a‖, ‖b‖, 1e-8)."""
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(a), np.linalg.norm(b), 1e-8))
+
+
+def check_oracles(p: BilevelProblem, x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
+                  batch=None, rtol: float = FD_RTOL, h: float = 1e-5) -> dict[str, float]:
+    """Relative errors of every oracle against finite differences at (x, y); asserts each ≤ rtol."""
+    gxf, gyf = p.grad_f(x, y, batch)
+    gxg, gyg = p.grad_g(x, y, batch)
+    v = rng.standard_normal(p.dim_y)
+    errs = {
+        "grad_x_f": rel_err(gxf, fd_gradient(lambda z: p.f(z, y, batch), x, h)),
+        "grad_y_f": rel_err(gyf, fd_gradient(lambda z: p.f(x, z, batch), y, h)),
+        "grad_x_g": rel_err(gxg, fd_gradient(lambda z: p.g(z, y, batch), x, h)),
+        "grad_y_g": rel_err(gyg, fd_gradient(lambda z: p.g(x, z, batch), y, h)),
+        "grad_y_g_alone": rel_err(p.grad_y_g(x, y, batch), gyg),
+        "grad_y_f_alone": rel_err(p.grad_y_f(x, y, batch), gyf),
+        "hvp_yy_g": rel_err(p.hvp_yy_g(x, y, v, batch),
+                            fd_directional(lambda z: p.grad_g(x, z, batch)[1], y, v, h)),
+        "cross_xy_g": rel_err(p.cross_xy_g(x, y, v, batch),
+                              fd_directional(lambda z: p.grad_g(x, z, batch)[0], y, v, h)),
+    }
+    bad = {k: e for k, e in errs.items() if not e <= rtol}
+    assert not bad, f"{p.name}: oracles disagree with finite differences: {bad}"
+    return errs
+
+
+def check_minibatch_mean(p: BilevelProblem, x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
+                         rtol: float = 1e-10) -> None:
+    """The mean of single-sample oracles over a full pass equals the full-batch oracle."""
+    n = p.n_samples
+    assert n is not None
+    idx = np.arange(n)
+    v = rng.standard_normal(p.dim_y)
+    pairs = {
+        "f": (p.f(x, y, idx), p.f(x, y)),
+        "g": (p.g(x, y, idx), p.g(x, y)),
+        "grad_f": (np.concatenate(p.grad_f(x, y, idx)), np.concatenate(p.grad_f(x, y))),
+        "grad_g": (np.concatenate(p.grad_g(x, y, idx)), np.concatenate(p.grad_g(x, y))),
+        "hvp": (p.hvp_yy_g(x, y, v, idx), p.hvp_yy_g(x, y, v)),
+        "cross": (p.cross_xy_g(x, y, v, idx), p.cross_xy_g(x, y, v)),
+    }
+    # Also as the average of per-sample oracles: batches of one, summed.
+    per = np.mean([p.grad_y_g(x, y, np.array([i])) for i in range(n)], axis=0)
+    pairs["grad_y_g per-sample mean"] = (per, p.grad_y_g(x, y))
+    bad = {k: rel_err(a, b) for k, (a, b) in pairs.items() if rel_err(a, b) > rtol}
+    assert not bad, f"{p.name}: minibatch mean differs from full batch: {bad}"
+
+
+def check_ground_truth_stationarity(p: BilevelProblem, x: np.ndarray, atol: float = 1e-9) -> None:
+    """‖∇y g(x, y*(x))‖ ≤ atol for an unconstrained lower level."""
+    gy = p.grad_y_g(x, p.y_star(x))
+    assert np.linalg.norm(gy) <= atol, f"{p.name}: ‖∇y g(x, y*)‖ = {np.linalg.norm(gy):.3e}"
+
+
+def check_grad_F_fd(p: BilevelProblem, x: np.ndarray, rtol: float = 1e-5, h: float = 1e-5) -> float:
+    """∇F against central finite differences of F."""
+    err = rel_err(p.grad_F(x), fd_gradient(p.F, x, h))
+    assert err <= rtol, f"{p.name}: ∇F vs finite differences of F: rel. error {err:.3e}"
+    return err

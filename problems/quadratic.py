@@ -24,9 +24,9 @@ class QuadraticParams(Params):
 
     dim_x: int = param(20, "positive_int", "outer dimension")
     dim_y: int = param(20, "positive_int", "inner dimension")
-    mu: float = param(0.1, "positive", "smallest eigenvalue of the inner Hessian A")
+    mu: float = param(0.2, "positive", "smallest eigenvalue of the inner Hessian A")
     L: float = param(1.0, "positive", "largest eigenvalue of the inner Hessian A")
-    cross: float = param(1.0, "nonnegative", "scale of the coupling C")
+    cross: float = param(0.5, "nonnegative", "scale of the coupling C")
     outer_curvature: float = param(0.1, "real", "m in ½m‖x‖² (negative makes f non-convex in x)")
     n_samples: int | None = param(None, "optional_positive_int", "finite-sum size (null: deterministic)")
     rank: int = param(1, "positive_int", "rank r of each sample's inner Hessian term")

@@ -30,7 +30,7 @@ def test_dense_matrices_are_the_mean_of_samples():
     idx = np.arange(8)
     np.testing.assert_allclose(p.hessian_yy_g(None, None, idx), p.A, atol=1e-12)
     np.testing.assert_allclose(p.jacobian_xy_g(None, None, idx), -p.C.T, atol=1e-12)
-    assert np.linalg.eigvalsh(p.A)[[0, -1]] == pytest.approx([0.1, 1.0], rel=1e-12)
+    assert np.linalg.eigvalsh(p.A)[[0, -1]] == pytest.approx([0.2, 1.0], rel=1e-12)
 
 
 def test_ground_truth_matches_independent_dense_solve():

@@ -104,6 +104,13 @@ class BilevelProblem(ABC):
             return self.n_samples or 1
         return int(np.size(batch))
 
+    def samples_touched(self, kind: str, batch: Batch) -> int:
+        """Samples an oracle of `kind` (see counting.ORACLE_KINDS) touches on `batch`.
+
+        `batch_size` by default; problems whose f and g sum over different sample sets override it.
+        """
+        return self.batch_size(batch)
+
     def project_x(self, x: Array) -> Array:
         """Euclidean projection onto the outer feasible set X (identity when unconstrained)."""
         return x

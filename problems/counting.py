@@ -61,7 +61,9 @@ class CountingProblem:
         return getattr(self._problem, name)
 
     def _count(self, kind: str, batch: Batch) -> None:
-        self.counter.add(kind, self._problem.batch_size(batch))
+        # Duck-typed problems without `samples_touched` fall back to `batch_size`.
+        touched = getattr(self._problem, "samples_touched", None)
+        self.counter.add(kind, touched(kind, batch) if touched else self._problem.batch_size(batch))
 
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
         """Counted f."""

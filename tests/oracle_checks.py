@@ -55,11 +55,17 @@ def check_oracles(p: BilevelProblem, x: np.ndarray, y: np.ndarray, rng: np.rando
 
 
 def check_minibatch_mean(p: BilevelProblem, x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
-                         rtol: float = 1e-10) -> None:
-    """The mean of single-sample oracles over a full pass equals the full-batch oracle."""
+                         rtol: float = 1e-10, full_pass=None,
+                         single: Callable[[int], object] | None = None) -> None:
+    """The mean of single-sample oracles over a full pass equals the full-batch oracle.
+
+    `full_pass` (default: all indices) and `single(i)` (default: index i alone) build the batches for
+    problems whose batches are not plain index arrays.
+    """
     n = p.n_samples
     assert n is not None
-    idx = np.arange(n)
+    idx = np.arange(n) if full_pass is None else full_pass
+    single = single if single is not None else (lambda i: np.array([i]))
     v = rng.standard_normal(p.dim_y)
     pairs = {
         "f": (p.f(x, y, idx), p.f(x, y)),
@@ -70,7 +76,7 @@ def check_minibatch_mean(p: BilevelProblem, x: np.ndarray, y: np.ndarray, rng: n
         "cross": (p.cross_xy_g(x, y, v, idx), p.cross_xy_g(x, y, v)),
     }
     # Also as the average of per-sample oracles: batches of one, summed.
-    per = np.mean([p.grad_y_g(x, y, np.array([i])) for i in range(n)], axis=0)
+    per = np.mean([p.grad_y_g(x, y, single(i)) for i in range(n)], axis=0)
     pairs["grad_y_g per-sample mean"] = (per, p.grad_y_g(x, y))
     bad = {k: rel_err(a, b) for k, (a, b) in pairs.items() if rel_err(a, b) > rtol}
     assert not bad, f"{p.name}: minibatch mean differs from full batch: {bad}"

@@ -1,0 +1,77 @@
+"""Minibatches for finite sums whose f and g run over different sample sets.
+
+The lower level g averages n_inner samples (e.g. training data) and the upper level f averages
+n_outer samples (e.g. validation data). A batch carries one index array for each, of equal size, so an
+algorithm that passes the same batch to f and g oracles draws independently at both levels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from problems.base import Array, Batch, BilevelProblem
+
+#: Oracle kinds that evaluate the upper level f (the rest touch g's samples).
+OUTER_KINDS = frozenset({"f", "grad_f"})
+
+
+@dataclass(frozen=True, eq=False)
+class TwoSetBatch:
+    """Indices into g's samples (`inner`) and into f's samples (`outer`)."""
+
+    inner: Array
+    outer: Array
+
+    def __len__(self) -> int:
+        return int(len(self.inner))
+
+
+class TwoSetFiniteSum(BilevelProblem):
+    """Sampling and accounting for f = mean over n_outer samples, g = mean over n_inner samples."""
+
+    n_inner: int
+    n_outer: int
+    stochastic = True
+
+    def _set_sizes(self, n_inner: int, n_outer: int) -> None:
+        self.n_inner, self.n_outer = int(n_inner), int(n_outer)
+        self.n_samples = self.n_inner  # the finite sum of the lower level, as base code expects
+
+    def sample_batch(self, rng: np.random.Generator, size: int) -> TwoSetBatch:
+        """`size` uniform indices (with replacement) into each sample set."""
+        return TwoSetBatch(rng.integers(0, self.n_inner, size=size), rng.integers(0, self.n_outer, size=size))
+
+    def batch_size(self, batch: Batch) -> int:
+        """Samples per level: the batch length, or n_inner for the full batch."""
+        return self.n_inner if batch is None else len(_checked(batch))
+
+    def samples_touched(self, kind: str, batch: Batch) -> int:
+        """Upper-level oracles touch f's samples, the others g's."""
+        if batch is None:
+            return self.n_outer if kind in OUTER_KINDS else self.n_inner
+        return len(_checked(batch))
+
+    def full_pass(self) -> TwoSetBatch:
+        """Every sample of both sets once (equal lengths are not required here)."""
+        return TwoSetBatch(np.arange(self.n_inner), np.arange(self.n_outer))
+
+    def single(self, i: int) -> TwoSetBatch:
+        """The batch of inner sample i (and outer sample i mod n_outer)."""
+        return TwoSetBatch(np.array([i]), np.array([i % self.n_outer]))
+
+
+def _checked(batch: Batch) -> TwoSetBatch:
+    if not isinstance(batch, TwoSetBatch):
+        raise TypeError(f"expected a batch from sample_batch() (TwoSetBatch) or None, got {type(batch).__name__}")
+    return batch
+
+
+def inner_index(batch: Batch) -> Array | None:
+    """g's sample indices of a batch (None for the full batch)."""
+    return None if batch is None else _checked(batch).inner
+
+
+def outer_index(batch: Batch) -> Array | None:
+    """f's sample indices of a batch (None for the full batch)."""
+    return None if batch is None else _checked(batch).outer

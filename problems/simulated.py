@@ -1,0 +1,219 @@
+"""The quadratic finite-sum problem of benchopt's benchmark_bilevel ("simulated", Dagréou et al. 2022).
+
+Both levels are means of per-sample quadratics in (x, y) with rank-one Hessian blocks:
+
+    h_i(x, y) = ½ (a_i·y)² + ½ (b_i·x)² + (c_i·x)(e_i·y) + l_i·y + m_i·x,
+
+g the mean over n_inner such samples, f over n_outer independent ones. As in the benchmark's generator:
+a_i = S_y z_i with S_y = Q diag(√geomspace(μ, L_yy)) Qᵀ (so E a_i a_iᵀ has spectrum [μ, L_yy]);
+b_i = S_x w_i with one zero eigenvalue in S_x; c_i e_iᵀ = (U D z_i)(Vᵀ z_i)ᵀ with U D Vᵀ the SVD of a
+Gaussian matrix whose singular values are replaced by geomspace(μ, L_cross); l_i, m_i standard normal.
+Instances are redrawn (at most 20 times) until the value function F is strongly convex, as the
+benchmark requires. A minibatch oracle costs O(batch · d); full-batch oracles use the dense means.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from problems.base import Array, Batch
+from problems.registry import register
+from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
+from problems.validation import ParameterError, Params, param
+
+MAX_DRAWS = 20
+#: Smallest eigenvalue of ∇²F accepted (the benchmark's threshold).
+MIN_CURVATURE = 1e-12
+
+
+@dataclass(frozen=True)
+class SimulatedParams(Params):
+    """Parameters of the simulated quadratic (benchmark_bilevel defaults)."""
+
+    dim_x: int = param(100, "positive_int", "outer dimension (benchmark: dim_outer)")
+    dim_y: int = param(100, "positive_int", "inner dimension (benchmark: dim_inner)")
+    n_samples_inner: int = param(1024, "positive_int", "samples of g")
+    n_samples_outer: int = param(1024, "positive_int", "samples of f")
+    mu: float = param(0.1, "positive", "smallest eigenvalue of every Hessian block (benchmark: mu_inner)")
+    L_g_yy: float = param(1.0, "positive", "largest eigenvalue of E ∇²yy g (L_inner_inner)")
+    L_g_xx: float = param(1.0, "positive", "largest eigenvalue of E ∇²xx g (L_outer_inner)")
+    L_f_yy: float = param(1.0, "positive", "largest eigenvalue of E ∇²yy f (L_inner_outer)")
+    L_f_xx: float = param(1.0, "positive", "largest eigenvalue of E ∇²xx f (L_outer_outer)")
+    cross_g: float = param(0.1, "positive", "largest singular value of E ∇²xy g (L_cross_inner)")
+    cross_f: float = param(0.1, "positive", "largest singular value of E ∇²xy f (L_cross_outer)")
+    x_init: float = param(-2.0, "real", "every coordinate of the starting x (the benchmark's −2)")
+
+    def validate(self) -> None:
+        # Rank-one samples: the mean inner Hessian is invertible only with at least dim_y of them.
+        if self.n_samples_inner < self.dim_y:
+            self.fail("n_samples_inner", f"at least dim_y = {self.dim_y}", self.n_samples_inner)
+
+
+@dataclass(frozen=True)
+class SampleQuadratics:
+    """Per-sample vectors of one level and their exact means as dense matrices."""
+
+    a: Array  # (n, dy)
+    b: Array  # (n, dx)
+    c: Array  # (n, dx)
+    e: Array  # (n, dy)
+    l: Array  # (n, dy) linear term in y
+    m: Array  # (n, dx) linear term in x
+    H_yy: Array  # mean a_i a_iᵀ
+    H_xx: Array  # mean b_i b_iᵀ
+    C: Array  # mean c_i e_iᵀ (dx × dy): the cross block ∇²xy
+    l_mean: Array
+    m_mean: Array
+
+
+def _sqrt_psd(rng: np.random.Generator, d: int, eigs: Array) -> Array:
+    """Q diag(√eigs) Qᵀ with Q the full left singular basis of a Gaussian vector."""
+    q = np.linalg.svd(rng.standard_normal((d, 1)))[0]
+    return (q * np.sqrt(eigs)) @ q.T
+
+
+def draw_level(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_yy: float,
+               L_xx: float, L_cross: float) -> SampleQuadratics:
+    """One level's n rank-one sample quadratics (the benchmark's gen_matrices)."""
+    S_y = _sqrt_psd(rng, dy, np.geomspace(mu, L_yy, dy))
+    a = rng.standard_normal((n, dy)) @ S_y
+    # The outer block keeps one zero eigenvalue, as in the benchmark.
+    S_x = _sqrt_psd(rng, dx, np.r_[0.0, np.geomspace(mu, L_xx, dx - 1)])
+    b = rng.standard_normal((n, dx)) @ S_x
+    U, _, Vh = np.linalg.svd(rng.standard_normal((dx, dy)))
+    k = min(dx, dy)
+    UD = U[:, :k] * np.geomspace(mu, L_cross, k)
+    z = rng.standard_normal((n, dy))
+    c = z[:, :k] @ UD.T  # (U D z)ᵀ with D's zero columns dropped
+    e = z @ Vh.T  # (Vᵀ z)ᵀ, V = Vhᵀ; E c_i e_iᵀ = U D V
+    l = rng.standard_normal((n, dy))
+    m = rng.standard_normal((n, dx))
+    return SampleQuadratics(a, b, c, e, l, m, a.T @ a / n, b.T @ b / n, c.T @ e / n, l.mean(0), m.mean(0))
+
+
+class Simulated(TwoSetFiniteSum):
+    """The benchmark_bilevel quadratic; see the module docstring."""
+
+    def __init__(self, p: SimulatedParams, seed: int) -> None:
+        self.dim_x, self.dim_y = p.dim_x, p.dim_y
+        self._set_sizes(p.n_samples_inner, p.n_samples_outer)
+        self.x_init = p.x_init
+        for draw in np.random.SeedSequence(seed).spawn(MAX_DRAWS):
+            rng_g, rng_f = (np.random.default_rng(s) for s in draw.spawn(2))
+            args = (p.dim_x, p.dim_y, p.mu)
+            self.inner = draw_level(rng_g, p.n_samples_inner, *args, p.L_g_yy, p.L_g_xx, p.cross_g)
+            self.outer = draw_level(rng_f, p.n_samples_outer, *args, p.L_f_yy, p.L_f_xx, p.cross_f)
+            if self._inner_invertible() and np.linalg.eigvalsh(self.hessian_F())[0] >= MIN_CURVATURE:
+                return
+        raise ParameterError(
+            f"problem 'simulated': no instance with a strongly convex value function in {MAX_DRAWS} draws; "
+            "raise 'mu' or lower 'cross_f'"
+        )
+
+    def _inner_invertible(self) -> bool:
+        try:
+            self._H_chol = sla.cho_factor(self.inner.H_yy)
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    # ---- per-level pieces: value, ∇x, ∇y of mean_i h_i over the batch ----
+    @staticmethod
+    def _value(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> float:
+        if idx is None:
+            return float(0.5 * y @ q.H_yy @ y + 0.5 * x @ q.H_xx @ x + x @ q.C @ y + q.l_mean @ y + q.m_mean @ x)
+        ay, bx = q.a[idx] @ y, q.b[idx] @ x
+        per = 0.5 * ay * ay + 0.5 * bx * bx + (q.c[idx] @ x) * (q.e[idx] @ y) + q.l[idx] @ y + q.m[idx] @ x
+        return float(per.mean())
+
+    @staticmethod
+    def _grad_y(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
+        if idx is None:
+            return q.H_yy @ y + q.C.T @ x + q.l_mean
+        a, e = q.a[idx], q.e[idx]
+        return ((a @ y) @ a + (q.c[idx] @ x) @ e) / len(idx) + q.l[idx].mean(0)
+
+    @staticmethod
+    def _grad_x(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
+        if idx is None:
+            return q.H_xx @ x + q.C @ y + q.m_mean
+        b, c = q.b[idx], q.c[idx]
+        return ((b @ x) @ b + (q.e[idx] @ y) @ c) / len(idx) + q.m[idx].mean(0)
+
+    # ---- oracles ----
+    def f(self, x: Array, y: Array, batch: Batch = None) -> float:
+        return self._value(self.outer, x, y, outer_index(batch))
+
+    def g(self, x: Array, y: Array, batch: Batch = None) -> float:
+        return self._value(self.inner, x, y, inner_index(batch))
+
+    def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        idx = outer_index(batch)
+        return self._grad_x(self.outer, x, y, idx), self._grad_y(self.outer, x, y, idx)
+
+    def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        idx = inner_index(batch)
+        return self._grad_x(self.inner, x, y, idx), self._grad_y(self.inner, x, y, idx)
+
+    def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        return self._grad_y(self.outer, x, y, outer_index(batch))
+
+    def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        return self._grad_y(self.inner, x, y, inner_index(batch))
+
+    def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        idx = inner_index(batch)
+        if idx is None:
+            return self.inner.H_yy @ v
+        a = self.inner.a[idx]
+        return (a @ v) @ a / len(idx)
+
+    def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        idx = inner_index(batch)
+        if idx is None:
+            return self.inner.C @ v
+        return (self.inner.e[idx] @ v) @ self.inner.c[idx] / len(idx)
+
+    def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        idx = inner_index(batch)
+        if idx is None:
+            return self.inner.H_yy.copy()
+        a = self.inner.a[idx]
+        return a.T @ a / len(idx)
+
+    def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        idx = inner_index(batch)
+        if idx is None:
+            return self.inner.C.copy()
+        return self.inner.c[idx].T @ self.inner.e[idx] / len(idx)
+
+    def initial_point(self) -> tuple[Array, Array]:
+        return np.full(self.dim_x, self.x_init), np.zeros(self.dim_y)
+
+    # ---- ground truth ----
+    def y_star(self, x: Array) -> Array:
+        return -sla.cho_solve(self._H_chol, self.inner.C.T @ x + self.inner.l_mean)
+
+    def grad_F(self, x: Array) -> Array:
+        ys = self.y_star(x)
+        gx, gy = self.grad_f(x, ys)
+        return gx - self.inner.C @ sla.cho_solve(self._H_chol, gy)
+
+    def hessian_F(self) -> Array:
+        """∇²F = F_xx + C_f J + Jᵀ C_fᵀ + Jᵀ F_yy J with J = dy*/dx = −H⁻¹ C_gᵀ (constant)."""
+        J = -sla.cho_solve(self._H_chol, self.inner.C.T)
+        o = self.outer
+        CJ = o.C @ J
+        return o.H_xx + CJ + CJ.T + J.T @ o.H_yy @ J
+
+    def x_opt(self) -> Array:
+        """The unique minimiser of the strongly convex F."""
+        return np.linalg.solve(self.hessian_F(), -self.grad_F(np.zeros(self.dim_x)))
+
+
+@register("simulated", SimulatedParams)
+def build_simulated(p: SimulatedParams, seed: int) -> Simulated:
+    """benchmark_bilevel's quadratic finite sum (rank-one samples, separate f and g samples)."""
+    return Simulated(p, seed)

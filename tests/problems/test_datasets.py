@@ -1,5 +1,6 @@
 """Data sources, seeded splits and train-only standardisation; clear errors for bad files."""
 import gzip
+import os
 
 import numpy as np
 import pytest
@@ -171,4 +172,5 @@ def test_file_cache_sees_rewritten_files(tmp_path):
     _write_idx(tmp_path / "train-labels-idx1-ubyte", np.array([0, 1, 2], np.uint8))
     assert load(p, None)[0].sum() == 0
     _write_idx(tmp_path / "train-images-idx3-ubyte", np.full((3, 2, 2), 7, np.uint8))
+    os.utime(tmp_path / "train-images-idx3-ubyte", ns=(10**18, 10**18))  # same size: the mtime must differ
     assert load(p, None)[0].sum() == 7 * 12

@@ -1,0 +1,185 @@
+"""Quadratic bilevel problem with linearly constrained lower level (F2CSA paper §6.1).
+
+f(x, y) = ½ xᵀQ_u x + c_uᵀx + ½ yᵀP y + xᵀP y,   g(x, y) = ½ yᵀQ_l y + c_lᵀy + xᵀy,
+lower level over h(x, y) = A x − B y − b ≤ 0: either the box y ∈ [−1, 1]^d (A = 0, B = ±I, b = 1) or
+p random rows (B of full row rank, so the set is non-empty for every x and LICQ holds).
+
+Noise (σ = `noise`): each sample perturbs the diagonal of every quadratic matrix (Q_u, P, Q_l) by
+independent N(0, σ²) entries; a batch of m samples averages m draws, so the oracles are unbiased with
+variance σ²/m per entry. The diagonal form costs O(m·d) per call and keeps every sampled Q_l positive
+definite (a dense N(0, σ²) matrix has norm ≈ σ√(2d), which exceeds μ = 1 near d = 5000 and would make
+the sampled lower level non-convex). `sample_batch` returns the draw (3 × m × d) as the batch.
+
+Ground truth: y*, λ* from the exact QP solver (problems.qp); ∇F from the active-set implicit Jacobian
+dλ/dx = (B_a H⁻¹B_aᵀ)⁻¹(A_a + B_a H⁻¹Jᵀ), dy/dx = H⁻¹(B_aᵀ dλ/dx − Jᵀ), H = Q_l, J = I, over the
+strictly active rows (F is piecewise quadratic; its gradient jumps where the active set changes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from problems.base import Array, Batch, BilevelProblem, LinearConstraints
+from problems.qp import Polyhedron, QPSolution
+from problems.registry import register
+from problems.validation import Params, param
+
+
+@dataclass(frozen=True)
+class ConstrainedQuadraticParams(Params):
+    """Parameters of constrained_quadratic."""
+
+    d: int = param(50, "positive_int", "dimension of x and of y")
+    constraints: str = param("linear", "str", "lower-level set: p random rows, or the box [-1, 1]^d",
+                             choices=("linear", "box"))
+    p: int = param(10, "positive_int", "number of random constraint rows (constraints: linear)")
+    noise: float = param(0.01, "nonnegative", "σ of the Gaussian noise on the quadratic terms (0: exact)")
+    mu: float = param(1.0, "positive", "μ in Q_l = GGᵀ/d + μI and P = GGᵀ/d + μI")
+    mu_upper: float | None = param(None, "optional_positive",
+                                   "μ of Q_u (null: λmax(P) + mu, so every piece of F is strongly convex)")
+    offset: float = param(0.5, "nonnegative", "scale of b for linear rows (b = offset·|N(0,1)|)")
+
+    def validate(self) -> None:
+        if self.constraints == "linear" and self.p > self.d:
+            self.fail("p", f"at most d = {self.d} (linear rows must be independent)", self.p)
+
+
+def wishart_shift(rng: np.random.Generator, d: int, mu: float) -> Array:
+    """G Gᵀ / d + μ I for a seeded Gaussian d × d matrix G."""
+    G = rng.standard_normal((d, d))
+    return G @ G.T / d + mu * np.eye(d)
+
+
+class ConstrainedQuadratic(BilevelProblem):
+    """The constrained quadratic instance; see the module docstring for the model."""
+
+    def __init__(self, p: ConstrainedQuadraticParams, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        d = p.d
+        self.dim_x = self.dim_y = d
+        self.Q_l = wishart_shift(rng, d, p.mu)
+        self.P = wishart_shift(rng, d, p.mu)
+        base_u = wishart_shift(rng, d, 0.0)
+        mu_u = p.mu_upper if p.mu_upper is not None else float(np.linalg.eigvalsh(self.P)[-1]) + p.mu
+        self.Q_u = base_u + mu_u * np.eye(d)
+        self.c_u = rng.standard_normal(d)
+        self.c_l = rng.standard_normal(d)
+        self.constraints = self._make_constraints(rng, p)
+        self.sigma = p.noise
+        self.stochastic = p.noise > 0
+        self.polyhedron = Polyhedron(-self.constraints.B)
+        self._chol_l = sla.cho_factor(self.Q_l)
+        self._cache: tuple[bytes, QPSolution] | None = None
+
+    @staticmethod
+    def _make_constraints(rng: np.random.Generator, p: ConstrainedQuadraticParams) -> LinearConstraints:
+        d = p.d
+        if p.constraints == "box":
+            B = np.vstack([-np.eye(d), np.eye(d)])  # rows: y − 1 ≤ 0, then −y − 1 ≤ 0
+            return LinearConstraints(np.zeros((2 * d, d)), B, np.ones(2 * d))
+        A = rng.standard_normal((p.p, d)) / np.sqrt(d)
+        B = rng.standard_normal((p.p, d)) / np.sqrt(d)
+        b = p.offset * np.abs(rng.standard_normal(p.p))
+        return LinearConstraints(A, B, b)
+
+    # ---- noise ----
+    def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
+        """m = size noise draws for the diagonals of (Q_u, P, Q_l); None when noise is off."""
+        if not self.stochastic:
+            return None
+        return rng.standard_normal((3, size, self.dim_x))
+
+    def batch_size(self, batch: Batch) -> int:
+        return 1 if batch is None else int(batch.shape[1])
+
+    def _diag(self, batch: Batch, k: int) -> Array | float:
+        """Diagonal perturbation of matrix k (0: Q_u, 1: P, 2: Q_l), averaged over the batch."""
+        if batch is None:
+            return 0.0
+        return self.sigma * batch[k].mean(axis=0)
+
+    def _Qu(self, x: Array, batch: Batch) -> Array:
+        return self.Q_u @ x + self._diag(batch, 0) * x
+
+    def _P(self, v: Array, batch: Batch) -> Array:
+        return self.P @ v + self._diag(batch, 1) * v
+
+    def _Ql(self, v: Array, batch: Batch) -> Array:
+        return self.Q_l @ v + self._diag(batch, 2) * v
+
+    # ---- oracles ----
+    def f(self, x: Array, y: Array, batch: Batch = None) -> float:
+        return float(0.5 * x @ self._Qu(x, batch) + self.c_u @ x + (0.5 * y + x) @ self._P(y, batch))
+
+    def g(self, x: Array, y: Array, batch: Batch = None) -> float:
+        return float(0.5 * y @ self._Ql(y, batch) + self.c_l @ y + x @ y)
+
+    def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        return self._Qu(x, batch) + self.c_u + self._P(y, batch), self._P(x + y, batch)
+
+    def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        return self._P(x + y, batch)
+
+    def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
+        return y.copy(), self.grad_y_g(x, y, batch)
+
+    def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        return self._Ql(y, batch) + self.c_l + x
+
+    def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        return self._Ql(v, batch)
+
+    def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
+        return np.array(v, dtype=float, copy=True)  # ∇²xy g = I for the coupling xᵀy
+
+    def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        H = self.Q_l.copy()
+        if batch is not None:
+            H[np.diag_indices_from(H)] += self._diag(batch, 2)
+        return H
+
+    def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        return np.eye(self.dim_x)
+
+    def initial_point(self) -> tuple[Array, Array]:
+        return np.zeros(self.dim_x), np.zeros(self.dim_y)
+
+    # ---- ground truth ----
+    def _solve(self, x: Array) -> QPSolution:
+        key = np.asarray(x, dtype=float).tobytes()
+        if self._cache is None or self._cache[0] != key:
+            c = self.constraints
+            sol = self.polyhedron.solve(self.Q_l, self.c_l + x, c.b - c.A @ x, chol=self._chol_l)
+            self._cache = (key, sol)
+        return self._cache[1]
+
+    def y_star(self, x: Array) -> Array:
+        return self._solve(x).y.copy()
+
+    def lambda_star(self, x: Array) -> Array:
+        return self._solve(x).lam.copy()
+
+    def _dy_star(self, x: Array) -> Array:
+        """Jacobian dy*/dx (d × d) on the active set at x (one-sided where the active set changes)."""
+        sol = self._solve(x)
+        a = sol.active
+        Hinv = sla.cho_solve(self._chol_l, np.eye(self.dim_y))  # H⁻¹Jᵀ with J = I
+        if a.size == 0:
+            return -Hinv
+        A_a, B_a = self.constraints.A[a], self.constraints.B[a]
+        S = B_a @ Hinv @ B_a.T
+        dlam = np.linalg.solve(S, A_a + B_a @ Hinv)
+        return Hinv @ (B_a.T @ dlam - np.eye(self.dim_y))
+
+    def grad_F(self, x: Array) -> Array:
+        y = self._solve(x).y
+        gx, gy = self.grad_f(x, y)
+        return gx + self._dy_star(x).T @ gy
+
+
+@register("constrained_quadratic", ConstrainedQuadraticParams)
+def build_constrained_quadratic(p: ConstrainedQuadraticParams, seed: int) -> ConstrainedQuadratic:
+    """Quadratic bilevel problem with a box or random linear lower-level constraints (F2CSA §6.1)."""
+    return ConstrainedQuadratic(p, seed)

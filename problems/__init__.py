@@ -10,6 +10,7 @@ from problems.validation import ParameterError
 
 # Importing a family module registers its problems.
 from problems import quadratic  # noqa: E402,F401  isort:skip
+from problems import toys  # noqa: E402,F401  isort:skip
 from problems import constrained  # noqa: E402,F401  isort:skip
 from problems import simulated  # noqa: E402,F401  isort:skip
 from problems import online  # noqa: E402,F401  isort:skip

@@ -115,6 +115,10 @@ class BilevelProblem(ABC):
         """Euclidean projection onto the outer feasible set X (identity when unconstrained)."""
         return x
 
+    def project_y(self, y: Array) -> Array:
+        """Euclidean projection onto a simple lower-level set Y such as a box (identity by default)."""
+        return y
+
     @abstractmethod
     def initial_point(self) -> tuple[Array, Array]:
         """The instance's starting (x0, y0) (fresh copies)."""

@@ -38,7 +38,8 @@ class OscillatingToyParams(Params):
     mu_g: float = param(1.0, "positive", "curvature μ_g of g_t(x, y) = (μ_g/2)(y − (−1)^t x)²")
     x1: float = param(0.5, "real", "starting outer point x_1 (in [−1, 1]; 0 is a stationary point)")
     y1: float = param(0.0, "real", "starting inner point")
-    regret_gamma: float = param(1.0, "positive", "γ of the gradient mapping in the bilevel local regret")
+    regret_gamma: float = param(0.1, "positive", "γ of the regret's gradient mapping (eq. 3–4); 0.1 is the "
+                                "online algorithms' default outer step")
 
     def validate(self) -> None:
         if abs(self.x1) > 1.0:
@@ -157,7 +158,8 @@ class DriftingQuadraticParams(QuadraticParams):
     drift: float = param(0.01, "nonnegative", "distance y*_t(x) moves per step (drift of a_t)")
     target_drift: float = param(0.0, "nonnegative", "distance the outer target e_t moves per step")
     radius: float = param(10.0, "positive", "radius of the outer ball X = {‖x‖ ≤ radius}")
-    regret_gamma: float = param(1.0, "positive", "γ of the gradient mapping in the bilevel local regret")
+    regret_gamma: float = param(0.1, "positive", "γ of the regret's gradient mapping (eq. 3–4); 0.1 is the "
+                                "online algorithms' default outer step")
 
 
 class BallQuadratic(Quadratic):

@@ -56,7 +56,7 @@ def test_toy_variation_matches_the_paper_and_the_definition(T):
 def test_toy_alternates_and_rejects_times_outside_the_horizon():
     p = problems.make("oscillating_toy", T=4)
     assert p.at(1).s == -1.0 and p.at(2).s == 1.0 and p.at(3).s == -1.0
-    assert p.regret_gamma == 1.0 and p.horizon == 4
+    assert p.regret_gamma == 0.1 and p.horizon == 4
     x0, y0 = p.initial_point()
     assert x0.tolist() == [0.5] and y0.tolist() == [0.0]
     with pytest.raises(ValueError, match=r"t must be in 1\.\.4"):

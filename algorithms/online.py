@@ -1,0 +1,218 @@
+"""Fully first-order online bilevel optimizers: F2OBO (Alg. 1) and AF2OBO (Alg. 2) of Jia & Chen.
+
+Both replace the hypergradient of F_t by that of the penalty value function
+L*_λ,t(x) = min_y f_t(x, y) + λ (g_t(x, y) − min_z g_t(x, z)), whose gradient
+∇x f_t(x, y_λ) + λ (∇x g_t(x, y_λ) − ∇x g_t(x, z*)) needs gradients only. The multiplier grows as
+λ_t = λ_1 t^τ (the paper's λ_{t+1} = (1 + 1/t)^τ λ_t in closed form, free of accumulated rounding).
+F2OBO runs K warm-started gradient steps on both inner problems; AF2OBO runs each to a tolerance.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import Algorithm, AlgorithmConfig, register
+from problems.base import Array
+from problems.validation import param
+
+AUTO = "auto"
+
+
+def _is_positive(value: Any, integer: bool = False) -> bool:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if integer and not float(value).is_integer():
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def check_auto(cfg: AlgorithmConfig, name: str, integer: bool = False) -> None:
+    """Field `name` must be 'auto' or a positive number (a positive integer when `integer`)."""
+    value = getattr(cfg, name)
+    if value == AUTO:
+        return
+    if not _is_positive(value, integer):
+        cfg.fail(name, f"'auto' or a positive {'integer' if integer else 'number'}", value)
+    object.__setattr__(cfg, name, int(value) if integer else float(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class PenaltyConfig(AlgorithmConfig):
+    """Settings shared by F2OBO and AF2OBO (the paper gives theory conditions, not numbers)."""
+
+    lambda1: float = param(10.0, "positive", "λ_1, the first multiplier (theory: > 2 L_f,1 / μ_g)")
+    tau: float = param(0.5, "nonnegative", "growth exponent τ: λ_t = λ_1 t^τ (0.5 in the paper's §4.3)")
+    alpha: Any = param(0.5, "any", "step α of the z-loop on g_t, or 'auto' = 1 / L_g")
+    beta: Any = param(AUTO, "any", "step β of the y-loop on f_t + λ_t g_t, or 'auto' = 1 / (2 λ_T L_g)")
+    gamma: float = param(0.1, "positive", "outer step γ (projected)")
+    lipschitz_g: float = param(1.0, "positive", "estimate of L_g (smoothness of g_t in y), used by 'auto'")
+
+    def validate(self) -> None:
+        check_auto(self, "alpha")
+        check_auto(self, "beta")
+
+
+def lambda_at(cfg: PenaltyConfig, t: int) -> float:
+    """λ_t = λ_1 t^τ."""
+    return cfg.lambda1 * float(t) ** cfg.tau
+
+
+def resolve_steps(cfg: PenaltyConfig, horizon: int) -> tuple[float, float]:
+    """(α, β) with 'auto' replaced by the theory values 1/L_g and 1/(2 λ_T L_g)."""
+    alpha = 1.0 / cfg.lipschitz_g if cfg.alpha == AUTO else cfg.alpha
+    beta = 1.0 / (2.0 * lambda_at(cfg, horizon) * cfg.lipschitz_g) if cfg.beta == AUTO else cfg.beta
+    return alpha, beta
+
+
+class PenaltyOnline(Algorithm):
+    """Common state and outer step of F2OBO and AF2OBO.
+
+    β is not a declared step size: its default is the horizon-dependent theory value ('auto'), which a
+    sensitivity study cannot scale; give it a number to fix it.
+    """
+
+    Config = PenaltyConfig
+    step_sizes = ("alpha", "gamma")
+    first_order = True
+    loops = "double"
+    online = True
+    paper = "Jia & Chen, Fully First-Order Algorithms for Online Bilevel Optimization"
+
+    def __init__(self, problem: Any, config: PenaltyConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.z = self.y.copy()
+        self.alpha, self.beta = resolve_steps(config, problem.horizon)
+        self.lam = lambda_at(config, 1)
+        self.hypergradient = np.zeros_like(self.x)
+        self.inner_total = 0
+
+    def penalty_hypergradient(self, p: Any, x: Array) -> Array:
+        """∇̃L*_λ(x) = ∇x f(x, y) + λ (∇x g(x, y) − ∇x g(x, z)) at the current y, z."""
+        gxf = p.grad_f(x, self.y)[0]
+        return gxf + self.lam * (p.grad_g(x, self.y)[0] - p.grad_g(x, self.z)[0])
+
+    def outer_step(self, p: Any) -> None:
+        """Projected step on the penalty hypergradient (line 10–11 of Alg. 1)."""
+        self.hypergradient = self.penalty_hypergradient(p, self.x)
+        self.x = self.problem.project_x(self.x - self.config.gamma * self.hypergradient)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {"lambda": self.lam, "alpha": self.alpha, "beta": self.beta,
+                "inner_iterations_total": float(self.inner_total)}
+
+
+@dataclasses.dataclass(frozen=True)
+class F2OBOConfig(PenaltyConfig):
+    """F2OBO: K gradient steps on each inner problem per time step."""
+
+    K: Any = param(AUTO, "any", "inner steps per time step, or 'auto' = ⌈(1+2τ) ln T / (−ln ρ)⌉")
+    mu_g: float = param(1.0, "positive", "estimate of μ_g, used by K='auto' through ρ = 1 − μ_g/(4 L_g)")
+
+    def validate(self) -> None:
+        super().validate()
+        check_auto(self, "K", integer=True)
+        if self.mu_g > self.lipschitz_g:
+            self.fail("mu_g", f"at most lipschitz_g = {self.lipschitz_g}", self.mu_g)
+
+
+def auto_inner_steps(cfg: F2OBOConfig, horizon: int) -> int:
+    """K = ⌈(1+2τ) ln T / (−ln ρ)⌉ with ρ = 1 − μ_g/(4 L_g) (Lemma 3.3, constant term dropped), ≥ 1."""
+    rho = 1.0 - cfg.mu_g / (4.0 * cfg.lipschitz_g)
+    return max(1, math.ceil((1.0 + 2.0 * cfg.tau) * math.log(max(horizon, 1)) / -math.log(rho)))
+
+
+@register
+class F2OBO(PenaltyOnline):
+    """F2OBO: fully first-order online bilevel optimizer with K warm-started inner steps."""
+
+    name = "f2obo"
+    Config = F2OBOConfig
+
+    def __init__(self, problem: Any, config: F2OBOConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.K = auto_inner_steps(config, problem.horizon) if config.K == AUTO else config.K
+
+    def step(self) -> None:
+        t = self.iteration + 1
+        p = self.problem.at(t)
+        self.lam = lambda_at(self.config, t)
+        x, y, z = self.x, self.y, self.z
+        for _ in range(self.K):
+            z = z - self.alpha * p.grad_y_g(x, z)
+            y = y - self.beta * (p.grad_y_f(x, y) + self.lam * p.grad_y_g(x, y))
+        self.y, self.z = y, z
+        self.inner_total += self.K
+        self.outer_step(p)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {**super().diagnostics(), "K": float(self.K)}
+
+
+@dataclasses.dataclass(frozen=True)
+class AF2OBOConfig(PenaltyConfig):
+    """AF2OBO: each inner loop runs to its tolerance (capped)."""
+
+    delta_y: Any = param(AUTO, "any", "tolerance on ‖∇y f_t + λ_t ∇y g_t‖, or 'auto' = T^(−1/2)")
+    delta_z: Any = param(AUTO, "any", "tolerance on ‖∇y g_t(x_t, z)‖, or 'auto' = T^(−(1+τ)/2)")
+    max_inner: int = param(10_000, "positive_int", "cap on each inner loop's iterations per time step")
+
+    def validate(self) -> None:
+        super().validate()
+        check_auto(self, "delta_y")
+        check_auto(self, "delta_z")
+
+
+@register
+class AF2OBO(PenaltyOnline):
+    """AF2OBO: F2OBO with inner loops run to tolerances δ_y, δ_z (Alg. 2)."""
+
+    name = "af2obo"
+    Config = AF2OBOConfig
+
+    def __init__(self, problem: Any, config: AF2OBOConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        T = float(problem.horizon)
+        self.delta_y = T ** -0.5 if config.delta_y == AUTO else config.delta_y
+        self.delta_z = T ** (-(1.0 + config.tau) / 2.0) if config.delta_z == AUTO else config.delta_z
+        self.z_iters = self.y_iters = 0
+        self.z_total = self.y_total = 0
+        self.z_cap_hits = self.y_cap_hits = 0
+
+    def step(self) -> None:
+        t = self.iteration + 1
+        p = self.problem.at(t)
+        self.lam = lambda_at(self.config, t)
+        x, cap = self.x, self.config.max_inner
+        # Line 4–6: z-loop on g_t; the gradient that is tested is the one that is stepped with.
+        z, n = self.z, 0
+        gz = p.grad_y_g(x, z)
+        while np.linalg.norm(gz) > self.delta_z and n < cap:
+            z = z - self.alpha * gz
+            gz = p.grad_y_g(x, z)
+            n += 1
+        self.z, self.z_iters = z, n
+        self.z_cap_hits += int(np.linalg.norm(gz) > self.delta_z)
+        # Line 7–10: y-loop on L_t(x_t, ·, λ_t).
+        y, n = self.y, 0
+        gy = p.grad_y_f(x, y) + self.lam * p.grad_y_g(x, y)
+        while np.linalg.norm(gy) > self.delta_y and n < cap:
+            y = y - self.beta * gy
+            gy = p.grad_y_f(x, y) + self.lam * p.grad_y_g(x, y)
+            n += 1
+        self.y, self.y_iters = y, n
+        self.y_cap_hits += int(np.linalg.norm(gy) > self.delta_y)
+        self.z_total += self.z_iters
+        self.y_total += self.y_iters
+        self.inner_total = self.z_total + self.y_total
+        # Line 11 of the paper's Alg. 2 is a leftover of Alg. 1 and is not executed.
+        self.outer_step(p)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {**super().diagnostics(), "delta_y": self.delta_y, "delta_z": self.delta_z,
+                "z_iterations": float(self.z_iters), "y_iterations": float(self.y_iters),
+                "z_iterations_total": float(self.z_total), "y_iterations_total": float(self.y_total),
+                "z_cap_hits": float(self.z_cap_hits), "y_cap_hits": float(self.y_cap_hits)}

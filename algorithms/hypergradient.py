@@ -107,3 +107,11 @@ def itd_reverse(
         d = d - alpha * cross(yk, a, bk)
         a = a - alpha * hvp(yk, a, bk)
     return gx + d, y
+
+
+def gradient_steps(grad: Callable[[Array], Array], y0: Array, step: float, steps: int) -> Array:
+    """`steps` plain gradient steps y ← y − step · grad(y) from y0 (a stochastic `grad` draws its batch)."""
+    y = y0.copy()
+    for _ in range(steps):
+        y = y - step * grad(y)
+    return y

@@ -84,7 +84,10 @@ class Run:
             raise ParameterError(f"algorithm '{algorithm}' needs {kind} problem; '{problem.name}' is not one")
         if cls.constrained and getattr(problem, "constraints", None) is None:
             raise ParameterError(f"algorithm '{algorithm}' needs lower-level constraints; '{problem.name}' has none")
-        self.budget = budget if isinstance(budget, Budget) else Budget.from_dict(budget or {"iterations": 100})
+        # Only a missing budget gets the default; an explicit empty one is an error, not 100 iterations.
+        if budget is None:
+            budget = {"iterations": 100}
+        self.budget = budget if isinstance(budget, Budget) else Budget.from_dict(budget)
         self.problem = problem
         self.view = counted(problem)
         self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), np.random.default_rng(seed))
@@ -100,6 +103,7 @@ class Run:
         self.last_record: dict[str, Any] | None = None
         self.cumulative_regret = 0.0
         self._f_opt: float | None = None
+        self._failed_step: int | None = None
 
     # ---- stopping ----
     def _budget_left(self) -> bool:
@@ -167,6 +171,8 @@ class Run:
                 alg.step()
         except _NUMERIC_FAILURES:
             self.compute_time += time.perf_counter() - start
+            # Number the failed step as a completed one would be, like a non-finite iterate after it.
+            self._failed_step = alg.iteration + 1
             return False
         self.compute_time += time.perf_counter() - start
         alg.iteration += 1
@@ -189,7 +195,8 @@ class Run:
     def _diverged(self) -> dict[str, Any]:
         self.status = "diverged"
         base = self.last_record or {"iteration": 0}
-        return {**base, "status": "diverged", "diverged_at": self.algorithm.iteration}
+        at = self._failed_step if self._failed_step is not None else self.algorithm.iteration
+        return {**base, "status": "diverged", "diverged_at": at}
 
     # ---- metrics ----
     def _evaluate(self) -> dict[str, Any] | None:

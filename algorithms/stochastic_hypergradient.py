@@ -1,0 +1,155 @@
+"""Stochastic hypergradient baselines: SOBA, AmIGO and StocBiO (ALGORITHMS.md, Baselines).
+
+All three estimate ∇F = ∇x f − J H⁻¹ ∇y f on minibatches (`batch_size`; null runs them full batch):
+SOBA moves y, v and x together, one step each per iteration; AmIGO and StocBiO run T warm-started
+SGD steps on y, then approximate H⁻¹∇y f by T warm SGD steps on v (AmIGO) or a Neumann series
+(StocBiO), then take one outer step. Step sizes follow c/(t+1)^e schedules (algorithms/schedules.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.hypergradient import fixed_point_solve, gradient_steps, neumann_series
+from algorithms.schedules import decaying
+from problems.base import Array
+from problems.validation import param
+
+
+@dataclasses.dataclass(frozen=True)
+class SOBAConfig(StochasticConfig):
+    """SOBA hyperparameters: ρ_t = ρ/(t+1)^{2/5}, γ_t = γ/(t+1)^{3/5} (Dagréou et al. 2022, Thm. 1)."""
+
+    rho: float = param(0.1, "positive", "initial step ρ of y and v")
+    rho_decay: float = param(0.4, "nonnegative", "e in ρ_t = ρ/(t+1)^e (paper: 2/5; 0: constant)")
+    gamma: float = param(0.1, "positive", "initial outer step γ")
+    gamma_decay: float = param(0.6, "nonnegative", "e in γ_t = γ/(t+1)^e (paper: 3/5; 0: constant)")
+
+
+@register
+class SOBA(Algorithm):
+    """SOBA: y −= ρ∇y g; v −= ρ(H v + ∇y f); x −= γ(J v + ∇x f), all from the same iterate."""
+
+    name = "soba"
+    Config = SOBAConfig
+    step_sizes = ("rho", "gamma")
+    first_order = False
+    stochastic = True
+    loops = "single"
+    paper = "Dagréou, Ablin, Vaiter & Moreau 2022"
+
+    def __init__(self, problem, config: SOBAConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.v = np.zeros(problem.dim_y)  # v ≈ −H⁻¹ ∇y f (SOBA's sign convention)
+
+    def steps_now(self) -> tuple[float, float]:
+        """(ρ_t, γ_t)."""
+        c, t = self.config, self.iteration
+        return decaying(c.rho, c.rho_decay, t), decaying(c.gamma, c.gamma_decay, t)
+
+    def step(self) -> None:
+        p, x, y, v = self.problem, self.x, self.y, self.v
+        rho, gamma = self.steps_now()
+        batch_g = self.batch()  # one inner minibatch for ∇y g, H v and J v; another for ∇f
+        grad_y_g = p.grad_y_g(x, y, batch_g)
+        hvp = p.hvp_yy_g(x, y, v, batch_g)
+        cross = p.cross_xy_g(x, y, v, batch_g)
+        grad_x_f, grad_y_f = p.grad_f(x, y, self.batch())
+        self.y = y - rho * grad_y_g
+        self.v = v - rho * (hvp + grad_y_f)
+        self.x = p.project_x(x - gamma * (cross + grad_x_f))
+
+    def diagnostics(self) -> dict[str, float]:
+        rho, gamma = self.steps_now()
+        return {"rho": rho, "gamma": gamma}
+
+
+@dataclasses.dataclass(frozen=True)
+class TwoStageConfig(StochasticConfig):
+    """Fields shared by AmIGO and StocBiO: T SGD steps of size α on y, outer step γ."""
+
+    inner_steps: int = param(10, "positive_int", "T: warm-started SGD steps on y per outer step")
+    alpha: float = param(0.1, "positive", "inner SGD step on y")
+    alpha_decay: float = param(0.0, "nonnegative", "e in α_t = α/(t+1)^e (0: constant)")
+    gamma: float = param(0.1, "positive", "outer step on x")
+    gamma_decay: float = param(0.0, "nonnegative", "e in γ_t = γ/(t+1)^e (0: constant)")
+
+
+class TwoStage(Algorithm):
+    """Shared outer loop: SGD on y, v ≈ H⁻¹∇y f by `solve`, then x −= γ(∇x f − J v)."""
+
+    first_order = False
+    stochastic = True
+    loops = "double"
+
+    def __init__(self, problem, config: TwoStageConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.v = np.zeros(problem.dim_y)
+
+    def steps_now(self) -> tuple[float, float]:
+        """(α_t, γ_t)."""
+        c, t = self.config, self.iteration
+        return decaying(c.alpha, c.alpha_decay, t), decaying(c.gamma, c.gamma_decay, t)
+
+    def solve(self, x: Array, grad_y_f: Array) -> Array:
+        """v ≈ H⁻¹ ∇y f at (x, y)."""
+        raise NotImplementedError
+
+    def step(self) -> None:
+        p, x = self.problem, self.x
+        alpha, gamma = self.steps_now()
+        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, self.batch()), self.y, alpha, self.config.inner_steps)
+        grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
+        self.v = self.solve(x, grad_y_f)
+        hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
+        self.x = p.project_x(x - gamma * hypergrad)
+
+    def diagnostics(self) -> dict[str, float]:
+        alpha, gamma = self.steps_now()
+        return {"alpha": alpha, "gamma": gamma}
+
+
+@dataclasses.dataclass(frozen=True)
+class AmIGOConfig(TwoStageConfig):
+    """AmIGO hyperparameters (benchmark_bilevel defaults: steps 0.1, T = 10 for y and v)."""
+
+    v_steps: int = param(10, "positive_int", "SGD steps on v for ½vᵀHv − vᵀ∇y f (warm-started)")
+    eta: float = param(0.1, "positive", "SGD step on v")
+
+
+@register
+class AmIGO(TwoStage):
+    """AmIGO: T SGD steps on y, warm-started SGD steps on v for the linear system, one outer step."""
+
+    name = "amigo"
+    Config = AmIGOConfig
+    step_sizes = ("alpha", "eta", "gamma")
+    paper = "Arbel & Mairal 2022"
+
+    def solve(self, x: Array, grad_y_f: Array) -> Array:
+        p, y, c = self.problem, self.y, self.config
+        return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, self.batch()), grad_y_f, c.eta, c.v_steps, self.v)
+
+
+@dataclasses.dataclass(frozen=True)
+class StocBiOConfig(TwoStageConfig):
+    """StocBiO hyperparameters (benchmark_bilevel defaults: steps 0.1, T = Q = 10)."""
+
+    neumann_terms: int = param(10, "positive_int", "Q: Neumann-series terms (Q HVPs on fresh minibatches)")
+    eta: float = param(0.1, "positive", "Neumann step η (needs η < 1/L_g)")
+
+
+@register
+class StocBiO(TwoStage):
+    """StocBiO: T SGD steps on y, v = η Σ_{q=0}^{Q} Π (I − ηH_j) ∇y f, one outer step."""
+
+    name = "stocbio"
+    Config = StocBiOConfig
+    step_sizes = ("alpha", "eta", "gamma")
+    paper = "Ji, Yang & Liang 2021 (eq. 9, the paper's formula)"
+
+    def solve(self, x: Array, grad_y_f: Array) -> Array:
+        p, y, c = self.problem, self.y, self.config
+        return neumann_series(lambda v: p.hvp_yy_g(x, y, v, self.batch()), grad_y_f, c.eta, c.neumann_terms)

@@ -1,0 +1,185 @@
+"""Tuning-free bilevel optimizers D-TFBO (Alg. 1) and S-TFBO (Alg. 2), tfbo_tuning_free_bilevel §3.
+
+Both use "inverse of cumulative gradient norms" step sizes: a step 1/s with s² accumulating the
+squared norms of the gradients it is applied to. With R(x, y, v) = ½ vᵀH v − vᵀ∇y f the linear-system
+objective (∇v R = H v − ∇y f) and ∇̄f = ∇x f − J v the hypergradient estimate (paper eq. 2–3).
+The tunable variants (Remarks 1–2) multiply the steps by η_x, η_y, η_v (default 1: the paper's
+tuning-free algorithms). The paper defines the deterministic algorithms; its §5 experiments ran them on
+minibatches of 64, which `batch_size` reproduces (fresh minibatches at every inner and outer step).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from algorithms.base import Algorithm, StochasticConfig, register
+from problems.base import Array
+from problems.validation import param
+
+
+def _accumulate(s: float, sq_norm: float) -> float:
+    """s_{k+1} = sqrt(s_k² + ‖gradient‖²)."""
+    return math.sqrt(s * s + sq_norm)
+
+
+@dataclasses.dataclass(frozen=True)
+class DTFBOConfig(StochasticConfig):
+    """D-TFBO hyperparameters (paper Alg. 1 and Remark 1; §5 defaults α0 = β0 = γ0 = 5)."""
+
+    alpha0: float = param(5.0, "positive", "initial accumulator of the x step 1/α")
+    beta0: float = param(5.0, "positive", "initial accumulator of the y step 1/β (reset every outer step)")
+    gamma0: float = param(5.0, "positive", "initial accumulator of the v step 1/γ (reset every outer step)")
+    eta_x: float = param(1.0, "positive", "tunable-variant factor of the x step (Remark 1)")
+    eta_y: float = param(1.0, "positive", "tunable-variant factor of the y step (Remark 1)")
+    eta_v: float = param(1.0, "positive", "tunable-variant factor of the v step (Remark 1)")
+    sub_loops: str = param("tolerance", "str", "sub-loop stopping: paper tolerances, or fixed counts (§B.2)",
+                           choices=("tolerance", "fixed"))
+    horizon: int = param(1000, "positive_int", "T in the tolerances ε_y = c_y/T, ε_v = c_v/T")
+    c_y: float = param(1.0, "positive", "c_y in ε_y = c_y/T")
+    c_v: float = param(1.0, "positive", "c_v in ε_v = c_v/T")
+    max_sub_steps: int = param(10_000, "positive_int", "cap on each tolerance sub-loop (hits are reported)")
+    y_steps: int = param(10, "positive_int", "y sub-loop length in fixed mode (paper §B.2: 10)")
+    v_steps: int = param(10, "positive_int", "v sub-loop length in fixed mode (paper §B.2: 10)")
+
+
+@register
+class DTFBO(Algorithm):
+    """D-TFBO: double loop, adaptive cold-start inner step sizes, warm-started y and v."""
+
+    name = "dtfbo"
+    Config = DTFBOConfig
+    step_sizes = ("alpha0", "beta0", "gamma0")
+    first_order = False
+    stochastic = True
+    loops = "double"
+    paper = "tfbo_tuning_free_bilevel Alg. 1"
+
+    def __init__(self, problem, config: DTFBOConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.v = np.zeros(problem.dim_y)
+        self.alpha = config.alpha0
+        self.beta = config.beta0
+        self.gamma = config.gamma0
+        self.y_loop = 0
+        self.v_loop = 0
+        self.y_cap_hits = 0
+        self.v_cap_hits = 0
+
+    def _limit(self, fixed_steps: int) -> int:
+        c = self.config
+        return fixed_steps if c.sub_loops == "fixed" else c.max_sub_steps
+
+    def _tolerance(self, c_eps: float) -> float:
+        """ε = c/T in tolerance mode; −1 (never met) in fixed mode, where only the count stops a loop."""
+        return c_eps / self.config.horizon if self.config.sub_loops == "tolerance" else -1.0
+
+    def _y_loop(self, x: Array) -> None:
+        """Adaptive GD on g(x, ·) from the warm y until ‖∇y g‖² ≤ ε_y (or the step limit)."""
+        c, p = self.config, self.problem
+        eps, limit = self._tolerance(c.c_y), self._limit(c.y_steps)
+        self.beta, steps = c.beta0, 0  # cold start: β is reset every outer step
+        while True:
+            grad = p.grad_y_g(x, self.y, self.batch())
+            sq = float(grad @ grad)
+            if sq <= eps:
+                break
+            self.beta = _accumulate(self.beta, sq)
+            self.y = self.y - (c.eta_y / self.beta) * grad
+            steps += 1
+            if steps >= limit:
+                break
+        self.y_loop = steps
+        if c.sub_loops == "tolerance" and steps >= limit:
+            self.y_cap_hits += 1
+
+    def _v_loop(self, x: Array, grad_y_f: Array) -> None:
+        """Adaptive GD on R(x, y, ·) from the warm v until ‖∇v R‖² ≤ ε_v (or the step limit)."""
+        c, p = self.config, self.problem
+        eps, limit = self._tolerance(c.c_v), self._limit(c.v_steps)
+        self.gamma, steps = c.gamma0, 0
+        while True:
+            residual = p.hvp_yy_g(x, self.y, self.v, self.batch()) - grad_y_f
+            sq = float(residual @ residual)
+            if sq <= eps:
+                break
+            self.gamma = _accumulate(self.gamma, sq)
+            self.v = self.v - (c.eta_v / self.gamma) * residual
+            steps += 1
+            if steps >= limit:
+                break
+        self.v_loop = steps
+        if c.sub_loops == "tolerance" and steps >= limit:
+            self.v_cap_hits += 1
+
+    def step(self) -> None:
+        c, p, x = self.config, self.problem, self.x
+        self._y_loop(x)
+        grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
+        self._v_loop(x, grad_y_f)
+        hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
+        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
+        self.x = p.project_x(x - (c.eta_x / self.alpha) * hypergrad)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {
+            "alpha": self.alpha, "beta": self.beta, "gamma": self.gamma,
+            "y_loop": self.y_loop, "v_loop": self.v_loop,
+            "y_cap_hits": self.y_cap_hits, "v_cap_hits": self.v_cap_hits,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class STFBOConfig(StochasticConfig):
+    """S-TFBO hyperparameters (paper Alg. 2 and Remark 2; α0 ≥ 1 as the algorithm requires)."""
+
+    alpha0: float = param(5.0, "positive", "initial accumulator of the x step 1/(αφ); at least 1")
+    beta0: float = param(5.0, "positive", "initial accumulator of the y step 1/β")
+    gamma0: float = param(5.0, "positive", "initial accumulator γ of φ = max(β, γ)")
+    eta_x: float = param(1.0, "positive", "tunable-variant factor of the x step (Remark 2)")
+    eta_y: float = param(1.0, "positive", "tunable-variant factor of the y step (Remark 2)")
+    eta_v: float = param(1.0, "positive", "tunable-variant factor of the v step (Remark 2)")
+
+    def validate(self) -> None:
+        if self.alpha0 < 1:
+            self.fail("alpha0", "at least 1 (S-TFBO, Alg. 2)", self.alpha0)
+
+
+@register
+class STFBO(Algorithm):
+    """S-TFBO: single loop, y, v and x updated together with jointly designed adaptive steps."""
+
+    name = "stfbo"
+    Config = STFBOConfig
+    step_sizes = ("alpha0", "beta0", "gamma0")
+    first_order = False
+    stochastic = True
+    loops = "single"
+    paper = "tfbo_tuning_free_bilevel Alg. 2"
+
+    def __init__(self, problem, config: STFBOConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
+        self.v = np.zeros(problem.dim_y)
+        self.alpha = config.alpha0
+        self.beta = config.beta0
+        self.gamma = config.gamma0
+
+    def step(self) -> None:
+        c, p, x, y, v = self.config, self.problem, self.x, self.y, self.v
+        batch_g = self.batch()  # one inner minibatch for ∇y g, H v and J v; another for ∇f
+        grad_y_g = p.grad_y_g(x, y, batch_g)
+        grad_x_f, grad_y_f = p.grad_f(x, y, self.batch())
+        residual = p.hvp_yy_g(x, y, v, batch_g) - grad_y_f
+        hypergrad = grad_x_f - p.cross_xy_g(x, y, v, batch_g)
+        self.beta = _accumulate(self.beta, float(grad_y_g @ grad_y_g))
+        self.gamma = _accumulate(self.gamma, float(residual @ residual))
+        phi = max(self.beta, self.gamma)
+        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
+        self.y = y - (c.eta_y / self.beta) * grad_y_g
+        self.v = v - (c.eta_v / phi) * residual
+        self.x = p.project_x(x - (c.eta_x / (self.alpha * phi)) * hypergrad)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma,
+                "phi": max(self.beta, self.gamma)}

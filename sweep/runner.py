@@ -1,0 +1,258 @@
+"""Run a study: one Ray Tune experiment, driver-side recording to disk and MLflow, then the report.
+
+Re-running a study (or `--resume`) finishes only what is missing: runs already finished on disk are
+skipped (trials ask a registry of finished runs before each seed), an interrupted Tune experiment is
+restored with `Tuner.restore(..., resume_errored=True)` so running trials continue from their last
+checkpoint, and MLflow child runs are found by key instead of created again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ray.tune import Callback
+
+from sweep.progress import Progress, ProgressCallback, trial_error
+from sweep.spec import Study
+from sweep.store import DONE_STATUSES, ResultStore, point_dict
+from sweep.tracking import MlflowCallback, SyncLog, Tracker, default_tracking_uri, local_artifact_location, record_of
+from sweep.trainable import META, run_trial
+
+NAMESPACE = "bisweep"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a study run produced."""
+
+    study: Study
+    results_dir: Path
+    tracking_uri: str
+    parent_run_id: str
+    counts: dict[str, int]
+    report_dir: Path | None
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True when every run finished or diverged."""
+        return self.counts["failed"] == 0 and self.counts["missing"] == 0
+
+
+def study_trainable(config: dict[str, Any]) -> None:
+    """The Tune trainable of every study trial (its config holds one `Trial.config` under "trial")."""
+    run_trial(config["trial"])
+
+
+def _trial_name(trial: Any) -> str:
+    return trial.config["trial"]["key"]
+
+
+def _trial_dirname(trial: Any) -> str:
+    return trial.trial_id
+
+
+# ---------------------------------------------------------------- driver-side recording
+class StoreCallback(Callback):
+    """Writes every record to the on-disk store and each run's summary when it ends."""
+
+    def __init__(self, store: ResultStore, study: Study, registry: Any) -> None:
+        self.store = store
+        self.registry = registry
+        self.index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # Tune pickles its run config; this callback lives only in the driver
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        meta = result.get(META)
+        if meta is None:
+            return
+        record = record_of(result)
+        key = meta["run_key"]
+        self.store.append(key, record)
+        if record["status"] != "running":
+            point, seed = self.index[key]
+            where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
+            self.store.finish(key, {"run_key": key, "trial_key": meta["trial_key"], "seed": seed,
+                                    "status": record["status"], "final": record, "where": where,
+                                    "point": point_dict(point)})
+            if self.registry is not None:
+                self.registry.add.remote(key)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        error = trial_error(trial)
+        cfg = trial.config["trial"]
+        for key, seed in zip(cfg["run_keys"], cfg["seeds"]):
+            prev = self.store.summary(key)
+            if prev is not None and prev["status"] in DONE_STATUSES:
+                continue
+            point, _ = self.index[key]
+            self.store.finish(key, {"run_key": key, "trial_key": cfg["key"], "seed": seed, "status": "failed",
+                                    "final": None, "error": error, "where": {}, "point": point_dict(point)})
+
+
+def _done_registry(name: str, keys: set[str]) -> Any:
+    """A named actor (no CPU) that trials ask whether a run already finished."""
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class DoneRegistry:
+        def __init__(self) -> None:
+            self.keys: set[str] = set()
+
+        def add(self, key: str) -> None:
+            self.keys.add(key)
+
+        def add_all(self, keys: list[str]) -> None:
+            self.keys.update(keys)
+
+        def is_done(self, key: str) -> bool:
+            return key in self.keys
+
+    actor = DoneRegistry.options(name=name, get_if_exists=True).remote()
+    ray.get(actor.add_all.remote(sorted(keys)))
+    return actor
+
+
+# ---------------------------------------------------------------- Ray
+def start_ray(address: str | None, num_cpus: int | None) -> bool:
+    """Connect to `address`, or start Ray locally; False when Ray was already initialised."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    common = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING}
+    if address:
+        ray.init(address=address, **common)
+    else:
+        # Trials import study plugins by name: let local workers see the caller's directory.
+        cwd = os.getcwd()
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join([cwd] + [p for p in paths if p != cwd])
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **common)
+    return True
+
+
+def _quiet() -> None:
+    """Silence Tune's own console output and per-trial file loggers (the platform records results)."""
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "1")
+    for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _tuner(study: Study, trials: list[dict[str, Any]], exp_path: str, callbacks: list[Callback], restore: bool) -> Any:
+    from ray import tune
+    from ray.tune import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+
+    trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
+    if restore:
+        tuner = tune.Tuner.restore(exp_path, trainable, resume_errored=True)
+        # The run config was pickled with the experiment; the live callbacks are this session's.
+        tuner._local_tuner.get_run_config().callbacks = callbacks
+        return tuner
+    storage, name = exp_path.rsplit("/", 1)
+    return tune.Tuner(
+        trainable,
+        param_space={"trial": tune.grid_search(trials)},
+        tune_config=TuneConfig(reuse_actors=True, max_concurrent_trials=study.max_concurrent,
+                               trial_name_creator=_trial_name, trial_dirname_creator=_trial_dirname),
+        run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks,
+                             failure_config=FailureConfig(max_failures=study.max_failures),
+                             checkpoint_config=CheckpointConfig(num_to_keep=1)),
+    )
+
+
+# ---------------------------------------------------------------- the study
+def run_study(study: Study, results_dir: str | Path | None = None, *, address: str | None = None,
+              tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
+              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
+    """Run (or finish) a validated study and write its report; see the module docstring."""
+    out = out or sys.stdout
+    _quiet()
+    root = Path(results_dir or Path("results") / study.name).resolve()
+    store = ResultStore(root)
+    storage = storage_path or str(root / "ray")
+    exp_path = f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}"
+    if resume and not (root / "study.json").exists():
+        raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
+    store.write_study(study)
+    uri = tracking_uri or default_tracking_uri(root)
+    say = Progress(study, set(), out).message
+    say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
+        f"= {len(study.run_keys)} runs in {len(study.trials)} trials; results in {root}")
+    say(f"bisweep: MLflow tracking at {uri}")
+    tracker = Tracker(uri, study.name, local_artifact_location(uri))
+    parent = tracker.start_study(study)
+    synced = SyncLog(store, parent)
+    for key in tracker.sync(store, study, synced.keys):
+        synced.add(key)
+    done = store.done(study.run_keys)
+    pending = [t for t in study.trials if not all(t.point.run_key(s) in done for s in t.seeds)]
+    if pending:
+        if done:
+            say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
+        _run_pending(study, pending, done, store, tracker, synced, exp_path, address, num_cpus, out)
+        for key in tracker.sync(store, study, synced.keys):  # anything MLflow missed while running
+            synced.add(key)
+    else:
+        say(f"bisweep: all {len(study.run_keys)} runs already done")
+    counts = count_runs(store, study)
+    interrupted = counts["missing"] > 0
+    report_dir = None
+    if report:
+        from sweep.report import build_report
+
+        say("bisweep: building the report")
+        rep = build_report(root, out=out)
+        report_dir = rep.directory
+        tracker.log_report(report_dir)
+    status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
+    tracker.end_study(status, counts)
+    say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
+        f"{counts['missing']} not run | MLflow parent run {parent}")
+    return Outcome(study, root, uri, parent, counts, report_dir, interrupted)
+
+
+def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore, tracker: Tracker, synced: SyncLog,
+                 exp_path: str, address: str | None, num_cpus: int | None, out: TextIO) -> None:
+    """Run the pending trials in one Tune experiment (restored when one was interrupted)."""
+    import ray
+    from ray import tune
+
+    progress = Progress(study, done, out)
+    where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
+    progress.message(f"bisweep: starting {where}")
+    started = start_ray(address, num_cpus)
+    try:
+        registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
+        registry = _done_registry(registry_name, done)
+        callbacks = [StoreCallback(store, study, registry), MlflowCallback(tracker, study, synced),
+                     ProgressCallback(progress)]
+        restore = tune.Tuner.can_restore(exp_path)
+        if not restore and "://" not in exp_path and Path(exp_path).exists():
+            shutil.rmtree(exp_path)  # an experiment killed before its first snapshot: start it again
+        configs = [t.config(study.checkpoint_seconds, study.imports, registry_name) for t in pending]
+        progress.message("bisweep: restoring the interrupted Tune experiment" if restore
+                         else f"bisweep: running {len(pending)} trials")
+        _tuner(study, configs, exp_path, callbacks, restore).fit()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def count_runs(store: ResultStore, study: Study) -> dict[str, int]:
+    """Runs finished, diverged, failed and not run, from the on-disk summaries."""
+    counts = {"finished": 0, "diverged": 0, "failed": 0}
+    seen = 0
+    for s in store.summaries(study.run_keys):
+        counts[s["status"] if s["status"] in counts else "failed"] += 1
+        seen += 1
+    counts["missing"] = len(study.run_keys) - seen
+    return counts

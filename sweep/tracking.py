@@ -1,0 +1,291 @@
+"""MLflow tracking: one parent run per study, one nested child run per (configuration, seed).
+
+Logging happens on the driver and is batched (`log_batch`, flushed every ~1000 metrics or 2 seconds),
+because one request per metric blocks Tune. Everything is idempotent: the parent is found by the
+study's spec hash, a child by its run-key tag, and a metric step (= iteration) is logged once, so a
+resumed or re-run study neither duplicates runs nor metric points.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from sweep.spec import Point, Study
+from sweep.store import DONE_STATUSES, ResultStore
+from sweep.trainable import META
+
+ROLE = "bisweep.role"
+RUN_KEY = "bisweep.run_key"
+SPEC_HASH = "bisweep.spec_hash"
+PARENT = "mlflow.parentRunId"
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
+FLUSH_METRICS = 1000
+FLUSH_SECONDS = 2.0
+
+
+def default_tracking_uri(results_dir: str | Path) -> str:
+    """sqlite:////absolute/path/mlflow.db under the study's results directory."""
+    return "sqlite:///" + str((Path(results_dir) / "mlflow.db").resolve())
+
+
+def local_artifact_location(tracking_uri: str) -> str | None:
+    """Artifacts beside a local SQLite store (a server chooses its own location)."""
+    if tracking_uri.startswith("sqlite:///"):
+        db = Path(tracking_uri[len("sqlite:///"):])
+        return (db.parent / "mlartifacts").resolve().as_uri()
+    return None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def record_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The run-loop record inside a Tune result (Tune's own bookkeeping keys dropped)."""
+    return {k: result[k] for k in result[META]["keys"] if k in result}
+
+
+class Tracker:
+    """The MLflow side of one study (a client, the parent run, the child runs and a metric buffer)."""
+
+    def __init__(self, tracking_uri: str, experiment: str, artifact_location: str | None = None) -> None:
+        from mlflow import MlflowClient
+
+        self.tracking_uri = tracking_uri
+        self.client = MlflowClient(tracking_uri)
+        self.experiment_id = self._experiment(experiment, artifact_location)
+        self.parent_id: str | None = None
+        self._children: dict[str, str] | None = None
+        self._steps: dict[str, set[int]] = {}
+        self._buffer: dict[str, list[Any]] = defaultdict(list)
+        self._buffered = 0
+        self._last_flush = time.monotonic()
+
+    def _experiment(self, name: str, artifact_location: str | None) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            if exp.lifecycle_stage == "deleted":
+                self.client.restore_experiment(exp.experiment_id)
+            return exp.experiment_id
+        try:
+            return self.client.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException:  # created concurrently by another driver
+            return self.client.get_experiment_by_name(name).experiment_id
+
+    def _search(self, filter_string: str) -> list[Any]:
+        out, token = [], None
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                           max_results=1000, page_token=token)
+            out.extend(page)
+            token = page.token
+            if not token:
+                return out
+
+    # ---- the study's parent run ----
+    def start_study(self, study: Study) -> str:
+        """Find (by spec hash) or create the study's parent run and mark it running."""
+        found = self._search(f"tags.`{ROLE}` = 'study' and tags.`{SPEC_HASH}` = '{study.spec_hash}'")
+        if found:
+            self.parent_id = found[0].info.run_id
+            self.client.update_run(self.parent_id, status="RUNNING")
+            return self.parent_id
+        tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,
+                "mlflow.note.content": study.description or study.name}
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=study.name)
+        self.parent_id = run.info.run_id
+        params = {"kind": study.kind, "axis": study.axis, "seeds": study.seeds, "n_evals": study.n_evals,
+                  "configurations": len(study.points), "runs": len(study.run_keys),
+                  **{f"budget.{k}": v for k, v in study.budget.items()}}
+        self._log_params(self.parent_id, params)
+        return self.parent_id
+
+    def end_study(self, status: str, counts: dict[str, int]) -> None:
+        """Close the parent run with counts of finished, diverged and failed runs."""
+        from mlflow.entities import RunTag
+
+        self.flush(force=True)
+        self.client.log_batch(self.parent_id, tags=[RunTag(f"runs.{k}", str(v)) for k, v in counts.items()])
+        self.client.set_terminated(self.parent_id, status)
+
+    def log_report(self, report_dir: Path) -> None:
+        """Upload the report's tables and plots as artifacts of the parent run."""
+        self.client.log_artifacts(self.parent_id, str(report_dir), "report")
+
+    # ---- child runs ----
+    def children(self) -> dict[str, str]:
+        """Run key -> MLflow run id of the parent's existing children."""
+        if self._children is None:
+            self._children = {}
+            for r in self._search(f"tags.`{PARENT}` = '{self.parent_id}'"):
+                self._children.setdefault(r.data.tags.get(RUN_KEY, ""), r.info.run_id)
+        return self._children
+
+    def child(self, run_key: str, point: Point, seed: int, where: dict[str, str] | None = None) -> str:
+        """The child run of (configuration, seed): found by its key tag, created when missing."""
+        children = self.children()
+        if run_key in children:
+            if run_key not in self._steps:
+                hist = self.client.get_metric_history(children[run_key], "time")
+                self._steps[run_key] = {m.step for m in hist}
+            return children[run_key]
+        tags = {PARENT: self.parent_id, ROLE: "run", RUN_KEY: run_key, "configuration": point.key,
+                "algorithm": point.algorithm, "label": point.label, "problem": point.problem,
+                "seed": str(seed), "status": "running", **{k: v for k, v in (where or {}).items() if v}}
+        if "axis" in point.coords:
+            tags["axis"] = repr(point.coords["axis"])
+        name = f"{point.label}/{point.problem}/{point.key.rsplit('.', 1)[-1]}/s{seed}"
+        run_id = self.client.create_run(self.experiment_id, tags=tags, run_name=name).info.run_id
+        params = {"algorithm": point.algorithm, "problem": point.problem, "seed": seed,
+                  "instance_seed": point.instance_seed, "n_evals": point.n_evals,
+                  **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
+                  **{f"problem.{k}": v for k, v in point.problem_params.items()},
+                  **{f"budget.{k}": v for k, v in point.budget.items()}}
+        self._log_params(run_id, params)
+        children[run_key] = run_id
+        self._steps[run_key] = set()
+        return run_id
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
+
+    def add(self, run_key: str, point: Point, seed: int, record: dict[str, Any],
+            where: dict[str, str] | None = None) -> None:
+        """Buffer a record's numeric values as metrics at step = iteration (once per step)."""
+        from mlflow.entities import Metric
+
+        self.child(run_key, point, seed, where)
+        step = int(record["iteration"])
+        if step in self._steps[run_key]:
+            return
+        self._steps[run_key].add(step)
+        ts = _now_ms()
+        metrics = [Metric(k, float(v), ts, step) for k, v in record.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        self._buffer[run_key].extend(metrics)
+        self._buffered += len(metrics)
+
+    def finish(self, run_key: str, status: str, error: str | None = None) -> None:
+        """Flush a run and close it: FINISHED for finished/diverged (status tag says which), else FAILED."""
+        from mlflow.entities import RunTag
+
+        self._flush_run(run_key)
+        run_id = self.children()[run_key]
+        tags = [RunTag("status", status)] + ([RunTag("error", error[:5000])] if error else [])
+        self.client.log_batch(run_id, tags=tags)
+        self.client.set_terminated(run_id, "FINISHED" if status in DONE_STATUSES else "FAILED")
+
+    def _flush_run(self, run_key: str) -> None:
+        metrics = self._buffer.pop(run_key, [])
+        self._buffered -= len(metrics)
+        run_id = self.children()[run_key] if metrics else None
+        for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
+            self.client.log_batch(run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH])
+
+    def flush(self, force: bool = False) -> None:
+        """Send buffered metrics when enough have gathered or enough time has passed (or when forced)."""
+        if not force and self._buffered < FLUSH_METRICS and time.monotonic() - self._last_flush < FLUSH_SECONDS:
+            return
+        for run_key in list(self._buffer):
+            self._flush_run(run_key)
+        self._last_flush = time.monotonic()
+
+    # ---- backfill from disk ----
+    def sync(self, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
+        """Log every ended run of the study not yet in `synced` from the on-disk store; the runs synced."""
+        index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+        done = set()
+        for summary in store.summaries(index):
+            key = summary["run_key"]
+            if key in synced:
+                continue
+            point, seed = index[key]
+            for rec in store.records(key):
+                self.add(key, point, seed, rec, summary.get("where"))
+            self.child(key, point, seed, summary.get("where"))
+            self.finish(key, summary["status"], summary.get("error"))
+            if summary["status"] in DONE_STATUSES:
+                done.add(key)
+        return done
+
+
+class SyncLog:
+    """Run keys whose MLflow child run is complete, per parent run (a text file, one key a line)."""
+
+    def __init__(self, store: ResultStore, parent_id: str) -> None:
+        self.path = store.root / "mlflow_synced" / f"{parent_id}.txt"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.keys = set(self.path.read_text().split()) if self.path.exists() else set()
+
+    def add(self, run_key: str) -> None:
+        """Record a completely logged run."""
+        if run_key not in self.keys:
+            self.keys.add(run_key)
+            with open(self.path, "a") as fh:
+                fh.write(run_key + "\n")
+
+
+class MlflowCallback(Callback):
+    """Driver-side Tune callback mirroring every result into the study's MLflow runs (batched)."""
+
+    def __init__(self, tracker: Tracker, study: Study, synced: SyncLog) -> None:
+        self.tracker = tracker
+        self.synced = synced
+        self.index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+        self.error: Exception | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # Tune pickles its run config; the live MLflow client stays in this process
+
+    def _guard(self, fn, *args) -> None:
+        if self.error is not None:
+            return
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001  MLflow trouble must not stop the study; results stay on disk
+            self.error = exc
+            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {exc}); "
+                  "results are kept on disk and synced at the end", file=sys.stderr)
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        meta = result.get(META)
+        if meta is not None:
+            self._guard(self._result, meta, record_of(result))
+
+    def _result(self, meta: dict[str, Any], record: dict[str, Any]) -> None:
+        key = meta["run_key"]
+        point, seed = self.index[key]
+        where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
+        self.tracker.add(key, point, seed, record, where)
+        if record["status"] != "running":
+            self.tracker.finish(key, record["status"])
+            self.synced.add(key)
+        self.tracker.flush()
+
+    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
+        self._guard(self.tracker.flush)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        run_keys = trial.config["trial"]["run_keys"]
+        self._guard(self._failed, run_keys)
+
+    def _failed(self, run_keys: list[str]) -> None:
+        for key in run_keys:
+            if key in self.synced.keys or key not in self.tracker.children():
+                continue
+            self.tracker.finish(key, "failed", "the trial failed; see the study's failures")
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        self._guard(self.tracker.flush, True)

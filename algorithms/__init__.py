@@ -9,6 +9,7 @@ from algorithms.run import Budget, Run, run
 
 # Importing a family module registers its algorithms.
 # (family modules are added below as they land)
+from algorithms import bome, bsg, stationary_penalty, value_function  # noqa: E402,F401  isort:skip
 from algorithms import aid, f2sa, stochastic_hypergradient, tfbo  # noqa: E402,F401  isort:skip
 from algorithms import online, online_hypergradient  # noqa: E402,F401  isort:skip
 

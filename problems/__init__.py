@@ -15,6 +15,7 @@ from problems import constrained  # noqa: E402,F401  isort:skip
 from problems import simulated  # noqa: E402,F401  isort:skip
 from problems import online  # noqa: E402,F401  isort:skip
 from problems import logistic  # noqa: E402,F401  isort:skip
+from problems import streaming  # noqa: E402,F401  isort:skip
 
 __all__ = [
     "BilevelProblem", "OnlineProblem", "LinearConstraints", "gradient_mapping",

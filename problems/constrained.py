@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse.linalg as spla
 
 from problems.base import Array, Batch, BilevelProblem, LinearConstraints
 from problems.qp import Polyhedron, QPSolution
@@ -52,6 +53,13 @@ def wishart_shift(rng: np.random.Generator, d: int, mu: float) -> Array:
     return G @ G.T / d + mu * np.eye(d)
 
 
+def largest_eigenvalue(S: Array) -> float:
+    """λmax of a symmetric matrix (Lanczos with a fixed start vector, so it is reproducible)."""
+    if S.shape[0] <= 64:
+        return float(np.linalg.eigvalsh(S)[-1])
+    return float(spla.eigsh(S, k=1, which="LA", v0=np.ones(S.shape[0]), tol=1e-12)[0][0])
+
+
 class ConstrainedQuadratic(BilevelProblem):
     """The constrained quadratic instance; see the module docstring for the model."""
 
@@ -62,7 +70,7 @@ class ConstrainedQuadratic(BilevelProblem):
         self.Q_l = wishart_shift(rng, d, p.mu)
         self.P = wishart_shift(rng, d, p.mu)
         base_u = wishart_shift(rng, d, 0.0)
-        mu_u = p.mu_upper if p.mu_upper is not None else float(np.linalg.eigvalsh(self.P)[-1]) + p.mu
+        mu_u = p.mu_upper if p.mu_upper is not None else largest_eigenvalue(self.P) + p.mu
         self.Q_u = base_u + mu_u * np.eye(d)
         self.c_u = rng.standard_normal(d)
         self.c_l = rng.standard_normal(d)
@@ -72,6 +80,7 @@ class ConstrainedQuadratic(BilevelProblem):
         self.polyhedron = Polyhedron(-self.constraints.B)
         self._chol_l = sla.cho_factor(self.Q_l)
         self._cache: tuple[bytes, QPSolution] | None = None
+        self._Q_l_inv: Array | None = None
 
     @staticmethod
     def _make_constraints(rng: np.random.Generator, p: ConstrainedQuadraticParams) -> LinearConstraints:
@@ -165,7 +174,9 @@ class ConstrainedQuadratic(BilevelProblem):
         """Jacobian dy*/dx (d × d) on the active set at x (one-sided where the active set changes)."""
         sol = self._solve(x)
         a = sol.active
-        Hinv = sla.cho_solve(self._chol_l, np.eye(self.dim_y))  # H⁻¹Jᵀ with J = I
+        if self._Q_l_inv is None:
+            self._Q_l_inv = sla.cho_solve(self._chol_l, np.eye(self.dim_y))
+        Hinv = self._Q_l_inv  # H⁻¹Jᵀ with J = I
         if a.size == 0:
             return -Hinv
         A_a, B_a = self.constraints.A[a], self.constraints.B[a]

@@ -125,6 +125,27 @@ class Polyhedron:
         return QPSolution(y, lam, np.flatnonzero(lam > 0), iterations)
 
     # ---- first-order helpers ----
+    def apply(self, y: Array) -> Array:
+        """G y (O(m) for a box)."""
+        if self.is_box:
+            coord, sign = self.pattern  # type: ignore[misc]
+            return sign * y[coord]
+        return self.G @ y
+
+    def apply_t(self, v: Array) -> Array:
+        """Gᵀ v (O(m) for a box)."""
+        if self.is_box:
+            coord, sign = self.pattern  # type: ignore[misc]
+            return np.bincount(coord, weights=sign * v, minlength=self.d)
+        return self.G.T @ v
+
+    def max_weighted_eig(self, w: Array) -> float:
+        """Largest eigenvalue of Gᵀ diag(w) G for weights w ≥ 0."""
+        if self.is_box:
+            return float(np.max(np.bincount(self.pattern[0], weights=w, minlength=self.d), initial=0.0))
+        s = np.sqrt(np.maximum(w, 0.0))
+        return float(np.linalg.eigvalsh(s[:, None] * self._gram * s[None, :])[-1]) if self.m else 0.0
+
     def project(self, z: Array, h: Array) -> Array:
         """Euclidean projection of z onto {y : G y ≤ h}."""
         if self.is_box:

@@ -25,7 +25,7 @@ class Progress:
     """Counts and the time-left estimate, independent of Tune (fed by `ProgressCallback`)."""
 
     def __init__(self, study: Study, already_done: set[str], out: TextIO | None = None,
-                 interval: float | None = None) -> None:
+                 interval: float | None = None, session: list[str] | None = None) -> None:
         self.out = out or sys.stdout
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
@@ -35,7 +35,8 @@ class Progress:
         self.done_before = len(done_trials)
         self.diverged: set[str] = set()
         self.partial: dict[str, float] = {}  # trial key -> fraction of its work done
-        self.status: dict[str, str] = {}  # trial key -> Tune status, for trials of this session
+        # Trial key -> Tune status for this session's trials (PENDING until Tune has created them).
+        self.status: dict[str, str] = {k: "PENDING" for k in session or ()}
         self.start = time.monotonic()
         self.fraction_at_start: float | None = None
         self._last_print = float("-inf")
@@ -62,7 +63,7 @@ class Progress:
 
     def trials(self, statuses: dict[str, str]) -> None:
         """Tune statuses of this session's trials, by trial key."""
-        self.status = statuses
+        self.status.update(statuses)
 
     # ---- numbers ----
     def counts(self) -> dict[str, int]:
@@ -94,6 +95,8 @@ class Progress:
         c = self.counts()
         left = self.seconds_left()
         eta = "estimating" if left is None else f"~{format_seconds(left)} left"
+        if c["running"] == c["pending"] == 0:
+            eta = "done"
         return (f"trials {c['done']}/{c['total']} done, {c['running']} running, {c['pending']} pending, "
                 f"{c['failed']} failed | runs diverged {c['diverged']} | "
                 f"{format_seconds(time.monotonic() - self.start)} elapsed, {eta}")

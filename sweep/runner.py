@@ -142,9 +142,17 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
 def _quiet() -> None:
     """Silence Tune's own console output and per-trial file loggers (the platform records results)."""
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the new console output prints a banner even at verbose=0
+    # Checkpoints at seed ends force experiment snapshots; for many tiny trials that is expected.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    import mlflow  # noqa: F401  (it configures its logger on import; quiet it afterwards)
+
     for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # Ray announces its default token authentication on every local start.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    # Without Tune's file loggers the result grid cannot read per-trial metrics: they are in our store.
+    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 
 
 def _tuner(study: Study, trials: list[dict[str, Any]], exp_path: str, callbacks: list[Callback], restore: bool) -> Any:
@@ -165,7 +173,7 @@ def _tuner(study: Study, trials: list[dict[str, Any]], exp_path: str, callbacks:
                                trial_name_creator=_trial_name, trial_dirname_creator=_trial_dirname),
         run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks,
                              failure_config=FailureConfig(max_failures=study.max_failures),
-                             checkpoint_config=CheckpointConfig(num_to_keep=1)),
+                             checkpoint_config=CheckpointConfig(num_to_keep=2)),
     )
 
 
@@ -226,7 +234,7 @@ def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore
     import ray
     from ray import tune
 
-    progress = Progress(study, done, out)
+    progress = Progress(study, done, out, session=[t.key for t in pending])
     where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
     progress.message(f"bisweep: starting {where}")
     started = start_ray(address, num_cpus)

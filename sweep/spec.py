@@ -680,6 +680,11 @@ def _algorithm_axis(kind: str, axis: dict[str, Any], cls: type[Algorithm], base:
     if kind == "stepsize_sensitivity":
         field = "factors" if "factors" in axis else "values"
         out = []
+        if field == "factors":
+            for s in cls.step_sizes:
+                if isinstance(base[s], bool) or not isinstance(base[s], (int, float)):
+                    fail(f"algorithms[{i}].params.{s}", f"is {base[s]!r}, not a number, so axis factors cannot "
+                                                         "scale it; give a number here or use axis values")
         for k, v in enumerate(axis[field]):
             changes = {s: (base[s] * v if field == "factors" else v) for s in cls.step_sizes}
             full = _build_on_axis(cls.Config, {**base, **changes}, f"axis.{field}[{k}]", f"algorithms[{i}] '{cls.name}'")

@@ -91,11 +91,16 @@ class Tracker:
                 return out
 
     # ---- the study's parent run ----
-    def start_study(self, study: Study) -> str:
-        """Find (by spec hash) or create the study's parent run and mark it running."""
-        found = self._search(f"tags.`{ROLE}` = 'study' and tags.`{SPEC_HASH}` = '{study.spec_hash}'")
+    def find_parent(self, spec_hash: str) -> str | None:
+        """The parent run of the study with this spec hash, if it exists (and remember it)."""
+        found = self._search(f"tags.`{ROLE}` = 'study' and tags.`{SPEC_HASH}` = '{spec_hash}'")
         if found:
             self.parent_id = found[0].info.run_id
+        return self.parent_id if found else None
+
+    def start_study(self, study: Study) -> str:
+        """Find (by spec hash) or create the study's parent run and mark it running."""
+        if self.find_parent(study.spec_hash):
             self.client.update_run(self.parent_id, status="RUNNING")
             return self.parent_id
         tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,

@@ -90,7 +90,7 @@ def execute_trial(config: Mapping[str, Any], report: Report, state: dict[str, An
             if record is None:
                 break
             meta = {"trial_key": config["key"], "run_key": run_key, "seed": seed, "seed_index": index,
-                    "n_seeds": len(config["seeds"]), "run_done": run.done, **where}
+                    "n_seeds": len(config["seeds"]), "run_done": run.done, "keys": list(record), **where}
             checkpoint = None
             if run.done:
                 state = {"done": [*state["done"], run_key], "current": None}

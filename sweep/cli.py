@@ -1,0 +1,227 @@
+"""`bisweep`: run studies, build their reports, open the MLflow UI, list what is available.
+
+    bisweep run quickstart                  # local Ray, MLflow in results/quickstart/mlflow.db
+    bisweep run my_study.yaml --resume      # finish what a crash or Ctrl-C left
+    bisweep report quickstart               # tables printed, plots in results/quickstart/report/
+    bisweep ui quickstart                   # MLflow UI on http://127.0.0.1:5000
+    bisweep list algorithms|problems|studies
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from problems.validation import ParameterError
+
+
+def _results_dir(args: argparse.Namespace, name: str) -> Path:
+    return Path(args.results_dir or Path("results") / name).resolve()
+
+
+def _study_name(study: str) -> str:
+    """The name of a study (built-in, YAML file or bare name) without validating it."""
+    from sweep import spec
+
+    try:
+        path = spec.resolve(study)
+    except ParameterError:
+        return study
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError:
+        data = {}
+    return str(data.get("name", path.stem)) if isinstance(data, dict) else path.stem
+
+
+# ---------------------------------------------------------------- commands
+def cmd_run(args: argparse.Namespace) -> int:
+    """Validate the study completely, then run (or finish) it."""
+    from sweep import spec
+
+    study = spec.load(args.study)
+    if args.validate_only:
+        print(f"study '{study.name}' is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
+              f"= {len(study.run_keys)} runs in {len(study.trials)} trials")
+        return 0
+    from sweep.runner import run_study
+
+    outcome = run_study(study, _results_dir(args, study.name), address=args.address, tracking_uri=args.tracking_uri,
+                        storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
+                        report=not args.no_report)
+    if outcome.counts["missing"]:
+        print(f"bisweep: {outcome.counts['missing']} runs did not run; `bisweep run {args.study} --resume` "
+              "finishes them", file=sys.stderr)
+    return 0 if outcome.complete else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Build the report from the results on disk and attach it to the study's MLflow parent run."""
+    from sweep.report import build_report
+    from sweep.store import ResultStore
+
+    root = _results_dir(args, _study_name(args.study))
+    meta = ResultStore(root).read_study()
+    rep = build_report(root)
+    if not args.no_mlflow:
+        from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
+
+        uri = args.tracking_uri or default_tracking_uri(root)
+        tracker = Tracker(uri, meta["name"], local_artifact_location(uri))
+        if tracker.find_parent(meta["spec_hash"]):
+            tracker.log_report(rep.directory)
+            print(f"report logged to MLflow run {tracker.parent_id} at {uri}")
+        else:
+            print(f"bisweep: no MLflow parent run for this study at {uri}; report kept on disk", file=sys.stderr)
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """Serve the MLflow UI of a study's tracking store on 127.0.0.1 (until Ctrl-C)."""
+    from sweep.tracking import default_tracking_uri
+
+    if args.tracking_uri:
+        uri = args.tracking_uri
+    else:
+        name = _study_name(args.study) if args.study else None
+        if name is None:
+            raise ParameterError("study: give a study (or --tracking-uri) whose MLflow store to open")
+        root = _results_dir(args, name)
+        if not (root / "mlflow.db").exists():
+            raise ParameterError(f"study: no MLflow store at {root / 'mlflow.db'}; run the study first")
+        uri = default_tracking_uri(root)
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
+           "--port", str(args.port)]
+    url = f"http://{args.host}:{args.port}"
+    print(f"bisweep: MLflow UI for {uri} at {url} (Ctrl-C stops it)", flush=True)
+    proc = subprocess.Popen(cmd, env=env)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=30)
+        return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """List algorithms, problems or studies with their parameters."""
+    items = _listing(args.what)
+    if args.json:
+        print(json.dumps(items, indent=1, default=repr))
+        return 0
+    for name, info in items.items():
+        print(_describe(name, info))
+    return 0
+
+
+def _listing(what: str) -> dict[str, Any]:
+    if what == "algorithms":
+        import algorithms
+
+        return algorithms.available()
+    if what == "problems":
+        import problems
+
+        return problems.available()
+    from sweep import spec
+
+    out = {}
+    for name, path in spec.builtin_studies().items():
+        data = yaml.safe_load(path.read_text()) or {}
+        out[name] = {"doc": data.get("description", ""), "kind": data.get("kind", "comparison"),
+                     "file": str(path), "algorithms": [a["name"] if isinstance(a, dict) else a
+                                                       for a in data.get("algorithms", [])],
+                     "problems": [p["name"] if isinstance(p, dict) else p for p in data.get("problems", [])]}
+    return out
+
+
+def _describe(name: str, info: dict[str, Any]) -> str:
+    lines = [f"{name}: {info.get('doc', '')}"]
+    flags = [k for k in ("first_order", "stochastic", "online", "constrained") if info.get(k)]
+    extra = []
+    if "loops" in info:
+        extra.append(f"{info['loops']} loop")
+    if flags:
+        extra.append(", ".join(flags))
+    if info.get("step_sizes"):
+        extra.append("initial step sizes: " + ", ".join(info["step_sizes"]))
+    if info.get("paper"):
+        extra.append(info["paper"])
+    for k in ("kind", "algorithms", "problems", "file"):
+        if k in info:
+            extra.append(f"{k}: {info[k] if not isinstance(info[k], list) else ', '.join(info[k])}")
+    if "online" in info and "loops" not in info:
+        extra.append("online" if info["online"] else "offline")
+    if extra:
+        lines.append("    " + " | ".join(extra))
+    for p, d in (info.get("params") or {}).items():
+        allowed = f"one of {d['choices']}" if "choices" in d else d["check"]
+        lines.append(f"    {p} = {d['default']!r}  ({allowed})  {d['doc']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- parser
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of `bisweep`."""
+    ap = argparse.ArgumentParser(prog="bisweep", description="Bilevel-optimization sweeps on Ray Tune with MLflow tracking.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a study (a built-in name or a YAML file)")
+    run.add_argument("study", help="built-in study name (see `bisweep list studies`) or a YAML file")
+    run.add_argument("--results-dir", help="where results go (default ./results/<study>)")
+    run.add_argument("--address", help="address of a running Ray cluster (default: start Ray locally)")
+    run.add_argument("--tracking-uri", help="MLflow tracking URI (default: SQLite file in the results directory)")
+    run.add_argument("--storage", help="Ray Tune storage path for checkpoints (default <results>/ray; "
+                                       "a shared or s3:// path on multi-node clusters)")
+    run.add_argument("--resume", action="store_true", help="finish an interrupted study (re-running does the same)")
+    run.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all)")
+    run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--validate-only", action="store_true", help="validate the study and exit")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="print a study's tables and write its plots")
+    rep.add_argument("study")
+    rep.add_argument("--results-dir")
+    rep.add_argument("--tracking-uri")
+    rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
+    rep.set_defaults(func=cmd_report)
+
+    ui = sub.add_parser("ui", help="serve the MLflow UI of a study's tracking store on 127.0.0.1")
+    ui.add_argument("study", nargs="?")
+    ui.add_argument("--results-dir")
+    ui.add_argument("--tracking-uri")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=5000)
+    ui.add_argument("--open", action="store_true", help="also open a browser")
+    ui.set_defaults(func=cmd_ui)
+
+    ls = sub.add_parser("list", help="list algorithms, problems or built-in studies with their parameters")
+    ls.add_argument("what", choices=("algorithms", "problems", "studies"))
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `bisweep` console script."""
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ParameterError, FileNotFoundError) as exc:
+        print(f"bisweep: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Convergence of every algorithm of the TFBO comparison (deterministic and minibatch), divergence
+handling, declared flags and step sizes, and invariants between related baselines."""
+import numpy as np
+import pytest
+
+import algorithms
+import problems
+from problems.validation import ParameterError
+
+# Well-conditioned deterministic quadratic: inner spectrum [0.5, 1], ∇²F spectrum [1.0, 3.4].
+QUAD = problems.make("quadratic", seed=0, dim_x=20, dim_y=20, mu=0.5, L=1.0, outer_curvature=1.0)
+# Finite-sum form: 64 samples of rank-2 inner Hessians (a minibatch of 8 has inner curvature up to ≈2.5).
+SUM = problems.make("quadratic", seed=0, dim_x=10, dim_y=10, mu=0.5, L=1.0, outer_curvature=1.0,
+                    n_samples=64, rank=2)
+
+# name -> (config, iterations) reaching ‖∇F‖² < 1e-8 full batch.
+DETERMINISTIC = {
+    "dtfbo": ({"c_y": 1e-7, "c_v": 1e-7}, 300),  # tolerances ε = 1e-10 (c/T with T = 1000)
+    "dtfbo_fixed": ({"sub_loops": "fixed"}, 300),
+    "stfbo": ({}, 70_000),  # tuning-free defaults: steps 1/(αφ) settle near 1/6000 on this instance
+    "aid_cg": ({"alpha": 1.0, "gamma": 0.5}, 100),
+    "aid_fp": ({"alpha": 1.0, "eta": 1.0, "gamma": 0.5}, 100),
+    "itd": ({"alpha": 1.0, "gamma": 0.5, "inner_steps": 30}, 100),
+    "soba": ({"rho": 1.0, "gamma": 0.2, "rho_decay": 0.0, "gamma_decay": 0.0}, 300),
+    "amigo": ({"alpha": 1.0, "eta": 1.0, "gamma": 0.5}, 100),
+    "stocbio": ({"alpha": 1.0, "eta": 1.0, "gamma": 0.5, "neumann_terms": 30}, 100),
+    # The penalty bias is O(1/λ): λ reaches 9e5, leaving ‖∇F‖² ≈ 1e-9.
+    "f2sa": ({"alpha": 1.0, "beta": 1.0, "gamma": 0.5, "lam0": 100.0, "lam_step": 300.0}, 3000),
+}
+
+# name -> (config, iterations, tolerance on ‖∇F(x_T)‖² / ‖∇F(x_0)‖²) with minibatches, seed 0.
+# Tolerances sit above the worst of seeds 0, 1, 2 measured at these budgets (in brackets).
+STOCHASTIC = {
+    "dtfbo": ({"sub_loops": "fixed", "batch_size": 8}, 1000, 2e-2),  # [5.6e-3]
+    # S-TFBO's accumulators grow with the gradient noise, so its steps shrink like 1/t: slow.
+    "stfbo": ({"batch_size": 32}, 2000, 0.3),  # [0.24]
+    "aid_cg": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "cg_steps": 5, "batch_size": 32}, 1000, 3e-2),  # [6.5e-3]
+    "aid_fp": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "batch_size": 8}, 1000, 6e-2),  # [2.0e-2]
+    "itd": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "inner_steps": 20, "batch_size": 8}, 1000, 1e-2),  # [1.7e-3]
+    "soba": ({"rho": 0.5, "gamma": 0.2, "batch_size": 8}, 4000, 2e-3),  # paper decays 2/5, 3/5 [3.7e-4]
+    "amigo": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "batch_size": 8}, 1000, 6e-2),  # [2.0e-2]
+    "stocbio": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "neumann_terms": 20,
+                 "batch_size": 8}, 1000, 5e-2),  # [1.5e-2]
+    "f2sa": ({"alpha": 0.5, "beta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "lam0": 10.0, "lam_step": 1.0,
+              "batch_size": 8}, 1000, 3e-2),  # [8.9e-3]
+}
+
+MINE = ("dtfbo", "stfbo", "aid_cg", "aid_fp", "itd", "soba", "amigo", "stocbio", "f2sa")
+
+
+def final(name, p, cfg, iterations, seed=0):
+    recs = list(algorithms.run(name, p, cfg, seed=seed, budget={"iterations": iterations}, n_evals=4))
+    assert recs[-1]["status"] == "finished" and recs[-1]["iteration"] == iterations
+    return recs[0], recs[-1]
+
+
+@pytest.mark.parametrize("key", list(DETERMINISTIC))
+def test_deterministic_form_reaches_stationarity(key):
+    cfg, iterations = DETERMINISTIC[key]
+    start, end = final(key.split("_fixed")[0], QUAD, cfg, iterations)
+    assert start["grad_F_sq"] > 60
+    assert end["grad_F_sq"] < 1e-8
+    assert end["F_gap"] < 1e-8
+
+
+@pytest.mark.parametrize("name", list(STOCHASTIC))
+def test_minibatch_form_reaches_the_stated_tolerance(name):
+    cfg, iterations, tol = STOCHASTIC[name]
+    start, end = final(name, SUM, cfg, iterations)
+    assert end["samples/total"] < end["calls/total"] * SUM.n_samples  # minibatches were used
+    assert end["grad_F_sq"] / start["grad_F_sq"] <= tol
+
+
+@pytest.mark.parametrize("name", [n for n in MINE if n not in ("dtfbo", "stfbo")])
+def test_huge_steps_end_as_diverged_records_not_exceptions(name):
+    cls = algorithms.get(name)
+    defaults = algorithms.make_config(name).as_dict()
+    cfg = {s: defaults[s] * 1e4 for s in cls.step_sizes}
+    recs = list(algorithms.run(name, QUAD, cfg, budget={"iterations": 500}))
+    assert recs[-1]["status"] == "diverged"
+    assert np.isfinite(recs[-1]["F"]) and recs[-1]["iteration"] < 500
+
+
+def test_tuning_free_algorithms_survive_tiny_initial_accumulators():
+    # 1/α0 = 1/β0 = 1e3 is a huge first step; the accumulators absorb it and the runs converge.
+    for name in ("dtfbo", "stfbo"):
+        cfg = {"alpha0": 1.0 if name == "stfbo" else 1e-3, "beta0": 1e-3, "gamma0": 1e-3}
+        recs = list(algorithms.run(name, QUAD, cfg, budget={"iterations": 200}))
+        assert recs[-1]["status"] == "finished"
+        assert recs[-1]["grad_F_sq"] < recs[0]["grad_F_sq"]
+
+
+FLAGS = {  # name: (first_order, loops, step sizes)
+    "dtfbo": (False, "double", ["alpha0", "beta0", "gamma0"]),
+    "stfbo": (False, "single", ["alpha0", "beta0", "gamma0"]),
+    "aid_cg": (False, "double", ["alpha", "gamma"]),
+    "aid_fp": (False, "double", ["alpha", "eta", "gamma"]),
+    "itd": (False, "double", ["alpha", "gamma"]),
+    "soba": (False, "single", ["rho", "gamma"]),
+    "amigo": (False, "double", ["alpha", "eta", "gamma"]),
+    "stocbio": (False, "double", ["alpha", "eta", "gamma"]),
+    "f2sa": (True, "double", ["alpha", "beta", "gamma"]),
+}
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_flags_and_declared_step_sizes(name):
+    d = algorithms.available()[name]
+    assert (d["first_order"], d["loops"], d["step_sizes"]) == FLAGS[name]
+    assert d["stochastic"] and not d["online"] and not d["constrained"]
+    assert "batch_size" in d["params"] and d["params"]["batch_size"]["default"] is None
+    assert d["paper"]
+
+
+def test_soba_default_schedule_is_the_papers_decay():
+    alg = algorithms.get("soba")(problems.counted(QUAD), algorithms.make_config("soba"), np.random.default_rng(0))
+    for t in (0, 1, 9, 99):
+        alg.iteration = t
+        d = alg.diagnostics()
+        assert d["rho"] == pytest.approx(0.1 / (t + 1) ** 0.4, rel=1e-14)
+        assert d["gamma"] == pytest.approx(0.1 / (t + 1) ** 0.6, rel=1e-14)
+
+
+def test_amigo_is_warm_started_stochastic_aid_fp():
+    # Same math, same minibatch draws: the two runs are bit-identical.
+    cfg = {"alpha": 0.3, "eta": 0.4, "gamma": 0.2, "inner_steps": 3, "batch_size": 4}
+    runs = [list(algorithms.run(n, SUM, {**cfg, **extra}, seed=1, budget={"iterations": 20}))
+            for n, extra in (("amigo", {"v_steps": 5}), ("aid_fp", {"fp_steps": 5, "warm_start": True}))]
+    assert [r["F"] for r in runs[0]] == [r["F"] for r in runs[1]]
+
+
+def test_itd_truncated_to_all_steps_equals_full_backpropagation():
+    cfg = {"alpha": 0.5, "gamma": 0.3, "inner_steps": 6}
+    full = list(algorithms.run("itd", QUAD, cfg, budget={"iterations": 10}))
+    trunc = list(algorithms.run("itd", QUAD, {**cfg, "truncate": 6}, budget={"iterations": 10}))
+    short = list(algorithms.run("itd", QUAD, {**cfg, "truncate": 2}, budget={"iterations": 10}))
+    assert [r["F"] for r in full] == [r["F"] for r in trunc]
+    assert full[-1]["F"] != short[-1]["F"]
+    assert short[-1]["calls/hvp"] == 2 * 10 and full[-1]["calls/hvp"] == 6 * 10
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("itd", {"inner_steps": 5, "truncate": 6}, "'truncate' must be at most inner_steps = 5"),
+    ("soba", {"rho": 0.0}, "'rho' must be a positive number"),
+    ("f2sa", {"lam0": -1.0}, "'lam0' must be a positive number"),
+    ("stocbio", {"neumann_terms": 2.5}, "'neumann_terms' must be a positive integer"),
+    ("aid_cg", {"warm_start": "yes"}, "'warm_start' must be true or false"),
+    ("amigo", {"step": 0.1}, "unknown parameter 'step'; allowed: batch_size, inner_steps"),
+])
+def test_bad_configs_are_one_line_errors(name, params, message):
+    with pytest.raises(ParameterError, match=message) as err:
+        algorithms.Run(name, QUAD, params)
+    assert "\n" not in str(err.value)

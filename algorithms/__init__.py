@@ -12,6 +12,7 @@ from algorithms.run import Budget, Run, run
 from algorithms import bome, bsg, stationary_penalty, value_function  # noqa: E402,F401  isort:skip
 from algorithms import aid, f2sa, stochastic_hypergradient, tfbo  # noqa: E402,F401  isort:skip
 from algorithms import online, online_hypergradient  # noqa: E402,F401  isort:skip
+from algorithms import f2csa, implicit_constrained  # noqa: E402,F401  isort:skip
 
 __all__ = [
     "Algorithm", "AlgorithmConfig", "StochasticConfig", "available", "get", "make_config", "register",

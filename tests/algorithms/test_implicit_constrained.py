@@ -1,0 +1,116 @@
+"""SSIGD and DS-BLO: the active-set implicit gradient against the exact ∇F and finite differences, and
+the update rules of both methods against independent computations."""
+import numpy as np
+import pytest
+
+import algorithms
+import problems
+from algorithms.implicit_constrained import DSBLO, SSIGD, DSBLOConfig, SSIGDConfig
+from problems.counting import counted
+from problems.validation import ParameterError
+from tests.oracle_checks import fd_gradient, rel_err
+
+
+def _ssigd(p, **cfg):
+    return SSIGD(counted(p), SSIGDConfig(**cfg), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("constraints", ["linear", "box"])
+def test_implicit_gradient_equals_exact_grad_F_without_perturbation(constraints):
+    p = problems.make("constrained_quadratic", seed=2, d=15, p=8, constraints=constraints, noise=0.0)
+    alg = _ssigd(p, q_std=0.0, batch_size=None)
+    rng = np.random.default_rng(1)
+    worst, actives = 0.0, set()
+    for _ in range(6):
+        x = 2.0 * rng.standard_normal(15)
+        worst = max(worst, rel_err(alg.implicit_gradient(x, np.zeros(15)), p.grad_F(x)))
+        actives.add(alg.n_active)
+    assert worst <= 1e-8, worst  # measured ~2e-16
+    assert len(actives) > 1 and max(actives) > 0
+
+
+@pytest.mark.parametrize("constraints", ["linear", "box"])
+def test_perturbed_implicit_gradient_matches_finite_differences(constraints):
+    p = problems.make("constrained_quadratic", seed=3, d=8, p=4, constraints=constraints, noise=0.0)
+    alg = _ssigd(p, batch_size=None)
+    q = 0.3 * np.random.default_rng(2).standard_normal(8)
+    c = p.constraints
+
+    def F_q(x):  # f(x, y_q*(x)) with y_q* from the exact QP with the linear term shifted by q
+        y = p.polyhedron.solve(p.Q_l, p.c_l + x + q, c.b - c.A @ x).y
+        return p.f(x, y)
+
+    x = np.random.default_rng(3).standard_normal(8)
+    grad = alg.implicit_gradient(x, q)
+    assert alg.n_active > 0
+    assert rel_err(grad, fd_gradient(F_q, x, 1e-6)) <= 1e-6
+    assert rel_err(grad, p.grad_F(x)) > 1e-4  # the perturbation really changes the gradient
+
+
+def test_dense_oracles_are_what_is_counted():
+    p = problems.make("constrained_quadratic", seed=4, d=6, p=3)
+    alg = _ssigd(p, batch_size=4)
+    alg.implicit_gradient(np.zeros(6), np.zeros(6))
+    calls, samples = alg.problem.counter.calls, alg.problem.counter.samples
+    assert calls["hessian"] == 2 and samples["hessian"] == 8  # ∇²yy g and ∇²xy g, one batch of 4
+    assert calls["hvp"] == calls["cross"] == 0
+    assert calls["grad_f"] == 1 and calls["grad_g"] == alg.ll_iters == 2  # one QP step, one confirmation
+
+
+def test_ssigd_step_is_a_projected_diminishing_gradient_step():
+    p = problems.make("constrained_quadratic", seed=5, d=10, p=5, noise=0.0)
+    alg = _ssigd(p, q_std=0.0, batch_size=None, beta=0.05, beta_decay=0.5)
+    q0 = alg.q.copy()
+    x = alg.x.copy()
+    for t in range(4):
+        expected = x - 0.05 / np.sqrt(t + 1) * p.grad_F(x)
+        alg.step()
+        alg.iteration += 1
+        np.testing.assert_allclose(alg.x, expected, rtol=1e-10, atol=1e-12)
+        x = alg.x.copy()
+    np.testing.assert_array_equal(alg.q, q0)  # one fixed perturbation
+    assert _ssigd(p, q_std=0.5).q.std() > 0.1
+
+
+def test_dsblo_update_rules():
+    p = problems.make("constrained_quadratic", seed=6, d=10, p=5, noise=0.0)
+    alg = DSBLO(counted(p), DSBLOConfig(batch_size=None, momentum=0.7, gamma1=2.0, gamma2=3.0, q_std=0.1),
+                np.random.default_rng(0))
+    calls = []
+    original = alg.implicit_gradient
+    alg.implicit_gradient = lambda x, q: calls.append((x.copy(), q.copy())) or original(x, q)
+    x1 = alg.x.copy()
+    alg.step()
+    alg.iteration += 1
+    (x_a, q_a), (x_b, q_b) = calls
+    np.testing.assert_array_equal(x_a, x1)  # m_1 = ĝ(x_1)
+    m1 = original(x_a, q_a)
+    x2 = x1 - m1 / (2.0 * np.linalg.norm(m1) + 3.0)  # x_2 = x_1 − m_1/(γ1‖m_1‖ + γ2)
+    np.testing.assert_allclose(alg.x, x2, rtol=1e-12)
+    s = (x_b - x1) @ (x2 - x1) / ((x2 - x1) @ (x2 - x1))  # x̄_2 on the segment [x_1, x_2]
+    assert 0.0 <= s <= 1.0 and np.allclose(x_b, x1 + s * (x2 - x1))
+    assert not np.allclose(q_a, q_b)  # a fresh perturbation per gradient
+    np.testing.assert_allclose(alg.m, 0.7 * m1 + 0.3 * original(x_b, q_b), rtol=1e-10)
+    alg.step()
+    assert len(calls) == 3  # after the first step, one implicit gradient per step
+
+
+def test_registry_flags_and_bad_config():
+    for name in ("ssigd", "dsblo"):
+        cls = algorithms.get(name)
+        assert cls.constrained and not cls.first_order and cls.stochastic
+    with pytest.raises(ParameterError, match="'momentum' must be a probability") as err:
+        algorithms.make_config("dsblo", {"momentum": 1.5})
+    assert "\n" not in str(err.value)
+    with pytest.raises(ParameterError, match="'q_std' must be a non-negative number"):
+        algorithms.make_config("ssigd", {"q_std": -1})
+    with pytest.raises(ParameterError, match="needs lower-level constraints"):
+        algorithms.Run("dsblo", problems.make("quadratic", seed=0), budget={"iterations": 1})
+
+
+def test_noisy_runs_stay_feasible_and_decrease_F():
+    p = problems.make("constrained_quadratic", seed=7, d=20, p=6, constraints="box", noise=0.01)
+    for name, cfg in (("ssigd", {"beta": 0.1}), ("dsblo", {})):
+        recs = list(algorithms.run(name, p, cfg, seed=1, budget={"iterations": 60}, n_evals=4))
+        assert recs[-1]["F"] < recs[0]["F"] - 1.0
+        assert max(r["constraint_violation"] for r in recs[1:]) <= 1e-9  # y is the exact sampled-QP solution

@@ -122,3 +122,17 @@ def test_bad_parameters_give_one_clear_error(params, message):
     with pytest.raises(ParameterError, match=message) as err:
         problems.make("simulated", **params)
     assert "\n" not in str(err.value)
+
+
+def test_convexity_acceptance_modes():
+    kw = {"dim_x": 40, "dim_y": 40, "n_samples_inner": 64, "n_samples_outer": 64, "seed": 0}
+    first = problems.make("simulated", convexity="none", **kw)
+    bench = problems.make("simulated", convexity="benchmark", **kw)
+    # The first draw fails the exact test but passes the benchmark's halved-cross-term test.
+    assert np.linalg.eigvalsh(first.hessian_F())[0] < -0.01
+    assert np.linalg.eigvalsh(first.hessian_F(cross_weight=0.5))[0] > 0.01
+    assert np.array_equal(first.inner.a, bench.inner.a)
+    assert first.x_opt() is None
+    with pytest.raises(ParameterError, match="no instance with a strongly convex value function in 20 draws") as err:
+        problems.make("simulated", convexity="exact", **{**kw, "n_samples_inner": 44, "n_samples_outer": 44})
+    assert "\n" not in str(err.value)

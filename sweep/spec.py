@@ -388,16 +388,30 @@ def _seeds(seeds: Any) -> list[int]:
     return list(seeds)
 
 
-def _record_error(path: str, exc: ParameterError, extra: str = "") -> None:
-    """Re-raise a record's error with the YAML path of the field it names."""
+def _split_record_error(exc: ParameterError) -> tuple[str | None, str]:
+    """(field, message) of a parameter record's one-line error."""
     msg = str(exc)
     m = re.match(r"^.*?: '([^']+)' (must be .*)$", msg)
     if m:
-        fail(f"{path}.{m.group(1)}{extra}", m.group(2))
+        return m.group(1), m.group(2)
     m = re.match(r"^.*?: unknown parameter '([^']+)'; (allowed: .*)$", msg)
     if m:
-        fail(f"{path}.{m.group(1)}", f"unknown parameter; {m.group(2)}")
-    fail(path + extra, msg)
+        return m.group(1), f"unknown parameter; {m.group(2)}"
+    return None, msg
+
+
+def _record_error(path: str, exc: ParameterError, grid_values: Mapping[str, Any] | None = None,
+                  grid_point: Mapping[str, Any] | None = None) -> None:
+    """Re-raise a record's error with the YAML path of the field it names (and its grid entry)."""
+    field, message = _split_record_error(exc)
+    if field is None:
+        fail(path, message)
+    where = f"{path}.{field}"
+    if grid_values and field in grid_values and grid_point and field in grid_point:
+        where += f"[{grid_values[field].index(grid_point[field])}]"
+    elif grid_point:
+        message += f" (with {', '.join(f'{k}={v!r}' for k, v in grid_point.items())})"
+    fail(where, message)
 
 
 def _budget(budget: Any) -> dict[str, Any]:
@@ -543,12 +557,13 @@ def _expand(params: Mapping[str, Any], record: type[Params], path: str) -> list[
     return out
 
 
-def _build(record: type[Params], params: dict[str, Any], path: str, grid: Mapping[str, Any]) -> dict[str, Any]:
+def _build(record: type[Params], params: dict[str, Any], path: str, grid: Mapping[str, Any],
+           raw: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Build the record (validating every field) and return its full field values."""
     try:
         return record.from_dict(params).as_dict()
     except ParameterError as exc:
-        _record_error(path, exc, f" (grid point {dict(grid)})" if grid else "")
+        _record_error(path, exc, raw, grid)
     raise AssertionError
 
 
@@ -641,12 +656,12 @@ def _points(kind: str, axis: dict[str, Any], probs: list[dict], algs: list[dict]
         for params, grid in _expand(p["params"], record, f"problems[{j}].params"):
             for k, (av, extra) in enumerate(_problem_axis(axis)):
                 full = (_build_on_axis(record, {**params, **extra}, f"axis.values[{k}]", f"problems[{j}] '{p['name']}'")
-                        if extra else _build(record, params, f"problems[{j}].params", grid))
+                        if extra else _build(record, params, f"problems[{j}].params", grid, p["params"]))
                 prob_points.append((p["name"], full, grid, av))
     alg_points = []
     for i, (a, cls) in enumerate(zip(algs, classes)):
         for params, grid in _expand(a["params"], cls.Config, f"algorithms[{i}].params"):
-            base = _build(cls.Config, params, f"algorithms[{i}].params", grid)
+            base = _build(cls.Config, params, f"algorithms[{i}].params", grid, a["params"])
             for av, full, ref in _algorithm_axis(kind, axis, cls, base, i, grid):
                 alg_points.append((a, full, grid, av, ref))
     points = []

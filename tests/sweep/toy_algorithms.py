@@ -6,6 +6,7 @@ are a linear recursion, so tests can compute them independently with matrix alge
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import numpy as np
@@ -25,6 +26,11 @@ class ToyAidConfig(StochasticConfig):
     inner_steps: int = param(3, "positive_int", "inner steps per outer step")
     fail_at: int | None = param(None, "optional_positive_int", "raise RuntimeError at this iteration (test hook)")
     sleep: float = param(0.0, "nonnegative", "seconds to sleep per step (test hook for slow trials)")
+    trace: str | None = param(None, "optional_path", "append a line per construction to this file (test hook)")
+
+    def validate(self) -> None:
+        if self.lr > 100:
+            self.fail("lr", "at most 100 (a cross-field bound to test axis errors)", self.lr)
 
 
 @register
@@ -41,6 +47,10 @@ class ToyAid(Algorithm):
     def __init__(self, problem, config, rng) -> None:
         super().__init__(problem, config, rng)
         self.v = np.zeros(problem.dim_y)
+        if config.trace:
+            # The untouched generator state identifies the seed: tests map lines back to runs.
+            with open(config.trace, "a") as fh:
+                fh.write(json.dumps({"lr": config.lr, "rng": int(rng.bit_generator.state["state"]["state"])}) + "\n")
 
     def step(self) -> None:
         c, p = self.config, self.problem

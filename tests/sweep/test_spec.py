@@ -1,0 +1,190 @@
+"""Study specs: complete validation with one-line errors naming the YAML path, and trial expansion."""
+import copy
+import itertools
+
+import pytest
+import yaml
+
+from problems.validation import ParameterError
+from sweep import spec
+from tests.sweep import toy_algorithms  # noqa: F401  registers toy_aid, toy_ogd, toy_drift
+
+BASE = {
+    "name": "t",
+    "imports": ["tests.sweep.toy_algorithms"],
+    "kind": "stepsize_sensitivity",
+    "axis": {"factors": [0.5, 1, 2]},
+    "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5}}],
+    "algorithms": [{"name": "toy_aid"}],
+    "seeds": 3,
+    "budget": {"iterations": 20},
+}
+
+
+def bad(mutate, path: str, *words: str) -> None:
+    """The study with `mutate` applied fails with one line starting with `path:` and naming `words`."""
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    with pytest.raises(ParameterError) as info:
+        spec.validate(data)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{path}: "), msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_valid_study_expands_into_configurations_trials_and_runs():
+    st = spec.validate(BASE)
+    assert [p.coords["axis"] for p in st.points] == [0.5, 1, 2]
+    assert [p.algorithm_params["lr"] for p in st.points] == [0.25, 0.5, 1.0]
+    assert [p.algorithm_params["inner_lr"] for p in st.points] == [0.25, 0.5, 1.0]
+    assert [p.coords["reference"] for p in st.points] == [False, True, False]
+    assert st.seeds == [0, 1, 2] and st.seeds_per_trial == 3
+    assert len(st.trials) == 3 and len(st.run_keys) == 9 and len(set(st.run_keys)) == 9
+    # Every default is filled in, so the configuration is complete and its key is deterministic.
+    assert st.points[0].problem_params["mu"] == 0.2
+    again = spec.validate(copy.deepcopy(BASE))
+    assert [t.key for t in again.trials] == [t.key for t in st.trials] and again.spec_hash == st.spec_hash
+    changed = spec.validate({**copy.deepcopy(BASE), "budget": {"iterations": 21}})
+    assert changed.spec_hash != st.spec_hash
+
+
+def test_grids_are_cartesian_and_seeds_split_into_trials():
+    data = copy.deepcopy(BASE)
+    data.update(kind="comparison", axis=None, seeds=[4, 5, 6, 7, 8], seeds_per_trial=2)
+    data["problems"][0]["params"]["dim_x"] = [3, 6]
+    data["algorithms"] = [{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3], "inner_steps": [1, 2]}},
+                          {"name": "toy_aid", "label": "toy_b"}]
+    st = spec.validate(data)
+    got = {(p.label, p.problem_params["dim_x"], p.algorithm_params["lr"], p.algorithm_params["inner_steps"])
+           for p in st.points}
+    want = {("toy_aid", d, lr, k) for d, lr, k in itertools.product([3, 6], [0.1, 0.2, 0.3], [1, 2])}
+    want |= {("toy_b", d, 0.5, 3) for d in [3, 6]}
+    assert got == want and len(st.points) == 14
+    assert [t.seeds for t in st.trials[:3]] == [(4, 5), (6, 7), (8,)]
+    assert len(st.trials) == 14 * 3
+
+
+def test_values_axis_adds_the_unscaled_reference_when_it_is_not_in_the_grid():
+    st = spec.validate({**copy.deepcopy(BASE), "axis": {"values": [2, 4, 6, 8]}})
+    grid = [p for p in st.points if p.coords["in_grid"]]
+    assert [(p.algorithm_params["lr"], p.algorithm_params["inner_lr"]) for p in grid] == [(2, 2), (4, 4), (6, 6), (8, 8)]
+    ref = [p for p in st.points if p.coords["reference"]]
+    assert len(ref) == 1 and not ref[0].coords["in_grid"] and ref[0].algorithm_params["lr"] == 0.5
+
+
+def test_dimension_noise_and_drift_axes():
+    st = spec.validate({**copy.deepcopy(BASE), "kind": "dimension_scaling",
+                        "axis": {"param": ["dim_x", "dim_y"], "values": [4, 8, 16]}})
+    assert [(p.problem_params["dim_x"], p.problem_params["dim_y"], p.coords["axis"]) for p in st.points] == \
+        [(4, 4, 4), (8, 8, 8), (16, 16, 16)]
+    st = spec.validate({**copy.deepcopy(BASE), "kind": "noise", "axis": {"param": "batch_size", "values": [1, 8]}})
+    assert [p.algorithm_params["batch_size"] for p in st.points] == [1, 8] and st.axis["on"] == "algorithm"
+    st = spec.validate({**copy.deepcopy(BASE), "kind": "drift", "axis": {"param": "drift", "values": [0.0, 0.5]},
+                        "problems": [{"name": "toy_drift"}], "algorithms": [{"name": "toy_ogd"}]})
+    assert st.online and st.report.metric == "cumulative_regret"
+    assert [p.problem_params["drift"] for p in st.points] == [0.0, 0.5]
+
+
+def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
+    path = tmp_path / "mine.yaml"
+    data = copy.deepcopy(BASE)
+    del data["name"]
+    text = yaml.safe_dump(data).replace("lr: 0.5", "") + "report: {converged_below: 1e-6}\n"
+    path.write_text(text)
+    st = spec.load(str(path))
+    assert st.name == "mine" and st.report.converged_below == 1e-6
+    assert "quickstart" in spec.builtin_studies()
+
+
+@pytest.mark.parametrize("mutate, path, words", [
+    (lambda d: d["algorithms"].append({"name": "nope"}), "algorithms[1].name", ["'nope'", "allowed:", "toy_aid"]),
+    (lambda d: d["problems"].__setitem__(0, {"name": "nope"}), "problems[0].name", ["'nope'", "quadratic"]),
+    (lambda d: d["algorithms"][0].update(params={"zzz": 1}), "algorithms[0].params.zzz", ["unknown", "inner_lr"]),
+    (lambda d: d["problems"][0]["params"].update(zzz=1), "problems[0].params.zzz", ["unknown", "dim_x"]),
+    (lambda d: d["algorithms"][0].update(params={"inner_steps": "3"}), "algorithms[0].params.inner_steps",
+     ["positive integer", "'3'"]),
+    (lambda d: d["algorithms"][0].update(params={"inner_steps": [2, 0]}), "algorithms[0].params.inner_steps[1]",
+     ["positive integer", "got 0"]),
+    (lambda d: d["algorithms"][0].update(params={"inner_steps": []}), "algorithms[0].params.inner_steps", ["empty grid"]),
+    (lambda d: d["problems"][0]["params"].update(dim_x=-3), "problems[0].params.dim_x", ["positive integer", "-3"]),
+    (lambda d: d["problems"][0]["params"].update(dim_y=[]), "problems[0].params.dim_y", ["empty grid"]),
+    (lambda d: d.update(budget={"iterations": "10"}), "budget.iterations", ["positive integer"]),
+    (lambda d: d.update(budget={"iterationz": 10}), "budget.iterationz", ["unknown", "oracle_calls"]),
+    (lambda d: d.update(budget={}), "budget.iterations", ["budget"]),
+    (lambda d: d.pop("budget"), "budget", ["required"]),
+    (lambda d: d.update(seeds="x"), "seeds", ["seeds"]),
+    (lambda d: d.update(seeds=[0, -1]), "seeds[1]", ["non-negative integer"]),
+    (lambda d: d.update(seeds=[]), "seeds", ["non-empty"]),
+    (lambda d: d.update(n_evals=1.5), "n_evals", [">= 2"]),
+    (lambda d: d.update(kind="sweepy"), "kind", ["comparison", "stepsize_sensitivity"]),
+    (lambda d: d.update(colour="red"), "colour", ["unknown", "algorithms"]),
+    (lambda d: d.update(algorithms={"name": "toy_aid"}), "algorithms", ["list"]),
+    (lambda d: d.update(algorithms=[]), "algorithms", ["non-empty"]),
+    (lambda d: d["algorithms"][0].update(params=[1]), "algorithms[0].params", ["mapping"]),
+    (lambda d: d["algorithms"].append({"name": "toy_aid"}), "algorithms[1].label", ["used twice"]),
+    (lambda d: d["problems"].append(copy.deepcopy(d["problems"][0])), "problems", ["same configuration"]),
+    (lambda d: d.update(axis={"factors": []}), "axis.factors", ["non-empty"]),
+    (lambda d: d.update(axis={"factors": [1, -2]}), "axis.factors[1]", ["positive number"]),
+    (lambda d: d.update(axis={"factors": [1], "values": [1]}), "axis", ["exactly one"]),
+    (lambda d: d.update(axis=None), "axis", ["axis mapping"]),
+    (lambda d: d["algorithms"][0].update(params={"lr": [0.1, 0.2]}), "algorithms[0].params.lr", ["swept by the axis"]),
+    (lambda d: d.update(kind="comparison"), "axis", ["no axis"]),
+    (lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_x", "values": [4, -8]}), "axis.values[1]",
+     ["positive"]),
+    (lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_x", "values": [4.5, 8]}), "axis.values[0]",
+     ["dim_x", "positive integer"]),
+    (lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_z", "values": [4, 8]}), "axis.param",
+     ["dim_z", "quadratic"]),
+    (lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_x", "values": [4]}), "axis.values",
+     ["at least 2"]),
+    (lambda d: d.update(kind="noise", axis={"param": "nothing", "values": [1]}), "axis.param", ["every problem or every algorithm"]),
+    (lambda d: d.update(kind="drift", axis={"param": "dim_x", "values": [1]}), "problems[0].name", ["online"]),
+    (lambda d: d["algorithms"].append({"name": "toy_ogd"}), "algorithms[1].name", ["online", "offline"]),
+    (lambda d: d.update(problems=[{"name": "toy_drift"}], kind="comparison", axis=None), "algorithms[0].name",
+     ["offline", "online"]),
+    (lambda d: d.update(resources={"gpu": 1}), "resources.gpu", ["cpu"]),
+    (lambda d: d.update(resources={"cpu": 0}), "resources.cpu", ["positive"]),
+    (lambda d: d.update(imports=["no_such_module_xyz"]), "imports[0]", ["no_such_module_xyz"]),
+    (lambda d: d.update(report={"goal": "up"}), "report.goal", ["min, max"]),
+    (lambda d: d.update(report={"metrc": "F"}), "report.metrc", ["unknown", "metric"]),
+    (lambda d: d.update(name="bad name!"), "name", ["letters"]),
+])
+def test_bad_fields_get_one_line_naming_the_path(mutate, path, words):
+    bad(mutate, path, *words)
+
+
+def test_axis_values_that_break_a_config_name_the_axis_entry():
+    # toy_aid bounds lr by 100: the factor that crosses it is named, with the algorithm and the field.
+    bad(lambda d: d.update(axis={"factors": [1.0, 1000.0]}), "axis.factors[1]", "algorithms[0] 'toy_aid'", "'lr'",
+        "at most 100")
+    # A quadratic with 2 samples of rank 1 needs dim_y <= 2: the dimension axis entry that breaks it is named.
+    bad(lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_y", "values": [2, 4]},
+                           problems=[{"name": "quadratic", "params": {"n_samples": 2}}]),
+        "axis.values[1]", "problems[0] 'quadratic'", "'rank'")
+
+
+def test_constrained_algorithms_need_constrained_problems():
+    import algorithms
+
+    constrained = [n for n, d in algorithms.available().items() if d["constrained"] and not d["online"]]
+    if not constrained:
+        pytest.skip("no constrained algorithm registered")
+    bad(lambda d: d.update(kind="comparison", axis=None, algorithms=[{"name": constrained[0]}]),
+        "algorithms[0].name", "constraints")
+
+
+def test_builtin_studies_validate():
+    for name in spec.builtin_studies():
+        st = spec.load(name)
+        assert st.points and st.run_keys
+
+
+def test_trial_config_is_plain_data_naming_every_run():
+    st = spec.validate(BASE)
+    cfg = st.trials[1].config(5.0, st.imports, "registry")
+    assert cfg["seeds"] == [0, 1, 2]
+    assert cfg["run_keys"] == [st.points[1].run_key(s) for s in (0, 1, 2)]
+    assert cfg["algorithm_params"]["lr"] == 0.5 and cfg["imports"] == ["tests.sweep.toy_algorithms"]
+    yaml.safe_dump(cfg)  # plain data only: it travels to Ray workers and into Tune's experiment state

@@ -72,6 +72,12 @@ def test_records_come_at_log_spaced_iterations():
     assert [r["status"] for r in recs] == ["running"] * 10 + ["finished"]
 
 
+def test_without_an_iteration_budget_records_grow_geometrically_until_the_budget_ends():
+    recs = list(algorithms.run("soba", quad(), SOBA_CONST, budget={"oracle_calls": 400}))
+    # Points k ← max(1.25 k, k + 1) from 1, truncated: 1..7, 9, 12, 15, ...; 4 calls per iteration end it at 100.
+    assert [r["iteration"] for r in recs] == [0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 15, 19, 23, 29, 37, 46, 58, 72, 90, 100]
+
+
 def test_iteration_budget_stops_at_the_budget():
     recs = list(algorithms.run("soba", quad(), SOBA_CONST, budget={"iterations": 37}))
     assert recs[-1]["iteration"] == 37 and recs[-1]["status"] == "finished"
@@ -211,3 +217,23 @@ def test_diverged_at_numbers_the_failing_step_the_same_way(blowup, mode):
     assert [r["iteration"] for r in recs] == [0, 1, 2, 2]
     assert recs[-1]["status"] == "diverged" and recs[-1]["diverged_at"] == 3
     np.testing.assert_array_equal(recs[-1]["F"], quad().F(np.full(6, 2.0)))
+
+
+def test_constraint_violation_is_the_norm_of_the_positive_part_of_h():
+    # SOBA ignores the lower-level box y ∈ [−1, 1]^d, so its y leaves the box and the metric is nonzero.
+    p = problems.make("constrained_quadratic", seed=0, d=8, p=3, constraints="box")
+    cons = p.constraints
+    run = algorithms.Run("soba", p, {"rho": 0.5, "gamma": 0.05, "rho_decay": 0.0}, budget={"iterations": 50},
+                         n_evals=5)
+    seen = []
+    while not run.done:
+        rec = run.advance()
+        x, y = run.algorithm.x, run.algorithm.y
+        h = cons.A @ x - cons.B @ y - cons.b
+        expected = np.sqrt(np.sum(np.clip(h, 0.0, None) ** 2))
+        assert rec["constraint_violation"] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        ys = p.y_star(x)
+        assert np.all(cons.A @ x - cons.B @ ys - cons.b <= 1e-9)  # y*(x) itself is feasible
+        assert rec["y_err_sq"] == pytest.approx((y - ys) @ (y - ys), rel=1e-12)
+        seen.append(rec["constraint_violation"])
+    assert seen[0] == 0.0 and seen[-1] > 0.1

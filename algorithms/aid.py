@@ -47,7 +47,7 @@ class DoubleLoop(Algorithm):
         c, t = self.config, self.iteration
         return decaying(c.alpha, c.alpha_decay, t), decaying(c.gamma, c.gamma_decay, t)
 
-    def inner_steps(self, x: Array, alpha: float) -> None:
+    def run_inner(self, x: Array, alpha: float) -> None:
         """T warm-started gradient steps on g(x, ·)."""
         p = self.problem
         self.y = gradient_steps(lambda y: p.grad_y_g(x, y, self.batch()), self.y, alpha, self.config.inner_steps)
@@ -55,7 +55,7 @@ class DoubleLoop(Algorithm):
     def hypergradient(self, x: Array, alpha: float) -> Array:
         """∇̂F at x after the inner steps (AID by default: ∇x f − J v with v from `solve`)."""
         p = self.problem
-        self.inner_steps(x, alpha)
+        self.run_inner(x, alpha)
         grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
         self.v = self.solve(x, grad_y_f)
         return grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())

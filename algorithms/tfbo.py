@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,6 +23,26 @@ from problems.validation import param
 def _accumulate(s: float, sq_norm: float) -> float:
     """s_{k+1} = sqrt(s_k² + ‖gradient‖²)."""
     return math.sqrt(s * s + sq_norm)
+
+
+def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: float, tol: float,
+                  limit: int) -> tuple[Array, float, int]:
+    """Steps z ← z − (η/s) ∇, s² += ‖∇‖² from s = s0, until ‖∇‖² ≤ tol or `limit` steps: (z, s, steps).
+
+    The gradient at the final z is evaluated only to test the tolerance, so a loop that meets it
+    makes steps + 1 gradient calls and one stopped by the limit makes `steps`.
+    """
+    s, steps = s0, 0
+    while True:
+        g = grad(z)
+        sq = float(g @ g)
+        if sq <= tol:
+            return z, s, steps
+        s = _accumulate(s, sq)
+        z = z - (eta / s) * g
+        steps += 1
+        if steps >= limit:
+            return z, s, steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,57 +88,29 @@ class DTFBO(Algorithm):
         self.y_cap_hits = 0
         self.v_cap_hits = 0
 
-    def _limit(self, fixed_steps: int) -> int:
+    def _loop_bounds(self, c_eps: float, fixed_steps: int) -> tuple[float, int]:
+        """(tolerance, step limit): (c/T, cap) in tolerance mode; (−1, count) in fixed mode (−1 is never met)."""
         c = self.config
-        return fixed_steps if c.sub_loops == "fixed" else c.max_sub_steps
+        if c.sub_loops == "tolerance":
+            return c_eps / c.horizon, c.max_sub_steps
+        return -1.0, fixed_steps
 
-    def _tolerance(self, c_eps: float) -> float:
-        """ε = c/T in tolerance mode; −1 (never met) in fixed mode, where only the count stops a loop."""
-        return c_eps / self.config.horizon if self.config.sub_loops == "tolerance" else -1.0
-
-    def _y_loop(self, x: Array) -> None:
-        """Adaptive GD on g(x, ·) from the warm y until ‖∇y g‖² ≤ ε_y (or the step limit)."""
-        c, p = self.config, self.problem
-        eps, limit = self._tolerance(c.c_y), self._limit(c.y_steps)
-        self.beta, steps = c.beta0, 0  # cold start: β is reset every outer step
-        while True:
-            grad = p.grad_y_g(x, self.y, self.batch())
-            sq = float(grad @ grad)
-            if sq <= eps:
-                break
-            self.beta = _accumulate(self.beta, sq)
-            self.y = self.y - (c.eta_y / self.beta) * grad
-            steps += 1
-            if steps >= limit:
-                break
-        self.y_loop = steps
-        if c.sub_loops == "tolerance" and steps >= limit:
-            self.y_cap_hits += 1
-
-    def _v_loop(self, x: Array, grad_y_f: Array) -> None:
-        """Adaptive GD on R(x, y, ·) from the warm v until ‖∇v R‖² ≤ ε_v (or the step limit)."""
-        c, p = self.config, self.problem
-        eps, limit = self._tolerance(c.c_v), self._limit(c.v_steps)
-        self.gamma, steps = c.gamma0, 0
-        while True:
-            residual = p.hvp_yy_g(x, self.y, self.v, self.batch()) - grad_y_f
-            sq = float(residual @ residual)
-            if sq <= eps:
-                break
-            self.gamma = _accumulate(self.gamma, sq)
-            self.v = self.v - (c.eta_v / self.gamma) * residual
-            steps += 1
-            if steps >= limit:
-                break
-        self.v_loop = steps
-        if c.sub_loops == "tolerance" and steps >= limit:
-            self.v_cap_hits += 1
+    def _capped(self, steps: int) -> int:
+        """1 when a tolerance loop stopped at the cap, else 0."""
+        return int(self.config.sub_loops == "tolerance" and steps >= self.config.max_sub_steps)
 
     def step(self) -> None:
         c, p, x = self.config, self.problem, self.x
-        self._y_loop(x)
+        # Sub-loops warm-start y and v but cold-start their step sizes from β0 and γ0 (paper §3.3).
+        tol, limit = self._loop_bounds(c.c_y, c.y_steps)
+        self.y, self.beta, self.y_loop = adaptive_loop(
+            lambda y: p.grad_y_g(x, y, self.batch()), self.y, c.beta0, c.eta_y, tol, limit)
+        self.y_cap_hits += self._capped(self.y_loop)
         grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
-        self._v_loop(x, grad_y_f)
+        tol, limit = self._loop_bounds(c.c_v, c.v_steps)
+        self.v, self.gamma, self.v_loop = adaptive_loop(
+            lambda v: p.hvp_yy_g(x, self.y, v, self.batch()) - grad_y_f, self.v, c.gamma0, c.eta_v, tol, limit)
+        self.v_cap_hits += self._capped(self.v_loop)
         hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
         self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
         self.x = p.project_x(x - (c.eta_x / self.alpha) * hypergrad)

@@ -34,9 +34,13 @@ STOCHASTIC = {
     "dtfbo": ({"sub_loops": "fixed", "batch_size": 8}, 1000, 2e-2),  # [5.6e-3]
     # S-TFBO's accumulators grow with the gradient noise, so its steps shrink like 1/t: slow.
     "stfbo": ({"batch_size": 32}, 2000, 0.3),  # [0.24]
-    "aid_cg": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "cg_steps": 5, "batch_size": 32}, 1000, 3e-2),  # [6.5e-3]
-    "aid_fp": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "batch_size": 8}, 1000, 6e-2),  # [2.0e-2]
-    "itd": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "inner_steps": 20, "batch_size": 8}, 1000, 1e-2),  # [1.7e-3]
+    # CG on a minibatch Hessian solves that minibatch's system exactly: it needs a larger batch.
+    "aid_cg": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "cg_steps": 5, "batch_size": 32},
+               1000, 3e-2),  # [6.5e-3]
+    "aid_fp": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "batch_size": 8},
+               1000, 6e-2),  # [2.0e-2]
+    "itd": ({"alpha": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "inner_steps": 20, "batch_size": 8},
+            1000, 1e-2),  # [1.7e-3]
     "soba": ({"rho": 0.5, "gamma": 0.2, "batch_size": 8}, 4000, 2e-3),  # paper decays 2/5, 3/5 [3.7e-4]
     "amigo": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "batch_size": 8}, 1000, 6e-2),  # [2.0e-2]
     "stocbio": ({"alpha": 0.5, "eta": 0.5, "gamma": 0.5, "gamma_decay": 0.5, "neumann_terms": 20,

@@ -263,7 +263,12 @@ def _plt():
 
 
 def _curves(runs: list[RunData], x: str, y: str) -> list[tuple[list[float], list[float]]]:
-    return [([r2[x] for r2 in r.records if y in r2], [r2[y] for r2 in r.records if y in r2]) for r in runs if r.records]
+    out = []
+    for r in runs:
+        pts = [(rec[x], rec[y]) for rec in r.records if x in rec and y in rec]
+        if pts:
+            out.append(([a for a, _ in pts], [b for _, b in pts]))
+    return out
 
 
 def _band(ax: Any, runs: list[RunData], x: str, y: str, label: str, color: Any) -> None:

@@ -156,7 +156,9 @@ class ProgressCallback(Callback):
             self.progress.result(self._key(trial), meta, {k: result.get(k) for k in ("iteration", "status", "calls/total", "time")})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.progress.message(f"bisweep: trial {self._key(trial)} failed: {trial_error(trial)}")
+        where = getattr(trial, "error_file", None)
+        self.progress.message(f"bisweep: trial {self._key(trial)} failed: {trial_error(trial)}"
+                              + (f" (traceback: {where})" if where else ""))
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self.progress.trials({self._key(t): t.status for t in trials})

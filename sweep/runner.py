@@ -7,12 +7,14 @@ checkpoint, and MLflow child runs are found by key instead of created again.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import shutil
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ray.tune import Callback
@@ -132,19 +134,45 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         ray.init(address=address, **common)
     else:
         # Trials import study plugins by name: let local workers see the caller's directory.
-        cwd = os.getcwd()
-        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        cwd, saved = os.getcwd(), os.environ.get("PYTHONPATH")
+        paths = [p for p in (saved or "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd] + [p for p in paths if p != cwd])
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **common)
+        try:
+            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **common)
+        finally:
+            if saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
     return True
 
 
-def _quiet() -> None:
-    """Silence Tune's own console output and per-trial file loggers (the platform records results)."""
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the new console output prints a banner even at verbose=0
-    # Checkpoints at seed ends force experiment snapshots; for many tiny trials that is expected.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+_QUIET_ENV = {
+    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # the platform records results itself
+    "RAY_AIR_NEW_OUTPUT": "0",  # the new console output prints a banner even at verbose=0
+    # Checkpoints at seed ends force experiment snapshots; with many tiny trials that is expected.
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+}
+
+
+@contextlib.contextmanager
+def _quiet_tune() -> Iterator[None]:
+    """Tune settings read from the environment, set for this experiment only (then restored)."""
+    saved = {k: os.environ.get(k) for k in _QUIET_ENV}
+    for k, v in _QUIET_ENV.items():
+        os.environ.setdefault(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _quiet_logs() -> None:
+    """Keep Ray's, Tune's and MLflow's console chatter to warnings."""
     import mlflow  # noqa: F401  (it configures its logger on import; quiet it afterwards)
 
     for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
@@ -153,6 +181,9 @@ def _quiet() -> None:
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     # Without Tune's file loggers the result grid cannot read per-trial metrics: they are in our store.
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+    # A failed trial is reported on one line by the progress display (with the path of its traceback).
+    for name in ("ray.tune.execution.tune_controller", "ray.tune.tune"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _tuner(study: Study, trials: list[dict[str, Any]], exp_path: str, callbacks: list[Callback], restore: bool) -> Any:
@@ -183,7 +214,7 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
               num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
     """Run (or finish) a validated study and write its report; see the module docstring."""
     out = out or sys.stdout
-    _quiet()
+    _quiet_logs()
     root = Path(results_dir or Path("results") / study.name).resolve()
     store = ResultStore(root)
     storage = storage_path or str(root / "ray")
@@ -249,7 +280,8 @@ def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore
         configs = [t.config(study.checkpoint_seconds, study.imports, registry_name) for t in pending]
         progress.message("bisweep: restoring the interrupted Tune experiment" if restore
                          else f"bisweep: running {len(pending)} trials")
-        _tuner(study, configs, exp_path, callbacks, restore).fit()
+        with _quiet_tune():
+            _tuner(study, configs, exp_path, callbacks, restore).fit()
     finally:
         if started:
             ray.shutdown()

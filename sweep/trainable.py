@@ -168,6 +168,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
     fields = [f.name for f in dataclasses.fields(cls.Config)]
 
     def trainable(config: dict[str, Any]) -> None:
+        import_plugins(imports)  # in a Ray worker the registry starts without them
         unknown = sorted(set(config) - set(fields) - set(_RESERVED))
         if unknown:
             raise ParameterError(f"trainable_for('{algorithm}'): unknown config key '{unknown[0]}'; "

@@ -1,0 +1,271 @@
+"""End to end on Ray and MLflow: the README's quickstart, failures and divergence, a user's own Tuner,
+an `mlflow server`, and `bisweep ui`. Every process a test starts is stopped by its id.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import algorithms
+import problems
+from sweep import spec
+from sweep.runner import run_study, start_ray
+from tests.sweep import toy_algorithms  # noqa: F401
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(url)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop a process started with its own session, and everything in that session, by its id."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+
+
+def expected_eval_points(iterations: int, n_evals: int) -> int:
+    """Log-spaced evaluation points of the run loop, counted independently."""
+    return len({0, iterations} | {int(round(v)) for v in np.geomspace(1, iterations, n_evals)})
+
+
+def children_of(client, experiment_name: str):
+    exp = client.get_experiment_by_name(experiment_name)
+    runs = client.search_runs([exp.experiment_id], max_results=5000)
+    parents = [r for r in runs if r.data.tags.get("bisweep.role") == "study"]
+    kids = [r for r in runs if r.data.tags.get("bisweep.role") == "run"]
+    return parents, kids
+
+
+def readme_main_command() -> str:
+    lines = (REPO / "README.md").read_text().splitlines()
+    i = lines.index("<!-- main-command -->") + 1
+    while lines[i].startswith("```"):
+        i += 1
+    return lines[i]
+
+
+# ---------------------------------------------------------------- the README's quickstart
+def test_quickstart_from_the_readme_main_command(tmp_path):
+    cmd = readme_main_command()
+    assert cmd.split("&&")[0].strip().startswith("python3 -m venv .venv") and "pip install -e ." in cmd
+    last = cmd.split("&&")[-1].strip()
+    assert last == ".venv/bin/bisweep run quickstart"
+    # This environment is the one the first two steps build: run the study step with its bisweep.
+    proc = subprocess.run(f"{BIN}/bisweep run quickstart", shell=True, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)  # the acceptance bound: 3 minutes on 2 cores
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert re.search(r"trials \d+/9 done, \d+ running", out)  # live progress
+    assert "== sensitivity ==" in out and "27 finished" in out
+    from mlflow import MlflowClient
+
+    root = tmp_path / "results" / "quickstart"
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    parents, kids = children_of(client, "quickstart")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert len(kids) == 27 and {k.data.tags["mlflow.parentRunId"] for k in kids} == {parents[0].info.run_id}
+    assert Counter(k.data.tags["algorithm"] for k in kids) == {"dtfbo": 9, "stfbo": 9, "soba": 9}
+    assert len({k.data.tags["bisweep.run_key"] for k in kids}) == 27
+    n_points = expected_eval_points(1000, 20)
+    for k in kids:
+        assert k.info.status == "FINISHED" and k.data.tags["status"] in ("finished", "diverged")
+        hist = client.get_metric_history(k.info.run_id, "grad_F_sq")
+        if k.data.tags["status"] == "finished":
+            assert sorted(m.step for m in hist) == sorted({m.step for m in hist}) and len(hist) == n_points
+        assert k.data.params["alg.alpha0" if k.data.tags["algorithm"] != "soba" else "alg.rho"]
+    arts = {a.path for a in client.list_artifacts(parents[0].info.run_id, "report")}
+    assert {"report/best.csv", "report/sensitivity.csv", "report/runs.csv", "report/sensitivity.png",
+            "report/convergence_quadratic.png"} <= arts
+    # The same results are on disk for reports without MLflow.
+    assert len(list((root / "runs").glob("*.json"))) == 27 and (root / "report" / "sensitivity.csv").exists()
+
+
+# ---------------------------------------------------------------- in-process studies on one Ray
+@pytest.fixture(scope="module")
+def ray_session():
+    import ray
+
+    saved = os.getcwd()
+    os.chdir(REPO)  # trials import tests.sweep.toy_algorithms from here
+    started = start_ray(None, 2)
+    os.chdir(saved)
+    yield
+    if started:
+        ray.shutdown()
+
+
+FAULTS = {
+    "name": "faults", "imports": ["tests.sweep.toy_algorithms"], "kind": "comparison",
+    "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5}}],
+    "algorithms": [
+        {"name": "toy_aid", "label": "good"},
+        {"name": "toy_aid", "label": "wild", "params": {"inner_lr": 5.0, "inner_steps": 10}},
+        {"name": "toy_aid", "label": "broken", "params": {"fail_at": 5}},
+    ],
+    "seeds": 2, "budget": {"iterations": 30}, "n_evals": 6, "max_failures": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def faults_study(ray_session, tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults")
+    trace = root / "trace.jsonl"
+    data = json.loads(json.dumps(FAULTS))
+    data["algorithms"][2]["params"]["trace"] = str(trace)
+    outcome = run_study(spec.validate(data), root / "results", out=open(os.devnull, "w"))
+    return outcome, trace
+
+
+def test_failures_and_divergence_never_stop_a_study(faults_study):
+    from mlflow import MlflowClient
+
+    outcome, trace = faults_study
+    assert outcome.counts == {"finished": 2, "diverged": 2, "failed": 2, "missing": 0}
+    assert not outcome.complete
+    # The failing trial was retried once (max_failures: 1): two starts of its first seed.
+    assert len(trace.read_text().splitlines()) == 2
+    client = MlflowClient(outcome.tracking_uri)
+    parents, kids = children_of(client, "faults")
+    assert parents[0].info.status == "FAILED" and parents[0].data.tags["runs.failed"] == "2"
+    by = Counter((k.data.tags["label"], k.data.tags["status"], k.info.status) for k in kids)
+    assert by == {("good", "finished", "FINISHED"): 2, ("wild", "diverged", "FINISHED"): 2,
+                  ("broken", "failed", "FAILED"): 2}
+    broken = {k.data.tags["seed"]: k for k in kids if k.data.tags["label"] == "broken"}
+    assert "failing at iteration 5" in broken["0"].data.tags["error"]
+    assert client.get_metric_history(broken["0"].info.run_id, "F")  # seed 0 reported before it failed
+    assert not client.get_metric_history(broken["1"].info.run_id, "F")  # seed 1 never started
+    rows = {(r["algorithm"], r["seed"]): r for r in outcome_rows(outcome)}
+    assert "failing at iteration 5" in rows[("broken", "0")]["error"]
+    for seed in (0, 1):  # the good runs are exactly the plain run loop's
+        p = problems.make("quadratic", seed=seed, dim_x=4, dim_y=5)
+        plain = list(algorithms.run("toy_aid", p, {}, seed=seed, budget={"iterations": 30}, n_evals=6))[-1]
+        assert float(rows[("good", str(seed))]["grad_F_sq"]) == pytest.approx(plain["grad_F_sq"], rel=1e-9)
+        assert rows[("good", str(seed))]["node"]  # where each run ran is recorded
+
+
+def outcome_rows(outcome):
+    import csv
+
+    with open(outcome.report_dir / "runs.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
+    from ray import tune
+
+    from sweep import trainable_for
+
+    fn = trainable_for("toy_aid", "quadratic", problem_params={"dim_x": 4, "dim_y": 5}, budget={"iterations": 30},
+                       n_evals=6, imports=["tests.sweep.toy_algorithms"])
+    tuner = tune.Tuner(fn, param_space={"lr": tune.grid_search([0.05, 0.6]), "seed": 1},
+                       tune_config=tune.TuneConfig(metric="grad_F_sq", mode="min"),
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="mine", verbose=0))
+    grid = tuner.fit()
+    assert not grid.errors and len(grid) == 2
+    finals = {}
+    for lr in (0.05, 0.6):
+        p = problems.make("quadratic", seed=1, dim_x=4, dim_y=5)
+        finals[lr] = list(algorithms.run("toy_aid", p, {"lr": lr}, seed=1, budget={"iterations": 30}, n_evals=6))[-1]
+    best = grid.get_best_result()
+    want = min(finals, key=lambda lr: finals[lr]["grad_F_sq"])
+    assert best.config["lr"] == want
+    assert best.metrics["grad_F_sq"] == pytest.approx(finals[want]["grad_F_sq"], rel=1e-12)
+    assert best.metrics["status"] == "finished" and best.metrics["iteration"] == 30
+
+
+def test_bisweep_ui_serves_the_study_store(faults_study):
+    outcome, _ = faults_study
+    port = free_port()
+    proc = subprocess.Popen([str(BIN / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir),
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base + "/health")
+        with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=faults") as r:
+            exp = json.load(r)["experiment"]
+        req = urllib.request.Request(base + "/api/2.0/mlflow/runs/search", method="POST",
+                                     data=json.dumps({"experiment_ids": [exp["experiment_id"]], "max_results": 100}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as r:
+            runs = json.load(r)["runs"]
+        assert len(runs) == 1 + 6
+        parent = next(r for r in runs if any(t["key"] == "bisweep.role" and t["value"] == "study"
+                                             for t in r["data"]["tags"]))
+        q = f"/api/2.0/mlflow/artifacts/list?run_id={parent['info']['run_id']}&path=report"
+        with urllib.request.urlopen(base + q) as r:
+            files = {f["path"] for f in json.load(r)["files"]}
+        assert "report/best.csv" in files
+    finally:
+        stop_group(proc)
+
+
+# ---------------------------------------------------------------- a real mlflow server
+def test_study_against_an_mlflow_server(tmp_path):
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(
+        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "art"),
+         "--gunicorn-opts", "--workers 2"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        uri = f"http://127.0.0.1:{port}"
+        wait_http(uri + "/health")
+        study_file = tmp_path / "served.yaml"
+        study_file.write_text(yaml.safe_dump({
+            "name": "served", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",
+            "axis": {"factors": [0.5, 1]}, "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+            "algorithms": [{"name": "toy_aid"}], "seeds": 2, "budget": {"iterations": 20}, "n_evals": 5}))
+        proc = subprocess.run([str(BIN / "bisweep"), "run", str(study_file), "--tracking-uri", uri,
+                               "--results-dir", str(tmp_path / "res"), "--num-cpus", "2"],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        from mlflow import MlflowClient
+
+        client = MlflowClient(uri)
+        parents, kids = children_of(client, "served")
+        assert len(parents) == 1 and len(kids) == 4
+        n_points = expected_eval_points(20, 5)
+        for k in kids:
+            assert len(client.get_metric_history(k.info.run_id, "F")) == n_points
+            assert k.data.params["problem.dim_x"] == "3"
+        arts = {a.path for a in client.list_artifacts(parents[0].info.run_id, "report")}
+        assert {"report/sensitivity.csv", "report/sensitivity.png"} <= arts
+        assert not (tmp_path / "res" / "mlflow.db").exists()  # nothing went to the local default store
+    finally:
+        stop_group(server)

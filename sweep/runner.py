@@ -13,12 +13,13 @@ import logging
 import os
 import shutil
 import sys
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TextIO
 
 from ray.tune import Callback
 
+from problems.validation import ParameterError
 from sweep.progress import Progress, ProgressCallback, trial_error
 from sweep.spec import Study
 from sweep.store import DONE_STATUSES, ResultStore, point_dict
@@ -26,6 +27,10 @@ from sweep.tracking import MlflowCallback, SyncLog, Tracker, default_tracking_ur
 from sweep.trainable import META, run_trial
 
 NAMESPACE = "bisweep"
+
+
+class ClusterError(ParameterError):
+    """The Ray cluster at --address could not be reached (a bad address or token)."""
 
 
 @dataclasses.dataclass
@@ -131,7 +136,11 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         return False
     common = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING}
     if address:
-        ray.init(address=address, **common)
+        try:
+            ray.init(address=address, **common)
+        except ConnectionError as exc:
+            raise ClusterError(f"address: cannot connect to the Ray cluster at {address} ({exc}); is it running, "
+                               "and is RAY_AUTH_TOKEN (or ~/.ray/auth_token) the cluster's token?") from exc
     else:
         # Trials import study plugins by name: let local workers see the caller's directory.
         cwd, saved = os.getcwd(), os.environ.get("PYTHONPATH")

@@ -1,0 +1,161 @@
+"""Clusters: a two-node Ray cluster on loopback running a study, and cluster.yaml validated offline."""
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+HEAD, WORKER = "127.0.0.2", "127.0.0.3"
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc), children before grandchildren."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            children.setdefault(_parent(int(d)), []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(0), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_tree(proc: subprocess.Popen) -> None:
+    """Stop a `ray start --block` process and everything it started, by their ids (gcs_server needs SIGKILL)."""
+    pids = descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in reversed(pids):
+            if _alive(pid):
+                os.kill(pid, sig)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and any(_alive(p) for p in pids):
+            time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.integration
+def test_study_on_a_two_node_loopback_cluster():
+    port = free_port(HEAD)
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO)}
+    # Short temp dirs: Ray's socket paths must fit in 107 bytes.
+    head_dir, worker_dir, res = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww", "bswr"))
+    common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [str(BIN / "ray"), "start", "--head", f"--node-ip-address={HEAD}", f"--port={port}",
+             f"--temp-dir={head_dir}", "--include-dashboard=false", *common],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        _wait_port(HEAD, port)
+        procs.append(subprocess.Popen(
+            [str(BIN / "ray"), "start", f"--address={HEAD}:{port}", f"--node-ip-address={WORKER}",
+             f"--temp-dir={worker_dir}", *common],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        nodes = subprocess.run(
+            [sys.executable, "-c", "import ray, sys, time\n"
+             f"ray.init(address='{HEAD}:{port}', logging_level='ERROR')\n"
+             "end = time.time() + 90\n"
+             "while time.time() < end and sum(n['Alive'] for n in ray.nodes()) < 2: time.sleep(0.5)\n"
+             "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"],
+            env=env, capture_output=True, text=True, timeout=150)
+        assert nodes.stdout.strip() == str(sorted([HEAD, WORKER])), nodes.stderr[-2000:]
+        study = Path(res) / "two.yaml"
+        study.write_text(yaml.safe_dump({
+            "name": "two", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",
+            "axis": {"factors": [0.25, 0.5, 1, 1.5]}, "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+            "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.05}}], "seeds": 1,
+            "budget": {"iterations": 40}, "n_evals": 5}))
+        run = subprocess.run([str(BIN / "bisweep"), "run", str(study), "--address", f"{HEAD}:{port}",
+                              "--results-dir", str(Path(res) / "out")], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+        assert f"the Ray cluster at {HEAD}:{port}" in run.stdout
+        summaries = [json.loads(p.read_text()) for p in (Path(res) / "out" / "runs").glob("*.json")]
+        assert len(summaries) == 4 and {s["status"] for s in summaries} == {"finished"}
+        assert {s["where"]["node"] for s in summaries} == {HEAD, WORKER}  # trials ran on both nodes
+    finally:
+        for p in reversed(procs):
+            stop_tree(p)
+        for d in (head_dir, worker_dir, res):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _wait_port(host: str, port: int, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{host}:{port}")
+
+
+def test_cluster_yaml_validates_offline_with_rays_own_schema():
+    import copy
+
+    import jsonschema
+    import ray
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    config = prepare_config(copy.deepcopy(raw))  # what `ray up` does before any cloud call
+    validate_config(config)
+    assert config["provider"]["type"] == "aws" and config["head_node_type"] in config["available_node_types"]
+    assert config["docker"]["image"].startswith(f"rayproject/ray:{ray.__version__}-py311")
+    mount = next(k for k, v in config["file_mounts"].items() if v == ".")
+    assert any(f"pip install -q -e {mount}" in c for c in config["setup_commands"])
+    assert ".venv" in config["rsync_exclude"] and "results" in config["rsync_exclude"]
+    broken = copy.deepcopy(raw)
+    broken["available_node_types"]["cpu_worker"]["min_worker"] = 1  # a typo the schema must reject
+    with pytest.raises(jsonschema.ValidationError, match="min_worker"):
+        validate_config(prepare_config(broken))
+
+
+def test_unreachable_cluster_is_a_one_line_error(monkeypatch):
+    import ray
+
+    from sweep.runner import ClusterError, start_ray
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    with pytest.raises(ClusterError, match=r"^address: cannot connect to the Ray cluster at 10.0.0.1:6379 .*RAY_AUTH_TOKEN"):
+        start_ray("10.0.0.1:6379", None)

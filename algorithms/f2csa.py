@@ -19,11 +19,17 @@ Oracle (Alg. 1) at x with accuracy α: α1 = c1 α⁻², α2 = c2 α⁻⁴, δ =
    would add an O(α⁻²) error whenever A ≠ 0.
 Step sizes of the inner loops are 1/L̂ with L̂ from a few warm-started power iterations on gradient
 differences (first-order, counted as gradient calls); the α2 penalty's curvature is known exactly.
+All inner loops warm-start from the previous call. With noisy oracles their tolerances are below the
+noise floor, so they run to their caps (default 300 each, about Lemma 4.5's Õ(α⁻²) at α = 0.1) and
+return the mean of the last half of their iterates (Polyak–Ruppert): the last iterate alone carries
+noise that α1 = α⁻² amplifies in step 4 (measured: 15× larger mean-squared error of the estimate).
 
 Outer loop (Alg. 2): s_t ~ U[0, 1]; x_t = x_{t−1} + Δ_t; z_t = x_{t−1} + s_t Δ_t; g_t = oracle(z_t);
 Δ_{t+1} = clip_D(Δ_t − η g_t). The output is the average of z over blocks of M = ⌊δ_G/D⌋ steps;
 `extra_points()` reports the latest complete block average (the running one before the first
 completes). `y` is the lower-level estimate ỹ* from the latest oracle call (taken at z_t).
+Defaults: η = 1e-5 is the paper's §6 value; D, δ_G, α, N_g and the inner settings are not reported
+there and are set here (D = 0.01, δ_G = 0.1, α = 0.1, N_g = 10).
 """
 from __future__ import annotations
 
@@ -66,7 +72,10 @@ class TailAverage:
         """Record the iterates of iteration k."""
         self.last = values
         if self.start is not None and k >= self.start:
-            self.total = [v.copy() for v in values] if self.total is None else [a + v for a, v in zip(self.total, values)]
+            if self.total is None:
+                self.total = [v.copy() for v in values]
+            else:
+                self.total = [a + v for a, v in zip(self.total, values)]
             self.count += 1
 
     def result(self) -> tuple[Array, ...]:
@@ -295,8 +304,8 @@ class F2CSA(Algorithm):
         p, poly, rhs = self.problem, self.poly, self._rhs(x)
         tol = 1e-12 * (1.0 + float(np.linalg.norm(self.y)))
         cap = self.config.lower_max_iter
-        y, iters = accelerated_descent(lambda v: p.grad_y_g(x, v, self.batch()), self.y, 1.0 / self.L_g, tol,
-                                       cap, project=lambda v: poly.project(v, rhs), average_from=self._average_from(cap))
+        y, iters = accelerated_descent(lambda v: p.grad_y_g(x, v, self.batch()), self.y, 1.0 / self.L_g, tol, cap,
+                                       project=lambda v: poly.project(v, rhs), average_from=self._average_from(cap))
         lam = poly.multipliers(y, p.grad_y_g(x, y, self.batch()), rhs)
         return y, lam, iters
 

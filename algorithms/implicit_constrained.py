@@ -65,15 +65,15 @@ class ImplicitConstrained(Algorithm):
         batch_g = self.batch()
         H = p.hessian_yy_g(x, self.y, batch_g)
         J = p.jacobian_xy_g(x, self.y, batch_g)
-        chol = sla.cho_factor(H)
+        chol = sla.cho_factor(H, check_finite=False)
         y, active = self._lower(x, q, H, chol, batch_g)
         self.y = y
         gx, gy = p.grad_f(x, y, self.batch())
-        w = sla.cho_solve(chol, gy)
+        w = sla.cho_solve(chol, gy, check_finite=False)
         if active.size == 0:
             return gx - J @ w
         B_a = self.B[active]
-        W = sla.cho_solve(chol, B_a.T)
+        W = sla.cho_solve(chol, B_a.T, check_finite=False)
         r = np.linalg.solve(B_a @ W, B_a @ w)
         u = w - W @ r
         return gx + self.A[active].T @ r - J @ u

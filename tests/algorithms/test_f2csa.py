@@ -86,7 +86,8 @@ def test_penalty_minimiser_matches_a_dense_solve():
     alg.oracle(x)
     lam, rho = alg.lam, sigma_h(alg.h(x, alg.y), alg.delta) * sigma_lambda(alg.lam, alg.config.eps_lambda)
     a1, a2 = alg.alpha1, alg.alpha2
-    # Stationarity of L in y is linear: (P + α1 Q_l + α2 Bᵀdiag(ρ)B) y = −P x − α1(c_l + x − Bᵀλ̃) + α2 Bᵀ(ρ ⊙ (Ax − b)).
+    # Stationarity of L in y is linear:
+    # (P + α1 Q_l + α2 Bᵀdiag(ρ)B) y = −P x − α1(c_l + x − Bᵀλ̃) + α2 Bᵀ(ρ ⊙ (Ax − b)).
     K = p.P + a1 * p.Q_l + a2 * c.B.T @ (rho[:, None] * c.B)
     rhs = -p.P @ x - a1 * (p.c_l + x - c.B.T @ lam) + a2 * c.B.T @ (rho * (c.A @ x - c.b))
     y_pen = np.linalg.solve(K, rhs)
@@ -178,7 +179,8 @@ def _dense_optimum(p):
     best = np.inf
     for k in range(3):
         x0 = np.zeros(p.dim_x) if k == 0 else 2.0 * rng.standard_normal(p.dim_x)
-        res = minimize(p.F, x0, jac=p.grad_F, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-15})
+        res = minimize(p.F, x0, jac=p.grad_F, method="L-BFGS-B",
+                       options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-15})
         best = min(best, res.fun)
     return best
 

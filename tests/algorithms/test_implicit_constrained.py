@@ -15,10 +15,12 @@ def _ssigd(p, **cfg):
     return SSIGD(counted(p), SSIGDConfig(**cfg), np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("name", ["ssigd", "dsblo"])
 @pytest.mark.parametrize("constraints", ["linear", "box"])
-def test_implicit_gradient_equals_exact_grad_F_without_perturbation(constraints):
+def test_implicit_gradient_equals_exact_grad_F_without_perturbation(constraints, name):
     p = problems.make("constrained_quadratic", seed=2, d=15, p=8, constraints=constraints, noise=0.0)
-    alg = _ssigd(p, q_std=0.0, batch_size=None)
+    cls = algorithms.get(name)
+    alg = cls(counted(p), cls.Config(q_std=0.0, batch_size=None), np.random.default_rng(0))
     rng = np.random.default_rng(1)
     worst, actives = 0.0, set()
     for _ in range(6):

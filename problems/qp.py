@@ -258,7 +258,8 @@ class _DualActiveSet:
             cur = lam[rows]
             neg = s <= 0
             # Move from the current feasible λ towards s until the first multiplier reaches zero.
-            step = np.min(cur[neg] / (cur[neg] - s[neg]))
+            gap = cur[neg] - s[neg]  # ≥ 0; zero only for a new row whose s is exactly 0
+            step = float(np.min(np.divide(cur[neg], gap, out=np.zeros_like(gap), where=gap > 0)))
             lam[rows] = cur + step * (s - cur)
             drop = [j for j, v in zip(rows, lam[rows]) if v <= 0]
             # The newest row has w > 0, so its multiplier is positive; guard against rounding anyway.

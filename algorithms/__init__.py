@@ -8,11 +8,10 @@ from algorithms.base import Algorithm, AlgorithmConfig, StochasticConfig, availa
 from algorithms.run import Budget, Run, run
 
 # Importing a family module registers its algorithms.
-# (family modules are added below as they land)
-from algorithms import bome, bsg, stationary_penalty, value_function  # noqa: E402,F401  isort:skip
-from algorithms import aid, f2sa, stochastic_hypergradient, tfbo  # noqa: E402,F401  isort:skip
-from algorithms import online, online_hypergradient  # noqa: E402,F401  isort:skip
-from algorithms import f2csa, implicit_constrained  # noqa: E402,F401  isort:skip
+from algorithms import (  # noqa: E402,F401  isort:skip
+    aid, bome, bsg, f2csa, f2sa, implicit_constrained, online, online_hypergradient, stationary_penalty,
+    stochastic_hypergradient, tfbo, value_function,
+)
 
 __all__ = [
     "Algorithm", "AlgorithmConfig", "StochasticConfig", "available", "get", "make_config", "register",

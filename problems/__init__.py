@@ -9,13 +9,9 @@ from problems.registry import available, make
 from problems.validation import ParameterError
 
 # Importing a family module registers its problems.
-from problems import quadratic  # noqa: E402,F401  isort:skip
-from problems import toys  # noqa: E402,F401  isort:skip
-from problems import constrained  # noqa: E402,F401  isort:skip
-from problems import simulated  # noqa: E402,F401  isort:skip
-from problems import online  # noqa: E402,F401  isort:skip
-from problems import logistic  # noqa: E402,F401  isort:skip
-from problems import streaming  # noqa: E402,F401  isort:skip
+from problems import (  # noqa: E402,F401  isort:skip
+    constrained, logistic, online, quadratic, simulated, streaming, toys,
+)
 
 __all__ = [
     "BilevelProblem", "OnlineProblem", "LinearConstraints", "gradient_mapping",

@@ -23,7 +23,8 @@ from problems.validation import ParameterError
 from sweep.progress import Progress, ProgressCallback, trial_error
 from sweep.spec import Study
 from sweep.store import DONE_STATUSES, ResultStore, point_dict
-from sweep.tracking import MlflowCallback, SyncLog, Tracker, default_tracking_uri, local_artifact_location, record_of
+from sweep.tracking import (MlflowCallback, SyncLog, Tracker, default_tracking_uri, local_artifact_location, record_of,
+                            records_in)
 from sweep.trainable import META, run_trial
 
 NAMESPACE = "bisweep"
@@ -80,9 +81,10 @@ class StoreCallback(Callback):
         meta = result.get(META)
         if meta is None:
             return
-        record = record_of(result)
         key = meta["run_key"]
-        self.store.append(key, record)
+        for record in records_in(result):
+            self.store.append(key, record)
+        record = record_of(result)
         if record["status"] != "running":
             point, seed = self.index[key]
             where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
@@ -281,16 +283,22 @@ def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore
     try:
         registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
         registry = _done_registry(registry_name, done)
-        callbacks = [StoreCallback(store, study, registry), MlflowCallback(tracker, study, synced),
-                     ProgressCallback(progress)]
+        mlflow_cb = MlflowCallback(tracker, study, synced)
+        callbacks = [StoreCallback(store, study, registry), mlflow_cb, ProgressCallback(progress)]
         restore = tune.Tuner.can_restore(exp_path)
         if not restore and "://" not in exp_path and Path(exp_path).exists():
             shutil.rmtree(exp_path)  # an experiment killed before its first snapshot: start it again
-        configs = [t.config(study.checkpoint_seconds, study.imports, registry_name) for t in pending]
+        configs = [t.config(study.checkpoint_seconds, study.imports, registry_name, study.report_seconds)
+                   for t in pending]
         progress.message("bisweep: restoring the interrupted Tune experiment" if restore
                          else f"bisweep: running {len(pending)} trials")
-        with _quiet_tune():
-            _tuner(study, configs, exp_path, callbacks, restore).fit()
+        try:
+            with _quiet_tune():
+                _tuner(study, configs, exp_path, callbacks, restore).fit()
+        finally:
+            if mlflow_cb.backlog:
+                progress.message(f"bisweep: finishing MLflow logging ({mlflow_cb.backlog} results queued)")
+            mlflow_cb.close()
     finally:
         if started:
             ray.shutdown()

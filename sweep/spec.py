@@ -48,6 +48,7 @@ FIELDS = {
     "max_concurrent": "limit on concurrently running trials (null: as many as fit)",
     "max_failures": "retries of a failed trial",
     "checkpoint_seconds": "seconds between checkpoints of a running trial (always at the end of a seed)",
+    "report_seconds": "seconds between a trial's reports to Tune (records in between travel together)",
     "imports": "modules imported on the driver and in every trial (to register more algorithms/problems)",
     "report": "{metric, goal, converged_metric, converged_below, converged_relative, target}",
 }
@@ -122,7 +123,8 @@ class Trial:
         """Deterministic trial identity."""
         return f"{self.point.key}.s{'-'.join(map(str, self.seeds))}"
 
-    def config(self, checkpoint_seconds: float, imports: Sequence[str], done_registry: str | None = None) -> dict[str, Any]:
+    def config(self, checkpoint_seconds: float, imports: Sequence[str], done_registry: str | None = None,
+               report_seconds: float = 0.0) -> dict[str, Any]:
         """The plain-dict Tune config of this trial (what `sweep.trainable.run_trial` reads)."""
         p = self.point
         return {
@@ -137,6 +139,7 @@ class Trial:
             "budget": p.budget,
             "n_evals": p.n_evals,
             "checkpoint_seconds": checkpoint_seconds,
+            "report_seconds": report_seconds,
             "imports": list(imports),
             "done_registry": done_registry,
         }
@@ -173,6 +176,7 @@ class Study:
     max_concurrent: int | None
     max_failures: int
     checkpoint_seconds: float
+    report_seconds: float
     imports: list[str]
     report: ReportOptions
     points: list[Point]
@@ -297,6 +301,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
         max_concurrent=_optional_positive_int(data, "max_concurrent", None),
         max_failures=_nonnegative_int(data, "max_failures", 2),
         checkpoint_seconds=_nonnegative_number(data, "checkpoint_seconds", 10.0),
+        report_seconds=_nonnegative_number(data, "report_seconds", 1.0),
         imports=list(data.get("imports", [])), report=_report(data.get("report", {}), kind, online),
         points=points, online=online, source=_plain({**data, "name": name}),
     )

@@ -7,7 +7,9 @@ resumed or re-run study neither duplicates runs nor metric points.
 """
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -47,8 +49,13 @@ def _now_ms() -> int:
 
 
 def record_of(result: dict[str, Any]) -> dict[str, Any]:
-    """The run-loop record inside a Tune result (Tune's own bookkeeping keys dropped)."""
+    """The latest run-loop record inside a Tune result (Tune's own bookkeeping keys dropped)."""
     return {k: result[k] for k in result[META]["keys"] if k in result}
+
+
+def records_in(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every run-loop record a Tune result carries, oldest first."""
+    return [*result[META].get("earlier", []), record_of(result)]
 
 
 class Tracker:
@@ -64,6 +71,7 @@ class Tracker:
         self._children: dict[str, str] | None = None
         self._steps: dict[str, set[int]] = {}
         self._buffer: dict[str, list[Any]] = defaultdict(list)
+        self._params: dict[str, list[Any]] = {}
         self._buffered = 0
         self._last_flush = time.monotonic()
 
@@ -154,15 +162,19 @@ class Tracker:
                   **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
                   **{f"problem.{k}": v for k, v in point.problem_params.items()},
                   **{f"budget.{k}": v for k, v in point.budget.items()}}
-        self._log_params(run_id, params)
+        self._params[run_key] = self._param_list(params)  # sent with the run's first metrics
         children[run_key] = run_id
         self._steps[run_key] = set()
         return run_id
 
-    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+    @staticmethod
+    def _param_list(params: dict[str, Any]) -> list[Any]:
         from mlflow.entities import Param
 
-        items = [Param(k, str(v)[:6000]) for k, v in params.items()]
+        return [Param(k, str(v)[:6000]) for k, v in params.items()]
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        items = self._param_list(params)
         for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
             self.client.log_batch(run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
 
@@ -186,18 +198,24 @@ class Tracker:
         """Flush a run and close it: FINISHED for finished/diverged (status tag says which), else FAILED."""
         from mlflow.entities import RunTag
 
-        self._flush_run(run_key)
-        run_id = self.children()[run_key]
         tags = [RunTag("status", status)] + ([RunTag("error", error[:5000])] if error else [])
-        self.client.log_batch(run_id, tags=tags)
-        self.client.set_terminated(run_id, "FINISHED" if status in DONE_STATUSES else "FAILED")
+        self._flush_run(run_key, tags)
+        self.client.set_terminated(self.children()[run_key], "FINISHED" if status in DONE_STATUSES else "FAILED")
 
-    def _flush_run(self, run_key: str) -> None:
+    def _flush_run(self, run_key: str, tags: list[Any] | None = None) -> None:
+        """One request per ≤1000 metrics; the run's pending params and `tags` ride along with the first."""
         metrics = self._buffer.pop(run_key, [])
         self._buffered -= len(metrics)
-        run_id = self.children()[run_key] if metrics else None
-        for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
-            self.client.log_batch(run_id, metrics=metrics[i:i + MAX_METRICS_PER_BATCH])
+        params, tags = self._params.pop(run_key, []), list(tags or [])
+        if not (metrics or params or tags):
+            return
+        run_id = self.children()[run_key]
+        first = True
+        while first or metrics or params or tags:
+            self.client.log_batch(run_id, metrics=metrics[:MAX_METRICS_PER_BATCH],
+                                  params=params[:MAX_PARAMS_PER_BATCH], tags=tags[:MAX_PARAMS_PER_BATCH])
+            metrics, params = metrics[MAX_METRICS_PER_BATCH:], params[MAX_PARAMS_PER_BATCH:]
+            tags, first = tags[MAX_PARAMS_PER_BATCH:], False
 
     def flush(self, force: bool = False) -> None:
         """Send buffered metrics when enough have gathered or enough time has passed (or when forced)."""
@@ -243,48 +261,75 @@ class SyncLog:
 
 
 class MlflowCallback(Callback):
-    """Driver-side Tune callback mirroring every result into the study's MLflow runs (batched)."""
+    """Driver-side Tune callback mirroring every result into the study's MLflow runs.
+
+    MLflow calls run on one background thread, in order, so Tune's event loop never waits for the
+    tracking store (a SQLite `log_batch` of a run's metrics takes tens of milliseconds).
+    """
 
     def __init__(self, tracker: Tracker, study: Study, synced: SyncLog) -> None:
         self.tracker = tracker
         self.synced = synced
         self.index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
         self.error: Exception | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name="bisweep-mlflow", daemon=True)
+        self._thread.start()
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # Tune pickles its run config; the live MLflow client stays in this process
 
-    def _guard(self, fn, *args) -> None:
+    # ---- the writer thread ----
+    def _work(self) -> None:
+        while True:
+            try:
+                item = self._queue.get(timeout=FLUSH_SECONDS)
+            except queue.Empty:
+                self._run((self.tracker.flush,))  # time-based flush while no results arrive
+                continue
+            try:
+                if item is None:
+                    return
+                self._run(item)
+            finally:
+                self._queue.task_done()
+
+    def _run(self, item: tuple) -> None:
         if self.error is not None:
             return
         try:
-            fn(*args)
+            item[0](*item[1:])
         except Exception as exc:  # noqa: BLE001  MLflow trouble must not stop the study; results stay on disk
             self.error = exc
             print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {exc}); "
                   "results are kept on disk and synced at the end", file=sys.stderr)
 
+    def close(self) -> None:
+        """Log everything queued, then stop the writer thread."""
+        if self._thread.is_alive():
+            self._queue.put((self.tracker.flush, True))
+            self._queue.put(None)
+            self._thread.join()
+
+    # ---- Tune events ----
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
         meta = result.get(META)
         if meta is not None:
-            self._guard(self._result, meta, record_of(result))
+            self._queue.put((self._result, meta, records_in(result)))
 
-    def _result(self, meta: dict[str, Any], record: dict[str, Any]) -> None:
+    def _result(self, meta: dict[str, Any], records: list[dict[str, Any]]) -> None:
         key = meta["run_key"]
         point, seed = self.index[key]
         where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
-        self.tracker.add(key, point, seed, record, where)
-        if record["status"] != "running":
-            self.tracker.finish(key, record["status"])
+        for record in records:
+            self.tracker.add(key, point, seed, record, where)
+        if records[-1]["status"] != "running":
+            self.tracker.finish(key, records[-1]["status"])
             self.synced.add(key)
         self.tracker.flush()
 
-    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
-        self._guard(self.tracker.flush)
-
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        run_keys = trial.config["trial"]["run_keys"]
-        self._guard(self._failed, run_keys)
+        self._queue.put((self._failed, list(trial.config["trial"]["run_keys"])))
 
     def _failed(self, run_keys: list[str]) -> None:
         for key in run_keys:
@@ -292,5 +337,7 @@ class MlflowCallback(Callback):
                 continue
             self.tracker.finish(key, "failed", "the trial failed; see the study's failures")
 
-    def on_experiment_end(self, trials: list, **info: Any) -> None:
-        self._guard(self.tracker.flush, True)
+    @property
+    def backlog(self) -> int:
+        """Results and run endings waiting to be logged."""
+        return self._queue.qsize()

@@ -68,37 +68,63 @@ def execute_trial(config: Mapping[str, Any], report: Report, state: dict[str, An
     """Run every seed of a trial not done yet, calling `report(result, checkpoint_state_or_None)`.
 
     `state` is the last checkpointed state (None for a fresh trial); `skip(run_key)` says whether a run
-    is already finished elsewhere (a resumed study) and must not run again.
+    is already finished elsewhere (a resumed study) and must not run again. With `report_seconds` in the
+    config, records closer together than that travel in one report (in `bisweep.earlier`), which keeps
+    Tune's per-result cost off tiny runs.
     """
     import_plugins(config.get("imports", ()))
     state = dict(state or {"done": [], "current": None})
     where = node_identity()
-    every = float(config.get("checkpoint_seconds", 10.0))
     for index, (seed, run_key) in enumerate(zip(config["seeds"], config["run_keys"])):
         if run_key in state["done"]:
             continue
         if skip is not None and skip(run_key):
             state["done"] = [*state["done"], run_key]
             continue
-        run = make_run(config, seed)
-        current = state.get("current")
-        if current is not None and current["run_key"] == run_key:
-            run.load_state_dict(current["run"])
-        last_save = time.monotonic()
-        while not run.done:
+        state = _run_seed(config, index, seed, run_key, state, report, where)
+
+
+def _run_seed(config: Mapping[str, Any], index: int, seed: int, run_key: str, state: dict[str, Any],
+              report: Report, where: dict[str, str]) -> dict[str, Any]:
+    """Step one seed's run to its end, reporting (batched) and checkpointing; the trial state after it."""
+    run = make_run(config, seed)
+    current = state.get("current")
+    if current is not None and current["run_key"] == run_key:
+        run.load_state_dict(current["run"])
+    every = float(config.get("checkpoint_seconds", 10.0))
+    report_every = float(config.get("report_seconds", 0.0))
+    last_save = last_report = time.monotonic()
+    earlier: list[dict[str, Any]] = []
+
+    def send(record: dict[str, Any], before: list[dict[str, Any]], checkpoint: dict[str, Any] | None) -> None:
+        meta = {"trial_key": config["key"], "run_key": run_key, "seed": seed, "seed_index": index,
+                "n_seeds": len(config["seeds"]), "run_done": run.done, "keys": list(record), "earlier": before,
+                **where}
+        report({**record, META: meta}, checkpoint)
+
+    while not run.done:
+        try:
             record = run.advance()
-            if record is None:
-                break
-            meta = {"trial_key": config["key"], "run_key": run_key, "seed": seed, "seed_index": index,
-                    "n_seeds": len(config["seeds"]), "run_done": run.done, "keys": list(record), **where}
-            checkpoint = None
-            if run.done:
-                state = {"done": [*state["done"], run_key], "current": None}
-                checkpoint = state
-            elif time.monotonic() - last_save >= every:
-                state = {"done": state["done"], "current": {"run_key": run_key, "run": run.state_dict()}}
-                checkpoint, last_save = state, time.monotonic()
-            report({**record, META: meta}, checkpoint)
+        except Exception:
+            if earlier:  # what was measured before the failure still reaches the driver
+                send(earlier[-1], earlier[:-1], None)
+            raise
+        if record is None:
+            break
+        now = time.monotonic()
+        checkpoint = None
+        if run.done:
+            state = {"done": [*state["done"], run_key], "current": None}
+            checkpoint = state
+        elif now - last_save >= every:
+            state = {"done": state["done"], "current": {"run_key": run_key, "run": run.state_dict()}}
+            checkpoint, last_save = state, now
+        if checkpoint is None and now - last_report < report_every:
+            earlier.append(record)  # travels with the next report (a checkpoint always reports)
+            continue
+        send(record, earlier, checkpoint)
+        earlier, last_report = [], now
+    return state
 
 
 # ---------------------------------------------------------------- the Tune side

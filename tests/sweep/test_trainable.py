@@ -116,3 +116,30 @@ def test_trainable_for_validates_before_any_trial():
     assert fn.__name__ == "toy_aid_on_quadratic"
     with pytest.raises(ParameterError, match="unknown config key 'learning_rate'; allowed: batch_size, lr"):
         fn({"learning_rate": 0.1})
+
+
+def test_records_between_reports_travel_together_and_arrive_complete():
+    from sweep.tracking import records_in
+
+    cfg = trial_config(seeds=(0, 1), checkpoint_seconds=1e9)
+    cfg["report_seconds"] = 1e9  # only the end of each seed reports (it checkpoints)
+    results, states = collect(cfg)
+    assert len(results) == 2 and len(states) == 2
+    for seed, res in zip((0, 1), results):
+        p = problems.make("quadratic", seed=seed, dim_x=4, dim_y=6)
+        plain = list(algorithms.run("toy_aid", p, cfg["algorithm_params"], seed=seed, budget={"iterations": 40}, n_evals=8))
+        assert [strip(r) for r in records_in(res)] == [strip(r) for r in plain]
+
+
+def test_records_buffered_before_a_failure_are_reported_before_it_propagates():
+    from sweep.tracking import records_in
+
+    cfg = trial_config(seeds=(0,), checkpoint_seconds=1e9, fail_at=7)
+    cfg["report_seconds"] = 1e9
+    results = []
+    with pytest.raises(RuntimeError, match="failing at iteration 7"):
+        execute_trial(cfg, lambda res, ck: results.append(res))
+    (res,) = results
+    points = sorted({0} | {int(round(v)) for v in np.geomspace(1, 40, 8)})
+    assert [r["iteration"] for r in records_in(res)] == [p for p in points if p < 7]  # all measured before the failure
+    assert not res[META]["run_done"]

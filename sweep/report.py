@@ -165,7 +165,10 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
             if best is None or an.better(st["median"], best["median"], opts["goal"]):
                 best_key, best = key, st
         p = configs[best_key][0].point
-        rows.append({"problem": prob, "algorithm": label, "axis": p["coords"].get("axis"),
+        axis = p["coords"].get("axis")
+        if axis is None and p["coords"].get("reference"):
+            axis = "reference"  # the unscaled configuration a sensitivity study compares against
+        rows.append({"problem": prob, "algorithm": label, "axis": axis,
                      "best_config": config_label(p), f"median_{opts['metric']}": best["median"],
                      "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
                      "failed": best["failed"], "converged": best["converged"], "configurations": len(configs)})
@@ -271,19 +274,34 @@ def _curves(runs: list[RunData], x: str, y: str) -> list[tuple[list[float], list
     return out
 
 
-def _band(ax: Any, runs: list[RunData], x: str, y: str, label: str, color: Any) -> None:
+def _band(ax: Any, runs: list[RunData], x: str, y: str, label: str, color: Any) -> np.ndarray | None:
+    """Plot the median and 25–75% band over seeds; the band's values (None when nothing to plot)."""
     curves = _curves(runs, x, y)
     ys = np.concatenate([np.asarray(c[1], dtype=float) for c in curves]) if curves else np.array([])
     log_y = bool(ys.size) and bool(np.all(ys[np.isfinite(ys)] > 0))
     grid = an.common_grid(curves, log_x=True)  # points at 0 (the start) drop out of log axes
     if not grid.size:
-        return
+        return None
     q = an.quantile_band(curves, grid, log_y=log_y)
     ax.plot(grid, q[1], color=color, label=label)
     ax.fill_between(grid, q[0], q[2], color=color, alpha=0.2, linewidth=0)
     ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
+    return q
+
+
+def _focus(ax: Any, bands: list[np.ndarray]) -> None:
+    """Limit the y axis to the curves of runs that did not all diverge (a blow-up hides the rest)."""
+    vals = np.concatenate([b[np.isfinite(b)] for b in bands]) if bands else np.array([])
+    if not vals.size:
+        return
+    lo, hi = vals.min(), vals.max()
+    if ax.get_yscale() == "log" and lo > 0:
+        ax.set_ylim(lo / 2, hi * 2)
+    elif hi > lo:
+        pad = 0.05 * (hi - lo)
+        ax.set_ylim(lo - pad, hi + pad)
 
 
 def plot_convergence(runs: list[RunData], metric: str, title: str, path: Path) -> Path:
@@ -294,10 +312,17 @@ def plot_convergence(runs: list[RunData], metric: str, title: str, path: Path) -
     for r in runs:
         groups[config_label(r.point) + _axis_suffix(r.point)].append(r)
     colors = [plt.cm.tab10(i % 10) for i in range(len(groups))]
+    kept: dict[int, list[np.ndarray]] = defaultdict(list)
     for (label, rs), color in zip(sorted(groups.items()), colors):
-        for ax, (x, xl) in zip(axes, X_AXES):
-            _band(ax, rs, x, metric, label, color)
+        stable = any(r.status == "finished" for r in rs)
+        for i, (ax, (x, xl)) in enumerate(zip(axes, X_AXES)):
+            q = _band(ax, rs, x, metric, label + ("" if stable else " (diverged)"), color)
+            if q is not None and stable:
+                kept[i].append(q)
             ax.set_xlabel(xl)
+    if any(r.status != "finished" for r in runs):
+        for i, ax in enumerate(axes):
+            _focus(ax, kept[i])
     axes[0].set_ylabel(metric)
     axes[0].legend(fontsize=7)
     fig.suptitle(title)

@@ -88,6 +88,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
     if args.tracking_uri:
         uri = args.tracking_uri
+        if uri.startswith(("http://", "https://")):
+            print(f"bisweep: {uri} is an MLflow server: open it in a browser, it serves its own UI")
+            return 0
     else:
         name = _study_name(args.study) if args.study else None
         if name is None:

@@ -238,7 +238,7 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
         f"= {len(study.run_keys)} runs in {len(study.trials)} trials; results in {root}")
     say(f"bisweep: MLflow tracking at {uri}")
-    tracker = Tracker(uri, study.name, local_artifact_location(uri))
+    tracker = connect_tracking(uri, study.name)
     parent = tracker.start_study(study)
     synced = SyncLog(store, parent)
     for key in tracker.sync(store, study, synced.keys):
@@ -302,6 +302,21 @@ def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore
     finally:
         if started:
             ray.shutdown()
+
+
+def connect_tracking(uri: str, experiment: str) -> Tracker:
+    """The study's Tracker, or a one-line error when the tracking store cannot be used."""
+    if uri.startswith(("http://", "https://")):
+        import urllib.request
+
+        try:  # the MLflow client would retry for minutes; ask the server once, quickly
+            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).close()
+        except OSError as exc:
+            raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from exc
+    try:
+        return Tracker(uri, experiment, local_artifact_location(uri))
+    except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
+        raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} ({type(exc).__name__}: {exc})") from exc
 
 
 def count_runs(store: ResultStore, study: Study) -> dict[str, int]:

@@ -172,7 +172,8 @@ def test_cli_list_validate_and_report(tmp_path, capsys):
     assert main(["list", "problems"]) == 0
     assert "dim_x = 20  (positive_int)  outer dimension" in capsys.readouterr().out
     assert main(["list", "studies"]) == 0
-    assert capsys.readouterr().out.startswith("quickstart: ")
+    names = [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines() if not ln.startswith(" ")]
+    assert names == sorted(spec.builtin_studies()) and "quickstart" in names
     path = tmp_path / "s.yaml"
     path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
                     "budget: {iterations: 5}\n")
@@ -187,3 +188,18 @@ def test_cli_list_validate_and_report(tmp_path, capsys):
     assert main(["report", "r", "--results-dir", str(tmp_path / "res"), "--no-mlflow"]) == 0
     out = capsys.readouterr().out
     assert "== best ==" in out and "report written to" in out
+
+
+def test_unreachable_tracking_server_is_a_one_line_error_before_ray(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    path = tmp_path / "s.yaml"
+    path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
+                    "budget: {iterations: 5}\n")
+    assert main(["run", str(path), "--tracking-uri", f"http://127.0.0.1:{port}", "--results-dir", str(tmp_path / "r")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"bisweep: error: tracking-uri: no MLflow server answers at http://127.0.0.1:{port}")
+    assert "starting" not in captured.out

@@ -188,3 +188,14 @@ def test_trial_config_is_plain_data_naming_every_run():
     assert cfg["run_keys"] == [st.points[1].run_key(s) for s in (0, 1, 2)]
     assert cfg["algorithm_params"]["lr"] == 0.5 and cfg["imports"] == ["tests.sweep.toy_algorithms"]
     yaml.safe_dump(cfg)  # plain data only: it travels to Ray workers and into Tune's experiment state
+
+
+def test_the_readme_study_example_validates():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("## Writing a study", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    data = yaml.safe_load(block.replace("imports: [mypackage.algos]", "imports: []"))
+    st = spec.validate(data)
+    # 2 problem configurations × (2 + 1 + 1) algorithm configurations × 3 step-size factors.
+    assert len(st.points) == 2 * 4 * 3 and st.seeds == [0, 1, 2, 3, 4]

@@ -135,45 +135,61 @@ FAULTS = {
         {"name": "toy_aid", "label": "good"},
         {"name": "toy_aid", "label": "wild", "params": {"inner_lr": 5.0, "inner_steps": 10}},
         {"name": "toy_aid", "label": "broken", "params": {"fail_at": 5}},
+        {"name": "toy_aid", "label": "flaky", "params": {"fail_at": 12}},
     ],
     "seeds": 2, "budget": {"iterations": 30}, "n_evals": 6, "max_failures": 1,
+    "checkpoint_seconds": 0, "report_seconds": 0,  # a checkpoint at every evaluation point
 }
 
 
 @pytest.fixture(scope="module")
 def faults_study(ray_session, tmp_path_factory):
     root = tmp_path_factory.mktemp("faults")
-    trace = root / "trace.jsonl"
+    trace, flaky = root / "trace.jsonl", root / "flaky.jsonl"
     data = json.loads(json.dumps(FAULTS))
     data["algorithms"][2]["params"]["trace"] = str(trace)
+    data["algorithms"][3]["params"].update(trace=str(flaky), fail_once=str(root / "failed_once"))
     outcome = run_study(spec.validate(data), root / "results", out=open(os.devnull, "w"))
-    return outcome, trace
+    return outcome, trace, flaky
 
 
 def test_failures_and_divergence_never_stop_a_study(faults_study):
     from mlflow import MlflowClient
 
-    outcome, trace = faults_study
-    assert outcome.counts == {"finished": 2, "diverged": 2, "failed": 2, "missing": 0}
+    outcome, trace, flaky = faults_study
+    assert outcome.counts == {"finished": 4, "diverged": 2, "failed": 2, "missing": 0}
     assert not outcome.complete
     # The failing trial was retried once (max_failures: 1): two starts of its first seed.
-    assert len(trace.read_text().splitlines()) == 2
+    assert sum(json.loads(x)["event"] == "init" for x in trace.read_text().splitlines()) == 2
+    # The flaky trial failed once at iteration 12 and its retry resumed from the checkpoint of the last
+    # evaluation point before it (iteration 10 of 0,1,2,4,5,10,30), not from the start.
+    events = [json.loads(x) for x in flaky.read_text().splitlines()]
+    inits = [i for i, e in enumerate(events) if e["event"] == "init"]
+    assert len(inits) == 3  # seed 0, its retry, seed 1
+    steps_before = [e["iteration"] for e in events[inits[0] + 1:inits[1]]]
+    steps_retry = [e["iteration"] for e in events[inits[1] + 1:inits[2]]]
+    points = sorted({0, 30} | {int(round(v)) for v in np.geomspace(1, 30, 6)})
+    resume_at = max(p for p in points if p < 12)
+    assert steps_before == list(range(12)) and steps_retry == list(range(resume_at, 30))
     client = MlflowClient(outcome.tracking_uri)
     parents, kids = children_of(client, "faults")
     assert parents[0].info.status == "FAILED" and parents[0].data.tags["runs.failed"] == "2"
     by = Counter((k.data.tags["label"], k.data.tags["status"], k.info.status) for k in kids)
     assert by == {("good", "finished", "FINISHED"): 2, ("wild", "diverged", "FINISHED"): 2,
-                  ("broken", "failed", "FAILED"): 2}
+                  ("broken", "failed", "FAILED"): 2, ("flaky", "finished", "FINISHED"): 2}
     broken = {k.data.tags["seed"]: k for k in kids if k.data.tags["label"] == "broken"}
     assert "failing at iteration 5" in broken["0"].data.tags["error"]
     assert client.get_metric_history(broken["0"].info.run_id, "F")  # seed 0 reported before it failed
     assert not client.get_metric_history(broken["1"].info.run_id, "F")  # seed 1 never started
     rows = {(r["algorithm"], r["seed"]): r for r in outcome_rows(outcome)}
     assert "failing at iteration 5" in rows[("broken", "0")]["error"]
-    for seed in (0, 1):  # the good runs are exactly the plain run loop's
+    for seed in (0, 1):  # the good runs, and the flaky one resumed mid-run, are exactly the plain run loop's
         p = problems.make("quadratic", seed=seed, dim_x=4, dim_y=5)
         plain = list(algorithms.run("toy_aid", p, {}, seed=seed, budget={"iterations": 30}, n_evals=6))[-1]
-        assert float(rows[("good", str(seed))]["grad_F_sq"]) == pytest.approx(plain["grad_F_sq"], rel=1e-9)
+        for label in ("good", "flaky"):
+            row = rows[(label, str(seed))]
+            assert float(row["grad_F_sq"]) == pytest.approx(plain["grad_F_sq"], rel=1e-9)
+            assert int(row["calls"]) == plain["calls/total"]  # oracle counts continue across the retry
         assert rows[("good", str(seed))]["node"]  # where each run ran is recorded
 
 
@@ -208,7 +224,7 @@ def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
 
 
 def test_bisweep_ui_serves_the_study_store(faults_study):
-    outcome, _ = faults_study
+    outcome = faults_study[0]
     port = free_port()
     proc = subprocess.Popen([str(BIN / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir),
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -223,7 +239,7 @@ def test_bisweep_ui_serves_the_study_store(faults_study):
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req) as r:
             runs = json.load(r)["runs"]
-        assert len(runs) == 1 + 6
+        assert len(runs) == 1 + 8
         parent = next(r for r in runs if any(t["key"] == "bisweep.role" and t["value"] == "study"
                                              for t in r["data"]["tags"]))
         q = f"/api/2.0/mlflow/artifacts/list?run_id={parent['info']['run_id']}&path=report"

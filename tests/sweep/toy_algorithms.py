@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 
 import numpy as np
@@ -26,7 +27,8 @@ class ToyAidConfig(StochasticConfig):
     inner_steps: int = param(3, "positive_int", "inner steps per outer step")
     fail_at: int | None = param(None, "optional_positive_int", "raise RuntimeError at this iteration (test hook)")
     sleep: float = param(0.0, "nonnegative", "seconds to sleep per step (test hook for slow trials)")
-    trace: str | None = param(None, "optional_path", "append a line per construction to this file (test hook)")
+    trace: str | None = param(None, "optional_path", "append a line per construction and step here (test hook)")
+    fail_once: str | None = param(None, "optional_path", "with fail_at: fail only if this marker file is absent")
 
     def validate(self) -> None:
         if self.lr > 100:
@@ -50,12 +52,19 @@ class ToyAid(Algorithm):
         if config.trace:
             # The untouched generator state identifies the seed: tests map lines back to runs.
             with open(config.trace, "a") as fh:
-                fh.write(json.dumps({"lr": config.lr, "rng": int(rng.bit_generator.state["state"]["state"])}) + "\n")
+                fh.write(json.dumps({"event": "init", "lr": config.lr,
+                                     "rng": int(rng.bit_generator.state["state"]["state"])}) + "\n")
 
     def step(self) -> None:
         c, p = self.config, self.problem
+        if c.trace:
+            with open(c.trace, "a") as fh:
+                fh.write(json.dumps({"event": "step", "iteration": self.iteration}) + "\n")
         if c.fail_at is not None and self.iteration + 1 >= c.fail_at:
-            raise RuntimeError(f"toy_aid: failing at iteration {self.iteration + 1} as asked")
+            if c.fail_once is None or not os.path.exists(c.fail_once):
+                if c.fail_once is not None:
+                    open(c.fail_once, "w").close()
+                raise RuntimeError(f"toy_aid: failing at iteration {self.iteration + 1} as asked")
         if c.sleep:
             time.sleep(c.sleep)
         for _ in range(c.inner_steps):

@@ -209,8 +209,6 @@ REG_F_REF = 0.0164  # F reached by 3000 AID-CG steps (α 1, γ 20, T 20); F keep
 
 @pytest.fixture(scope="module")
 def regsel():
-    if "regularization_selection" not in problems.available():
-        pytest.skip("regularization_selection is not registered")
     return problems.make("regularization_selection", dataset="breast_cancer")
 
 

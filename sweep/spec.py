@@ -249,11 +249,6 @@ def load(study: str | Path | Mapping[str, Any]) -> Study:
     return validate(data, default_name=path.stem)
 
 
-def dump(study: Study) -> str:
-    """The study's source mapping as YAML (what was validated)."""
-    return yaml.safe_dump(study.source, sort_keys=False)
-
-
 # ---------------------------------------------------------------- validation
 def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
     """Validate a study mapping completely and expand it into configurations."""

@@ -283,7 +283,7 @@ def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore
     try:
         registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
         registry = _done_registry(registry_name, done)
-        mlflow_cb = MlflowCallback(tracker, study, synced)
+        mlflow_cb = MlflowCallback(tracker, study, synced, store)
         callbacks = [StoreCallback(store, study, registry), mlflow_cb, ProgressCallback(progress)]
         restore = tune.Tuner.can_restore(exp_path)
         if not restore and "://" not in exp_path and Path(exp_path).exists():

@@ -267,9 +267,10 @@ class MlflowCallback(Callback):
     tracking store (a SQLite `log_batch` of a run's metrics takes tens of milliseconds).
     """
 
-    def __init__(self, tracker: Tracker, study: Study, synced: SyncLog) -> None:
+    def __init__(self, tracker: Tracker, study: Study, synced: SyncLog, store: ResultStore) -> None:
         self.tracker = tracker
         self.synced = synced
+        self.store = store
         self.index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
         self.error: Exception | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -324,6 +325,9 @@ class MlflowCallback(Callback):
         for record in records:
             self.tracker.add(key, point, seed, record, where)
         if records[-1]["status"] != "running":
+            # A run resumed after a crash may have records the crashed driver stored but never sent.
+            for record in self.store.records(key):
+                self.tracker.add(key, point, seed, record, where)
             self.tracker.finish(key, records[-1]["status"])
             self.synced.add(key)
         self.tracker.flush()

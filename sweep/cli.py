@@ -22,7 +22,10 @@ from problems.validation import ParameterError
 
 
 def _results_dir(args: argparse.Namespace, name: str) -> Path:
-    return Path(args.results_dir or Path("results") / name).resolve()
+    """--results-dir, else ./results/<study> (./results/<study>-<scale> at a named scale other than the default)."""
+    scale = getattr(args, "scale", None)
+    suffix = f"-{scale}" if scale and scale != "default" else ""
+    return Path(args.results_dir or Path("results") / f"{name}{suffix}").resolve()
 
 
 def _study_name(study: str) -> str:
@@ -45,9 +48,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Validate the study completely, then run (or finish) it."""
     from sweep import spec
 
-    study = spec.load(args.study)
+    study = spec.load(args.study, scale=args.scale)
     if args.validate_only:
-        print(f"study '{study.name}' is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
+        print(f"study '{study.name}' (scale {study.scale}) is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
               f"= {len(study.run_keys)} runs in {len(study.trials)} trials")
         return 0
     from sweep.runner import run_study
@@ -145,7 +148,8 @@ def _listing(what: str) -> dict[str, Any]:
         out[name] = {"doc": data.get("description", ""), "kind": data.get("kind", "comparison"),
                      "file": str(path), "algorithms": [a["name"] if isinstance(a, dict) else a
                                                        for a in data.get("algorithms", [])],
-                     "problems": [p["name"] if isinstance(p, dict) else p for p in data.get("problems", [])]}
+                     "problems": [p["name"] if isinstance(p, dict) else p for p in data.get("problems", [])],
+                     "scales": spec.scale_names(data)}
     return out
 
 
@@ -161,7 +165,7 @@ def _describe(name: str, info: dict[str, Any]) -> str:
         extra.append("initial step sizes: " + ", ".join(info["step_sizes"]))
     if info.get("paper"):
         extra.append(info["paper"])
-    for k in ("kind", "algorithms", "problems", "file"):
+    for k in ("kind", "algorithms", "problems", "scales", "file"):
         if k in info:
             extra.append(f"{k}: {info[k] if not isinstance(info[k], list) else ', '.join(info[k])}")
     if "online" in info and "loops" not in info:
@@ -191,6 +195,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all)")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--validate-only", action="store_true", help="validate the study and exit")
+    run.add_argument("--scale", help="a named size of the study from its `scales` (built-in studies: ci, default, "
+                                     "full); results go to ./results/<study>-<scale> unless it is the default")
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="print a study's tables and write its plots")
@@ -198,12 +204,14 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--results-dir")
     rep.add_argument("--tracking-uri")
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
+    rep.add_argument("--scale", help="the scale the study ran at (finds ./results/<study>-<scale>)")
     rep.set_defaults(func=cmd_report)
 
     ui = sub.add_parser("ui", help="serve the MLflow UI of a study's tracking store on 127.0.0.1")
     ui.add_argument("study", nargs="?")
     ui.add_argument("--results-dir")
     ui.add_argument("--tracking-uri")
+    ui.add_argument("--scale", help="the scale the study ran at (finds ./results/<study>-<scale>)")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)
     ui.add_argument("--open", action="store_true", help="also open a browser")

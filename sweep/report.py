@@ -442,15 +442,34 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     plots.extend(_convergence_plots(runs, meta, opts, d))
     if meta.get("online"):
         plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png"))
+    text = _summary_text(meta, tables)
+    claim = _claim_section(meta, runs, d)
+    if claim is not None:  # the paper's claim next to the measurements (sweep.claims)
+        tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
+        tables["verdicts"] = [v.row() for v in claim.verdicts]
+        plots.extend(claim.plots)
+        text += "\n" + claim.text()
     for name, rows in tables.items():
         _write_csv(d / f"{name}.csv", rows)
-    text = _summary_text(meta, tables)
     (d / "summary.txt").write_text(text)
     if not quiet:
         out.write(text)
         out.write(f"report written to {d}\n")
         out.flush()
     return Report(d, tables, plots)
+
+
+def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> Any:
+    """The study's paper-claim section, also written to claims.txt (None when it names no claim)."""
+    from sweep import claims  # claims build on this module
+
+    rep = claims.evaluate(meta, runs, d)
+    path = d / "claims.txt"
+    if rep is None:
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(rep.text())
+    return rep
 
 
 def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path) -> list[Path]:

@@ -51,7 +51,11 @@ FIELDS = {
     "report_seconds": "seconds between a trial's reports to Tune (records in between travel together)",
     "imports": "modules imported on the driver and in every trial (to register more algorithms/problems)",
     "report": "{metric, goal, converged_metric, converged_below, converged_relative, target}",
+    "claim": "name of the paper claim the report checks against the measurements (sweep.claims)",
+    "scales": "named overrides of these fields (e.g. ci, full) merged in by `bisweep run NAME --scale S`",
 }
+#: The scale a study runs at when none is named (its fields as written, without overrides).
+DEFAULT_SCALE = "default"
 REPORT_FIELDS = ("metric", "goal", "converged_metric", "converged_below", "converged_relative", "target")
 
 
@@ -182,6 +186,8 @@ class Study:
     points: list[Point]
     online: bool
     source: dict[str, Any]
+    claim: str | None = None
+    scale: str = DEFAULT_SCALE
 
     @property
     def trials(self) -> list[Trial]:
@@ -233,10 +239,10 @@ def resolve(study: str) -> Path:
     return known[study]
 
 
-def load(study: str | Path | Mapping[str, Any]) -> Study:
-    """Load and validate a study from a built-in name, a YAML path or a mapping."""
+def load(study: str | Path | Mapping[str, Any], scale: str | None = None) -> Study:
+    """Load and validate a study from a built-in name, a YAML path or a mapping, at a named scale."""
     if isinstance(study, Mapping):
-        return validate(study)
+        return validate(study, scale=scale)
     path = resolve(str(study))
     try:
         data = yaml.load(path.read_text(), Loader=_Loader)
@@ -246,17 +252,54 @@ def load(study: str | Path | Mapping[str, Any]) -> Study:
         fail("study", f"{path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}")
     if not isinstance(data, Mapping):
         fail("study", f"{path} must hold a mapping of study fields, got {_kind_of(data)}")
-    return validate(data, default_name=path.stem)
+    return validate(data, default_name=path.stem, scale=scale)
+
+
+# ---------------------------------------------------------------- scales
+def scale_names(data: Mapping[str, Any]) -> list[str]:
+    """The scales a study mapping offers: the default, then its named overrides."""
+    scales = data.get("scales") or {}
+    return [DEFAULT_SCALE] + [str(k) for k in scales] if isinstance(scales, Mapping) else [DEFAULT_SCALE]
+
+
+def apply_scale(data: Mapping[str, Any], scale: str | None) -> dict[str, Any]:
+    """The study fields at `scale`: the overrides of `scales[scale]` merged in (mappings recursively)."""
+    scales = data.get("scales", {}) or {}
+    if not isinstance(scales, Mapping):
+        fail("scales", f"must be a mapping of scale names to field overrides, got {_kind_of(scales)}")
+    for name, over in scales.items():
+        if not isinstance(name, str) or name == DEFAULT_SCALE or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+            fail("scales", f"scale names are letters, digits, '_', '-' (not {DEFAULT_SCALE!r}), got {name!r}")
+        if not isinstance(over, Mapping):
+            fail(f"scales.{name}", f"must be a mapping of study fields to override, got {_kind_of(over)}")
+        bad = sorted(set(map(str, over)) - (set(FIELDS) - {"name", "scales"}))
+        if bad:
+            fail(f"scales.{name}.{bad[0]}", "cannot be overridden by a scale; allowed: every study field but name, scales")
+    base = {k: v for k, v in data.items() if k != "scales"}
+    if scale is None or scale == DEFAULT_SCALE:
+        return base
+    if scale not in scales:
+        fail("scale", f"unknown scale {scale!r}; this study has: {', '.join(scale_names(data))}")
+    return _merge(base, scales[scale])
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` merged in: mappings key by key, anything else (lists too) replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
 
 
 # ---------------------------------------------------------------- validation
-def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
-    """Validate a study mapping completely and expand it into configurations."""
+def validate(data: Mapping[str, Any], default_name: str | None = None, scale: str | None = None) -> Study:
+    """Validate a study mapping completely (at `scale`, default: as written) and expand it into configurations."""
     if not isinstance(data, Mapping):
         fail("study", f"must be a mapping of study fields, got {_kind_of(data)}")
     unknown = sorted(set(map(str, data)) - set(FIELDS))
     if unknown:
         fail(unknown[0], f"unknown study field; allowed: {', '.join(FIELDS)}")
+    data = apply_scale(data, scale)
     _imports(data.get("imports", []))
     name = data.get("name", default_name)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
@@ -272,6 +315,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
     classes = [_algorithm_class(a, i) for i, a in enumerate(algs)]
     for i, p in enumerate(probs):
         _problem_entry(p, i)
+    _check_pairing(probs, algs)
     seeds = _seeds(data.get("seeds", 3))
     instance_seed = data.get("instance_seed")
     if instance_seed is not None and not (_is_int(instance_seed) and instance_seed >= 0):
@@ -289,6 +333,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
     axis = _axis(kind, data.get("axis"), probs, algs, classes)
     points = _points(kind, axis, probs, algs, classes, budget, n_evals, instance_seed)
     _check_constraints(probs, algs, classes, seeds, instance_seed)
+    claim = _claim(data.get("claim"), kind)
     return Study(
         name=name, description=description, kind=kind, axis=axis, problems=probs, algorithms=algs,
         seeds=seeds, instance_seed=instance_seed, seeds_per_trial=min(spt, len(seeds)), budget=budget,
@@ -298,8 +343,23 @@ def validate(data: Mapping[str, Any], default_name: str | None = None) -> Study:
         checkpoint_seconds=_nonnegative_number(data, "checkpoint_seconds", 10.0),
         report_seconds=_nonnegative_number(data, "report_seconds", 1.0),
         imports=list(data.get("imports", [])), report=_report(data.get("report", {}), kind, online),
-        points=points, online=online, source=_plain({**data, "name": name}),
+        points=points, online=online, source=_plain({**data, "name": name}), claim=claim,
+        scale=scale or DEFAULT_SCALE,
     )
+
+
+def _claim(name: Any, kind: str) -> str | None:
+    """The paper claim the report checks (None: none); it must exist and fit the study's kind."""
+    if name is None:
+        return None
+    from sweep import claims  # imported here: claims builds on reports, which build on this module
+
+    if not isinstance(name, str) or name not in claims.CLAIMS:
+        fail("claim", f"must be one of {', '.join(claims.CLAIMS)} or null, got {name!r}")
+    need = claims.CLAIMS[name].kind
+    if need != kind:
+        fail("claim", f"{name!r} checks a {need} study, but this study's kind is {kind}")
+    return name
 
 
 def _plain(value: Any) -> Any:
@@ -329,7 +389,7 @@ def _entries(data: Mapping[str, Any], field: str) -> list[dict[str, Any]]:
         fail(field, "is required: a non-empty list of {name, params} entries")
     if not isinstance(items, list) or not items:
         fail(field, f"must be a non-empty list of {{name, params}} entries, got {_kind_of(items)}")
-    allowed = ("name", "params") + (("label",) if field == "algorithms" else ())
+    allowed = ("name", "params") + (("label", "problems") if field == "algorithms" else ())
     out = []
     for i, item in enumerate(items):
         path = f"{field}[{i}]"
@@ -348,14 +408,39 @@ def _entries(data: Mapping[str, Any], field: str) -> list[dict[str, Any]]:
         label = item.get("label", item["name"])
         if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", label):
             fail(f"{path}.label", f"must be a name of letters, digits, '_', '.', '+', '-', got {label!r}")
-        out.append({"name": item["name"], "label": label, "params": dict(params)})
+        entry = {"name": item["name"], "label": label, "params": dict(params)}
+        if "problems" in item:
+            only = item["problems"]
+            if not isinstance(only, list) or not only or not all(isinstance(n, str) for n in only):
+                fail(f"{path}.problems", f"must be a non-empty list of problem names, got {_kind_of(only)}")
+            entry["problems"] = list(only)
+        out.append(entry)
     if field == "algorithms":
-        labels = [e["label"] for e in out]
-        dup = next((lab for lab in labels if labels.count(lab) > 1), None)
-        if dup is not None:
-            fail(f"algorithms[{labels.index(dup, labels.index(dup) + 1)}].label",
-                 f"label {dup!r} is used twice; give each entry a distinct label")
+        for i, e in enumerate(out):
+            # One label may name entries on disjoint problems (e.g. a toy that needs other step sizes).
+            if any(o["label"] == e["label"] and _share_problems(o, e) for o in out[:i]):
+                fail(f"algorithms[{i}].label", f"label {e['label']!r} is used twice; give each entry a distinct "
+                                               "label (or list disjoint problems for them)")
     return out
+
+
+def _share_problems(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two algorithm entries can run on a common problem."""
+    return "problems" not in a or "problems" not in b or bool(set(a["problems"]) & set(b["problems"]))
+
+
+def _pairs(a: Mapping[str, Any], p: Mapping[str, Any]) -> bool:
+    """Whether algorithm entry `a` runs on problem entry `p` (every problem unless it names some)."""
+    return "problems" not in a or p["name"] in a["problems"]
+
+
+def _check_pairing(probs: list[dict], algs: list[dict]) -> None:
+    names = {p["name"] for p in probs}
+    for i, a in enumerate(algs):
+        for k, n in enumerate(a.get("problems", ())):
+            if n not in names:
+                fail(f"algorithms[{i}].problems[{k}]", f"{n!r} is not among the study's problems "
+                                                       f"({', '.join(sorted(names))})")
 
 
 def _algorithm_class(a: dict[str, Any], i: int) -> type[Algorithm]:
@@ -491,16 +576,20 @@ def _check_online(probs: list[dict], algs: list[dict], classes: list[type[Algori
     flags = [problem_entry(p["name"]).online for p in probs]
     for i, (a, cls) in enumerate(zip(algs, classes)):
         for j, (p, on) in enumerate(zip(probs, flags)):
-            if cls.online != on:
+            if cls.online != on and _pairs(a, p):
                 need = "an online" if cls.online else "an offline"
                 have = "online" if on else "offline"
                 fail(f"algorithms[{i}].name",
                      f"'{a['name']}' needs {need} problem but problems[{j}] '{p['name']}' is {have}; "
-                     "a study pairs every algorithm with every problem")
+                     "a study pairs every algorithm with every problem (unless the algorithm lists its problems)")
     if kind == "drift":
         for j, (p, on) in enumerate(zip(probs, flags)):
             if not on:
                 fail(f"problems[{j}].name", f"a drift study needs online problems; '{p['name']}' is offline")
+    if len(set(flags)) > 1:  # reports treat a study as online or offline as a whole
+        j = flags.index(not flags[0])
+        fail(f"problems[{j}].name", f"'{probs[j]['name']}' is {'online' if flags[j] else 'offline'} but problems[0] "
+                                    f"is not; a study's problems are all online or all offline")
     return bool(flags[0])
 
 
@@ -510,6 +599,9 @@ def _check_constraints(probs: list[dict], algs: list[dict], classes: list[type[A
     if not needs:
         return
     for j, p in enumerate(probs):
+        paired = [(i, a) for i, a in needs if _pairs(a, p)]
+        if not paired:
+            continue
         checks = _checks(problem_entry(p["name"]).params)
         params = {k: (v[0] if _is_grid(k, v, checks) else v) for k, v in p["params"].items()}
         try:
@@ -517,7 +609,7 @@ def _check_constraints(probs: list[dict], algs: list[dict], classes: list[type[A
         except ParameterError as exc:
             _record_error(f"problems[{j}].params", exc)
         if getattr(inst, "constraints", None) is None and not hasattr(inst, "at"):
-            i, a = needs[0]
+            i, a = paired[0]
             fail(f"algorithms[{i}].name",
                  f"'{a['name']}' needs lower-level constraints but problems[{j}] '{p['name']}' has none")
 
@@ -667,6 +759,8 @@ def _points(kind: str, axis: dict[str, Any], probs: list[dict], algs: list[dict]
     points = []
     for a, a_full, a_grid, a_av, ref in alg_points:
         for p_name, p_full, p_grid, p_av in prob_points:
+            if not _pairs(a, {"name": p_name}):
+                continue
             coords = {"grid": {**{f"problem.{k}": v for k, v in p_grid.items()}, **a_grid}}
             av = a_av if a_av is not None else p_av
             if av is not None:

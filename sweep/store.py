@@ -67,6 +67,7 @@ class ResultStore:
             "name": study.name, "description": study.description, "kind": study.kind, "axis": study.axis,
             "axis_name": study.axis_name, "seeds": study.seeds, "online": study.online,
             "spec_hash": study.spec_hash, "report": vars(study.report),
+            "claim": study.claim, "scale": study.scale,
             "points": [point_dict(p) for p in study.points], "source": study.source,
         }
         _atomic_write(self.root / "study.json", json.dumps(meta, indent=1, default=repr))

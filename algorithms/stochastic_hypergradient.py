@@ -11,8 +11,9 @@ import dataclasses
 
 import numpy as np
 
+from algorithms.aid import DoubleLoop, InnerOuterConfig
 from algorithms.base import Algorithm, StochasticConfig, register
-from algorithms.hypergradient import fixed_point_solve, gradient_steps, neumann_series
+from algorithms.hypergradient import fixed_point_solve, neumann_series
 from algorithms.schedules import decaying
 from problems.base import Array
 from problems.validation import param
@@ -67,52 +68,7 @@ class SOBA(Algorithm):
 
 
 @dataclasses.dataclass(frozen=True)
-class TwoStageConfig(StochasticConfig):
-    """Fields shared by AmIGO and StocBiO: T SGD steps of size α on y, outer step γ."""
-
-    inner_steps: int = param(10, "positive_int", "T: warm-started SGD steps on y per outer step")
-    alpha: float = param(0.1, "positive", "inner SGD step on y")
-    alpha_decay: float = param(0.0, "nonnegative", "e in α_t = α/(t+1)^e (0: constant)")
-    gamma: float = param(0.1, "positive", "outer step on x")
-    gamma_decay: float = param(0.0, "nonnegative", "e in γ_t = γ/(t+1)^e (0: constant)")
-
-
-class TwoStage(Algorithm):
-    """Shared outer loop: SGD on y, v ≈ H⁻¹∇y f by `solve`, then x −= γ(∇x f − J v)."""
-
-    first_order = False
-    stochastic = True
-    loops = "double"
-
-    def __init__(self, problem, config: TwoStageConfig, rng: np.random.Generator) -> None:
-        super().__init__(problem, config, rng)
-        self.v = np.zeros(problem.dim_y)
-
-    def steps_now(self) -> tuple[float, float]:
-        """(α_t, γ_t)."""
-        c, t = self.config, self.iteration
-        return decaying(c.alpha, c.alpha_decay, t), decaying(c.gamma, c.gamma_decay, t)
-
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
-        """v ≈ H⁻¹ ∇y f at (x, y)."""
-        raise NotImplementedError
-
-    def step(self) -> None:
-        p, x = self.problem, self.x
-        alpha, gamma = self.steps_now()
-        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, self.batch()), self.y, alpha, self.config.inner_steps)
-        grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
-        self.v = self.solve(x, grad_y_f)
-        hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
-        self.x = p.project_x(x - gamma * hypergrad)
-
-    def diagnostics(self) -> dict[str, float]:
-        alpha, gamma = self.steps_now()
-        return {"alpha": alpha, "gamma": gamma}
-
-
-@dataclasses.dataclass(frozen=True)
-class AmIGOConfig(TwoStageConfig):
+class AmIGOConfig(InnerOuterConfig):
     """AmIGO hyperparameters (benchmark_bilevel defaults: steps 0.1, T = 10 for y and v)."""
 
     v_steps: int = param(10, "positive_int", "SGD steps on v for ½vᵀHv − vᵀ∇y f (warm-started)")
@@ -120,7 +76,7 @@ class AmIGOConfig(TwoStageConfig):
 
 
 @register
-class AmIGO(TwoStage):
+class AmIGO(DoubleLoop):
     """AmIGO: T SGD steps on y, warm-started SGD steps on v for the linear system, one outer step."""
 
     name = "amigo"
@@ -134,7 +90,7 @@ class AmIGO(TwoStage):
 
 
 @dataclasses.dataclass(frozen=True)
-class StocBiOConfig(TwoStageConfig):
+class StocBiOConfig(InnerOuterConfig):
     """StocBiO hyperparameters (benchmark_bilevel defaults: steps 0.1, T = Q = 10)."""
 
     neumann_terms: int = param(10, "positive_int", "Q: Neumann-series terms (Q HVPs on fresh minibatches)")
@@ -142,7 +98,7 @@ class StocBiOConfig(TwoStageConfig):
 
 
 @register
-class StocBiO(TwoStage):
+class StocBiO(DoubleLoop):
     """StocBiO: T SGD steps on y, v = η Σ_{q=0}^{Q} Π (I − ηH_j) ∇y f, one outer step."""
 
     name = "stocbio"

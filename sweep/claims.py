@@ -141,6 +141,24 @@ def _plt():
     return plt
 
 
+def _panels(n: int, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[Any]]:
+    """A figure with n panels, at most two per row."""
+    plt = _plt()
+    cols = min(n, 2)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _colors(labels: Iterable[str]) -> dict[str, Any]:
+    """One color per label, the same in every panel."""
+    plt = _plt()
+    return {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(dict.fromkeys(labels))}
+
+
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -389,6 +407,7 @@ def _f2csa_scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[
     bases = [lab for lab, a in algo.items() if a in F2CSA_BASELINES and lab == a] or \
         [lab for lab, a in algo.items() if a in F2CSA_BASELINES]
     expo = {r["algorithm"]: r["exponent"] for r in rows if r["quantity"] == "seconds_per_iteration"}
+    top = {r["algorithm"]: r["exponent_top2"] for r in rows if r["quantity"] == "seconds_per_iteration"}
     out = []
     for s in subjects:
         cross = {b: crossover(ds, per_it[s], per_it[b]) for b in bases}
@@ -409,12 +428,14 @@ def _f2csa_scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[
         out.append(Verdict(f"{s}: about 3× faster than SSIGD and DS-BLO at d = 4000 (at least 2× counts)",
                            f"SSIGD/F2CSA = {F2CSA_PAPER['ssigd'] / F2CSA_PAPER['f2csa']:.1f}, "
                            f"DS-BLO/F2CSA = {F2CSA_PAPER['dsblo'] / F2CSA_PAPER['f2csa']:.1f}", measured, status))
-        lin = LINEAR[0] <= expo[s] <= LINEAR[1]
-        sup = [expo[b] > LINEAR[1] for b in bases]
+        # Over all d a fixed per-step overhead flattens the fit; the slope between the two largest d is the growth.
+        checks = [LINEAR[0] <= expo[s] <= LINEAR[1], LINEAR[0] <= top[s] <= LINEAR[1]]
+        checks += [expo[b] > LINEAR[1] for b in bases] + [top[b] > LINEAR[1] for b in bases]
         out.append(Verdict(f"{s}: near-linear growth in d, Hessian-based methods super-linear",
                            "F2CSA near-linear; DS-BLO, SSIGD super-linear",
-                           f"fitted exponents {s} {num(expo[s])}, " + ", ".join(f"{b} {num(expo[b])}" for b in bases),
-                           "agrees" if lin and all(sup) else ("partly" if lin or any(sup) else "disagrees")))
+                           "fitted exponents over all d (between the two largest d): "
+                           + ", ".join(f"{lab} {num(expo[lab])} ({num(top[lab])})" for lab in [s, *bases]),
+                           "agrees" if all(checks) else ("partly" if any(checks) else "disagrees")))
     return out
 
 
@@ -485,7 +506,8 @@ BOME_BASELINES = ("bsg1", "bvfsm", "penalty")
 def optimum_distance(r: RunData) -> tuple[float, str]:
     """A run's final distance to the toy's optimum and how it is known ('exact' or 'upper bound').
 
-    coreset_toy reports ‖y − y_opt‖ itself (x's optimum is a set of softmax weights). minimax_toy: F_gap = b|x|
+    coreset_toy reports ‖y − y_opt‖ and ‖y*(x) − y_opt‖ (x's optimum is a set of softmax weights): (x, y) is at
+    the optimum when both vanish, so the larger is its distance. minimax_toy: F_gap = b|x|
     and y* = b·sign(x) on the box [−b, b], so |y| = |b − ‖y − y*‖| (‖y‖ when x = 0). nonunique_toy:
     |x − 1| = √(2 F_gap) and ‖y − (1, 1)‖ ≤ ‖y − y*(x)‖ + √2 |x − 1| with y*(x) = (x, x).
     """
@@ -496,7 +518,7 @@ def optimum_distance(r: RunData) -> tuple[float, str]:
     if r.status != "finished":
         return math.nan, "failed"
     if name == "coreset_toy":
-        return float(f["y_opt_dist"]), "exact"
+        return max(float(f["y_opt_dist"]), float(f.get("y_star_opt_dist", 0.0))), "exact"
     e = math.sqrt(max(float(f["y_err_sq"]), 0.0))
     if name == "minimax_toy":
         b = float(r.point["problem_params"]["bound"])
@@ -556,7 +578,8 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Cla
                                 f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on {worst[0]}: {num(worst[2])}",
                                 "agrees" if all(ok) else ("partly" if any(ok) else "disagrees")))
     plots = [_bome_plot(rows, directory / "claim.png")] if rows else []
-    setup = (f"final distance to the optimum after {meta['points'][0]['budget']} (coreset: ‖y − y_opt‖; minimax: "
+    setup = (f"final distance to the optimum after {meta['points'][0]['budget']} (coreset: the larger of ‖y − y_opt‖ "
+             f"and ‖y*(x) − y_opt‖; minimax: "
              f"‖(x, y)‖, derived exactly from F_gap and ‖y − y*(x)‖; non-unique: an upper bound from F_gap and "
              f"‖y − y*(x)‖, since the toy reports no direct distance). Each label's best configuration (over its grid) "
              f"is shown; 'reached' means distance ≤ {BOME_TOL:g}.")
@@ -646,13 +669,16 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
 
 
 def _regret_plot(rows: list[dict[str, Any]], Ts: list[float], path: Path) -> Path:
-    plt = _plt()
     probs = list(dict.fromkeys(r["problem"] for r in rows))
-    fig, axes = plt.subplots(1, len(probs), figsize=(4.2 * len(probs), 3.8), squeeze=False)
-    for ax, prob in zip(axes[0], probs):
-        for r in (r for r in rows if r["problem"] == prob):
-            ax.plot(Ts, [r[f"regret@T={T:g}"] for T in Ts], "o-", label=f"{r['algorithm']} p={num(r['regret_exponent'])}")
-        ax.plot(Ts, [Ts[0] and T / Ts[0] for T in Ts], "k:", lw=0.8, label="∝ T")
+    color = _colors(r["algorithm"] for r in rows)
+    fig, axes = _panels(len(probs))
+    for ax, prob in zip(axes, probs):
+        mine = [r for r in rows if r["problem"] == prob]
+        for r in mine:
+            ax.plot(Ts, [r[f"regret@T={T:g}"] for T in Ts], "o-", color=color[r["algorithm"]],
+                    label=f"{r['algorithm']} p={num(r['regret_exponent'])}")
+        start = an.median([r[f"regret@T={Ts[0]:g}"] for r in mine])
+        ax.plot(Ts, [start * T / Ts[0] for T in Ts], "k:", lw=0.8, label="∝ T")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(prob, fontsize=8)
@@ -665,6 +691,14 @@ def _regret_plot(rows: list[dict[str, Any]], Ts: list[float], path: Path) -> Pat
 # ---------------------------------------------------------------- noise
 NOISE_SLOPE = (-1.5, -0.5)  # consistent with an error floor ∝ 1/b
 SIGMA_SLOPE = (1.5, 2.5)  # consistent with an error floor ∝ σ²
+UNSTABLE = 100.0  # a final value above this × the start value is a blow-up, left out of the exponent fit
+
+
+def stable_exponent(xs: Sequence[float], ys: Sequence[float], start: float) -> tuple[float, list[float]]:
+    """The log–log exponent over the points that did not blow up, and the x values that did."""
+    bad = [x for x, y in zip(xs, ys) if not (y <= UNSTABLE * start)]
+    keep = [(x, y) for x, y in zip(xs, ys) if y <= UNSTABLE * start]
+    return (exponent(*zip(*keep)) if len(keep) >= 2 else math.nan), bad
 
 
 @claim("noise_scaling", "noise", "noise and minibatch size (no paper claim; σ²/b reference)")
@@ -677,8 +711,10 @@ def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) ->
     for (prob, lab), rs in group(runs, lambda r: (problem_label(r.point), config_label(r.point))).items():
         vals = [an.median([final(r, metric, goal) for r in rs if bsize(r) == b]) for b in bs]
         start = an.median([initial(r, metric) for r in rs])
-        row = {"problem": prob, "algorithm": lab, "axis": "batch_size", "exponent": exponent(bs, vals), "start": start}
+        e, bad = stable_exponent(bs, vals, start)
+        row = {"problem": prob, "algorithm": lab, "axis": "batch_size", "exponent": e, "start": start}
         row.update({f"b={b:g}": v for b, v in zip(bs, vals)})
+        row["blew_up_at"] = ", ".join(f"b={b:g}" for b in bad)
         rows.append(row)
     for (name, lab), rs in group(runs, lambda r: (r.point["problem"], config_label(r.point))).items():
         if "problem.noise" not in rs[0].point["coords"]["grid"]:
@@ -687,22 +723,29 @@ def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) ->
         for b in bs:
             vals = [an.median([final(r, metric, goal) for r in rs if bsize(r) == b and r.point["problem_params"]["noise"] == s])
                     for s in sig]
-            row = {"problem": name, "algorithm": lab, "axis": f"noise (b={b:g})", "exponent": exponent(sig, vals)}
+            start = an.median([initial(r, metric) for r in rs])
+            e, bad = stable_exponent(sig, vals, start)
+            row = {"problem": name, "algorithm": lab, "axis": f"noise (b={b:g})", "exponent": e, "start": start}
             row.update({f"sigma={s:g}": v for s, v in zip(sig, vals)})
+            row["blew_up_at"] = ", ".join(f"σ={s:g}" for s in bad)
             rows.append(row)
     for (prob, batch_axis), rs in group(rows, lambda r: (r["problem"], r["axis"] == "batch_size")).items():
         lo, hi = NOISE_SLOPE if batch_axis else SIGMA_SLOPE
         fits = [(r, lo <= r["exponent"] <= hi) for r in rs]
+        blown = [f"{r['algorithm']} at {r['blew_up_at']}" for r in rs if r["blew_up_at"]]
         n_ok = sum(ok for _, ok in fits)
         verdicts.append(Verdict(f"{prob}: final {metric} against {'batch size b' if batch_axis else 'noise σ'}",
                                 f"reference (no paper claim): an error floor ∝ {'1/b' if batch_axis else 'σ²'} "
                                 f"gives an exponent in [{lo}, {hi}]",
                                 ", ".join(f"{r['algorithm']}{'' if batch_axis else ' ' + r['axis'].split(' ', 1)[1]} "
-                                          f"{num(r['exponent'])}{' (consistent)' if ok else ''}" for r, ok in fits),
-                                "consistent" if n_ok == len(fits) else ("reference" if n_ok else "inconsistent")))
+                                          f"{num(r['exponent'])}{' (consistent)' if ok else ''}" for r, ok in fits)
+                                + (f"; blew up (final > {UNSTABLE:g} × start, left out of the fit): {'; '.join(blown)}"
+                                   if blown else ""),
+                                "consistent" if n_ok == len(fits) else ("partly" if n_ok else "inconsistent")))
     plots = [_noise_plot(rows, bs, metric, directory / "claim.png")] if rows else []
     setup = (f"median over {len(meta['seeds'])} seeds of the final {metric} after {meta['points'][0]['budget']}, at "
-             f"batch sizes {', '.join(f'{b:g}' for b in bs)}; exponents are least-squares log–log slopes. A method "
+             f"batch sizes {', '.join(f'{b:g}' for b in bs)}; exponents are least-squares log–log slopes over the "
+             f"points whose final value stayed below {UNSTABLE:g} × the start value (the others blew up). A method "
              f"still far from its noise floor (e.g. decaying steps, or too few iterations) shows a slope near 0.")
     return ClaimReport("noise_scaling", CLAIMS["noise_scaling"].title,
                        "no paper claim. Reference: the variance of a b-sample minibatch of noise σ is σ²/b, so a method "
@@ -711,12 +754,13 @@ def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) ->
 
 
 def _noise_plot(rows: list[dict[str, Any]], bs: list[float], metric: str, path: Path) -> Path:
-    plt = _plt()
     probs = list(dict.fromkeys(r["problem"] for r in rows if r["axis"] == "batch_size"))
-    fig, axes = plt.subplots(1, len(probs), figsize=(4.2 * len(probs), 3.8), squeeze=False)
-    for ax, prob in zip(axes[0], probs):
+    color = _colors(r["algorithm"] for r in rows)
+    fig, axes = _panels(len(probs))
+    for ax, prob in zip(axes, probs):
         for r in (r for r in rows if r["problem"] == prob and r["axis"] == "batch_size"):
-            ax.plot(bs, [r[f"b={b:g}"] for b in bs], "o-", label=f"{r['algorithm']} p={num(r['exponent'])}")
+            ax.plot(bs, [r[f"b={b:g}"] for b in bs], "o-", color=color[r["algorithm"]],
+                    label=f"{r['algorithm']} p={num(r['exponent'])}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(prob, fontsize=8)

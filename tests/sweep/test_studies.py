@@ -200,7 +200,8 @@ def test_optimum_distance_of_each_toy_against_the_point():
     x = np.array([0.3])  # on the lower-level solution set the bound is the distance
     final = {"F_gap": nu.F(x) - nu.F(nu.x_opt()), "y_err_sq": 0.0}
     assert claims.optimum_distance(_run("nonunique_toy", final))[0] == pytest.approx(math.sqrt(3) * 0.7, rel=1e-12)
-    assert claims.optimum_distance(_run("coreset_toy", {"y_opt_dist": 0.25})) == (0.25, "exact")
+    assert claims.optimum_distance(_run("coreset_toy", {"y_opt_dist": 0.25, "y_star_opt_dist": 0.5})) == (0.5, "exact")
+    assert claims.optimum_distance(_run("coreset_toy", {"y_opt_dist": 0.25, "y_star_opt_dist": 0.1})) == (0.25, "exact")
     assert claims.optimum_distance(_run("coreset_toy", {}, status="diverged"))[0] == math.inf
 
 
@@ -213,6 +214,14 @@ def test_run_quantities():
     assert claims.time_to_fraction(r, "grad_F_sq", 0.01, "iteration") == 10
     assert math.isnan(claims.time_to_fraction(r, "grad_F_sq", 1e-3))
     assert math.isnan(claims.seconds_per_iteration(_run("p", recs[-1], status="diverged", records=recs)))
+
+
+def test_noise_exponent_leaves_blow_ups_out():
+    bs = [1, 4, 16, 64]
+    ys = [1e9, 2.0 / 4, 2.0 / 16, 2.0 / 64]  # b = 1 blew up; the rest fall like 2/b
+    e, bad = claims.stable_exponent(bs, ys, start=10.0)
+    assert e == pytest.approx(-1.0, abs=1e-12) and bad == [1]
+    assert claims.stable_exponent(bs, [1e9, 1e9, 1e9, 1.0], start=1.0) == (pytest.approx(math.nan, nan_ok=True), [1, 4, 16])
 
 
 def _tfbo_runs(values: dict, problem="prob"):

@@ -601,9 +601,14 @@ def _bome_plot(rows: list[dict[str, Any]], path: Path) -> Path:
         for p in probs:
             d = next((r["distance"] for r in rows if r["problem"] == p and r["algorithm"] == lab), math.nan)
             ys.append(min(d, 1e3) if math.isfinite(d) or d == math.inf else math.nan)
-        ax.bar(np.arange(len(probs)) + k * width, np.maximum(ys, 1e-12), width, label=lab)
+        xs = np.arange(len(probs)) + k * width
+        ax.bar(xs, np.maximum(ys, 1e-12), width, label=lab)
+        for x, y in zip(xs, ys):
+            if y >= 1e3:  # a diverged run (its distance is infinite)
+                ax.text(x, 1e3, "div.", ha="center", va="bottom", fontsize=6)
     ax.axhline(BOME_TOL, color="k", ls="--", lw=0.8)
     ax.set_yscale("log")
+    ax.set_title(f"distance ≤ {BOME_TOL:g} (dashed) counts as reaching the optimum; bars floored at 1e-12", fontsize=8)
     ax.set_xticks(np.arange(len(probs)) + 0.4 - width / 2)
     ax.set_xticklabels(probs, fontsize=7)
     ax.set_ylabel("final distance to the optimum (best config)")

@@ -249,6 +249,10 @@ class MinimaxToy(BilevelProblem):
     def x_opt(self) -> Array | None:
         return np.zeros(1)
 
+    def metrics(self, x: Array, y: Array) -> dict[str, float]:
+        """Distance of (x, y) to the optimum (0, 0)."""
+        return {"opt_dist": float(np.hypot(x[0], y[0]))}
+
 
 @register("minimax_toy", MinimaxToyParams)
 def build_minimax_toy(p: MinimaxToyParams, seed: int) -> MinimaxToy:
@@ -313,6 +317,10 @@ class NonuniqueToy(BilevelProblem):
 
     def x_opt(self) -> Array | None:
         return np.ones(1)
+
+    def metrics(self, x: Array, y: Array) -> dict[str, float]:
+        """Distance of (x, y) to the optimum (1, (1, 1))."""
+        return {"opt_dist": float(np.sqrt((x[0] - 1.0) ** 2 + (y - self.y_opt) @ (y - self.y_opt)))}
 
 
 @register("nonunique_toy", NonuniqueToyParams)

@@ -177,3 +177,11 @@ def test_bad_parameters_give_one_clear_error(name, params, message):
     with pytest.raises(ParameterError, match=message) as err:
         problems.make(name, **params)
     assert "\n" not in str(err.value) and f"problem '{name}'" in str(err.value)
+
+
+def test_minimax_and_nonunique_report_distance_to_their_optimum():
+    mm, nu = problems.make("minimax_toy"), problems.make("nonunique_toy")
+    assert mm.metrics(np.array([3.0]), np.array([-4.0]))["opt_dist"] == pytest.approx(5.0, rel=1e-15)
+    assert mm.metrics(mm.x_opt(), np.zeros(1))["opt_dist"] == 0.0
+    assert nu.metrics(np.array([3.0]), np.array([1.0, -1.0]))["opt_dist"] == pytest.approx(np.sqrt(8.0), rel=1e-15)
+    assert nu.metrics(nu.x_opt(), np.ones(2))["opt_dist"] == 0.0

@@ -185,21 +185,13 @@ def _run(problem, final, status="finished", label=None, algorithm=None, axis=Non
 
 def test_optimum_distance_of_each_toy_against_the_point():
     rng = np.random.default_rng(0)
-    mm = problems.make("minimax_toy")
-    nu = problems.make("nonunique_toy")
-    for _ in range(20):
-        x, y = rng.uniform(-10, 10, 1), rng.uniform(-10, 10, 1)
-        final = {"F_gap": mm.F(x) - mm.F(mm.x_opt()), "y_err_sq": float(np.sum((y - mm.y_star(x)) ** 2))}
-        d, how = claims.optimum_distance(_run("minimax_toy", final, problem_params={"bound": 10.0}))
-        assert how == "exact" and d == pytest.approx(math.hypot(x[0], y[0]), rel=1e-9)
-        x, y = rng.normal(size=1), rng.normal(size=2)
-        final = {"F_gap": nu.F(x) - nu.F(nu.x_opt()), "y_err_sq": float(np.sum((y - nu.y_star(x)) ** 2))}
-        d, how = claims.optimum_distance(_run("nonunique_toy", final))
-        true = float(np.sqrt((x[0] - 1) ** 2 + np.sum((y - 1) ** 2)))
-        assert how == "upper bound" and true <= d + 1e-12
-    x = np.array([0.3])  # on the lower-level solution set the bound is the distance
-    final = {"F_gap": nu.F(x) - nu.F(nu.x_opt()), "y_err_sq": 0.0}
-    assert claims.optimum_distance(_run("nonunique_toy", final))[0] == pytest.approx(math.sqrt(3) * 0.7, rel=1e-12)
+    for name, x_opt, y_opt in (("minimax_toy", [0.0], [0.0]), ("nonunique_toy", [1.0], [1.0, 1.0])):
+        p = problems.make(name)
+        for _ in range(10):
+            x, y = rng.uniform(-5, 5, p.dim_x), rng.uniform(-5, 5, p.dim_y)
+            d, how = claims.optimum_distance(_run(name, p.metrics(x, y)))
+            true = float(np.sqrt(np.sum((x - x_opt) ** 2) + np.sum((y - y_opt) ** 2)))
+            assert how == "exact" and d == pytest.approx(true, rel=1e-12)
     assert claims.optimum_distance(_run("coreset_toy", {"y_opt_dist": 0.25, "y_star_opt_dist": 0.5})) == (0.5, "exact")
     assert claims.optimum_distance(_run("coreset_toy", {"y_opt_dist": 0.25, "y_star_opt_dist": 0.1})) == (0.25, "exact")
     assert claims.optimum_distance(_run("coreset_toy", {}, status="diverged"))[0] == math.inf

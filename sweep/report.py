@@ -141,6 +141,14 @@ def _by_point(runs: list[RunData]) -> dict[str, list[RunData]]:
     return out
 
 
+def _by_problem_and_config(runs: list[RunData]) -> dict[tuple[str, str], list[RunData]]:
+    """Runs grouped by (problem label, configuration label)."""
+    groups: dict[tuple[str, str], list[RunData]] = defaultdict(list)
+    for r in runs:
+        groups[(problem_label(r.point), config_label(r.point))].append(r)
+    return groups
+
+
 def _stats(runs: list[RunData], opts: dict[str, Any]) -> dict[str, Any]:
     vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"]) for r in runs]
     q = an.quantiles(vals, (0.25, 0.75))
@@ -177,9 +185,7 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
 
 def sensitivity_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
     """Median final metric per step size, relative average change vs the reference, fraction converged."""
-    groups: dict[tuple[str, str], list[RunData]] = defaultdict(list)
-    for r in runs:
-        groups[(problem_label(r.point), config_label(r.point))].append(r)
+    groups = _by_problem_and_config(runs)
     rows = []
     for (prob, cfg), rs in groups.items():
         by = _by_point(rs)
@@ -200,9 +206,7 @@ def sensitivity_table(runs: list[RunData], opts: dict[str, Any], axis_name: str)
 
 def axis_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
     """Median final metric (and converged fraction) along a noise or drift axis."""
-    groups: dict[tuple[str, str], list[RunData]] = defaultdict(list)
-    for r in runs:
-        groups[(problem_label(r.point), config_label(r.point))].append(r)
+    groups = _by_problem_and_config(runs)
     rows = []
     for (prob, cfg), rs in groups.items():
         for a, by_rs in sorted(((v[0].point["coords"].get("axis"), v) for v in _by_point(rs).values()),
@@ -223,9 +227,7 @@ def _axis_order(value: Any) -> tuple[int, Any]:
 
 def scaling_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
     """Per algorithm and quantity: medians over seeds at each dimension and the fitted log–log exponent."""
-    groups: dict[tuple[str, str], list[RunData]] = defaultdict(list)
-    for r in runs:
-        groups[(problem_label(r.point), config_label(r.point))].append(r)
+    groups = _by_problem_and_config(runs)
     rows = []
     for (prob, cfg), rs in groups.items():
         by_dim: dict[float, list[RunData]] = defaultdict(list)

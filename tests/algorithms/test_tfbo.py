@@ -204,33 +204,44 @@ def test_stfbo_converges_on_the_quadratic_for_every_initial_step(v):
     assert grad_sq_ratio("stfbo", QUAD, cfg, 18_000) <= 1e-3
 
 
-REG_F_REF = 0.0164  # F reached by 3000 AID-CG steps (α 1, γ 20, T 20); F keeps creeping down below it
-
-
 @pytest.fixture(scope="module")
 def regsel():
     return problems.make("regularization_selection", dataset="breast_cancer")
 
 
-@pytest.mark.parametrize("name, iterations, progress", [("dtfbo", 300, 0.04), ("stfbo", 1500, 0.01)])
-def test_tfbo_converges_on_regularization_selection_for_every_initial_step(regsel, name, iterations, progress):
-    """Criterion, for every value: F is non-increasing at every log-spaced record, ‖∇F‖² ends below its
-    start, and at least `progress` of the gap F(x0) − F_ref is closed within the budget.
+# Iterations given to each initial value (α0 = β0 = γ0 = v). ‖∇F‖² ≈ 1.8e-4 at x0, far below α0², so
+# α_t ≈ α0 for a long time and the x step is ≈ 1/α0 (D-TFBO) or ≈ 1/(α0 φ) (S-TFBO): the iterations
+# needed grow with v. Measured to reach the criterion: D-TFBO 2000, 4000, 7500, 18 500, 37 000;
+# S-TFBO 11 000, 12 500, 35 500, 105 000, 389 000. Budgets are those × ~1.5.
+REG_BUDGETS = {
+    "dtfbo": dict(zip(VALUES, [3_000, 6_000, 11_000, 28_000, 55_000])),
+    "stfbo": dict(zip(VALUES, [16_000, 19_000, 53_000, 160_000, 580_000])),
+}
 
-    ‖∇F‖² ≈ 2e-4 here, far below α0², so α_t ≈ α0 and each x step is ≈ 1/α0 (D-TFBO) or ≈ 1/(α0 φ)
-    (S-TFBO): the gap closed in a fixed budget shrinks as the initial values grow, which the last
-    assertion pins (measured at these budgets: D-TFBO 0.57 → 0.05, S-TFBO 0.68 → 0.02 from 0.5 to 10).
-    """
-    closed = []
-    for v in VALUES:
-        cfg = {"alpha0": max(v, 1.0) if name == "stfbo" else v, "beta0": v, "gamma0": v}
-        if name == "dtfbo":
-            cfg["sub_loops"] = "fixed"  # the paper's practical mode for this experiment (App. B.2: 10 and 10)
-        recs = list(algorithms.run(name, regsel, cfg, budget={"iterations": iterations}, n_evals=8))
-        F = np.array([r["F"] for r in recs])
-        assert recs[-1]["status"] == "finished"
-        assert np.all(np.diff(F) <= 1e-12), (v, F)
-        assert recs[-1]["grad_F_sq"] < recs[0]["grad_F_sq"]
-        closed.append((F[0] - F[-1]) / (F[0] - REG_F_REF))
-        assert closed[-1] >= progress, (v, closed)
-    assert closed == sorted(closed, reverse=True)
+
+def _grad_sq(p, x):
+    g = p.grad_F(x)
+    return float(g @ g)
+
+
+@pytest.mark.parametrize("v", VALUES)
+@pytest.mark.parametrize("name", ["dtfbo", "stfbo"])
+def test_tfbo_converges_on_regularization_selection_for_every_initial_step(regsel, name, v):
+    """Criterion, for every value: some checkpoint (every 500 iterations) within the stated budget has
+    ‖∇F(x_t)‖² ≤ 1e-2 ‖∇F(x_0)‖², and F is non-increasing across checkpoints (no tuning, no divergence).
+    ‖∇F‖ itself need not be monotone: D-TFBO with v = 0.5 is at 0.0098 at 2000 and 0.011 at 3000."""
+    cfg = {"alpha0": max(v, 1.0) if name == "stfbo" else v, "beta0": v, "gamma0": v}
+    if name == "dtfbo":
+        cfg["sub_loops"] = "fixed"  # the paper's practical mode for this experiment (App. B.2: 10 and 10)
+    alg = make(name, regsel, cfg)
+    g0, F_prev, reached = _grad_sq(regsel, alg.x), regsel.F(alg.x), False
+    for _ in range(REG_BUDGETS[name][v] // 500):
+        for _ in range(500):
+            alg.step()
+        F = regsel.F(alg.x)
+        assert np.isfinite(F) and F <= F_prev + 1e-12, (F_prev, F)
+        F_prev = F
+        if _grad_sq(regsel, alg.x) <= 1e-2 * g0:
+            reached = True
+            break
+    assert reached, (g0, _grad_sq(regsel, alg.x))

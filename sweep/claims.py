@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sweep import analysis as an
-from sweep.report import RunData, config_label, format_table, problem_label
+from sweep.report import RunData, config_label, format_table, problem_label, pyplot, save_figure
 
 STATUSES = ("agrees", "disagrees", "partly", "not measured", "reference", "consistent", "inconsistent")
 
@@ -132,18 +132,9 @@ def exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     return an.fit_loglog(xs, ys)[0]
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _panels(n: int, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[Any]]:
     """A figure with n panels, at most two per row."""
-    plt = _plt()
+    plt = pyplot()
     cols = min(n, 2)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
@@ -155,15 +146,8 @@ def _panels(n: int, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[
 
 def _colors(labels: Iterable[str]) -> dict[str, Any]:
     """One color per label, the same in every panel."""
-    plt = _plt()
+    plt = pyplot()
     return {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(dict.fromkeys(labels))}
-
-
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    _plt().close(fig)
-    return path
 
 
 # ---------------------------------------------------------------- TFBO, Table 2
@@ -287,7 +271,7 @@ def _tfbo_wide_verdict(prob: str, rows: list[dict[str, Any]]) -> Verdict:
 
 
 def _tfbo_plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     probs = list(dict.fromkeys(r["problem"] for r in rows))
     metrics = [m for m in ("F", "test_accuracy") if any(r["metric"] == m for r in rows)]
     fig, axes = plt.subplots(len(metrics), len(probs), figsize=(5.5 * len(probs), 3.6 * len(metrics)), squeeze=False)
@@ -304,7 +288,7 @@ def _tfbo_plot(rows: list[dict[str, Any]], path: Path) -> Path:
             ax.set_xlabel("initial value (TFBO's α0 = β0 = γ0)")
             ax.set_ylabel(f"final {m} / value at 5")
             ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=80)
 
 
 # ---------------------------------------------------------------- F2CSA, Figs. 1 and 2
@@ -472,7 +456,7 @@ def _f2csa_fig1(labels: dict[str, list[RunData]], d1: float, dim: Callable[[RunD
 
 def _f2csa_plot(ds: list[float], per_it: dict[str, list[float]], labels: dict[str, list[RunData]], d1: float,
                 dim: Callable[[RunData], float], path: Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     for lab, ts in per_it.items():
         line = a1.plot(ds, ts, "o", label=f"{lab}: p = {num(exponent(ds, ts))}")[0]
@@ -495,7 +479,7 @@ def _f2csa_plot(ds: list[float], per_it: dict[str, list[float]], labels: dict[st
     a2.set_ylabel("F(x)")
     a2.set_title(f"Fig. 1: convergence at d = {d1:g}")
     a2.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=80)
 
 
 # ---------------------------------------------------------------- BOME toys
@@ -582,7 +566,7 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Cla
 
 
 def _bome_plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     probs = list(dict.fromkeys(r["problem"] for r in rows))
     labs = list(dict.fromkeys(r["algorithm"] for r in rows))
     fig, ax = plt.subplots(figsize=(max(7, 1.3 * len(probs) * len(labs) / 3), 4))
@@ -604,7 +588,7 @@ def _bome_plot(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xticklabels(probs, fontsize=7)
     ax.set_ylabel("final distance to the optimum (best config)")
     ax.legend(fontsize=7, ncol=2)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=80)
 
 
 # ---------------------------------------------------------------- F2OBO, §4.3
@@ -681,7 +665,7 @@ def _regret_plot(rows: list[dict[str, Any]], Ts: list[float], path: Path) -> Pat
         ax.set_xlabel("horizon T")
         ax.set_ylabel("final cumulative regret")
         ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=80)
 
 
 # ---------------------------------------------------------------- noise
@@ -763,4 +747,4 @@ def _noise_plot(rows: list[dict[str, Any]], bs: list[float], metric: str, path: 
         ax.set_xlabel("batch size b")
         ax.set_ylabel(f"final {metric}")
         ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path, dpi=80)

@@ -258,13 +258,22 @@ def _scaling_quantities(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- plots
-def _plt():
+def pyplot() -> Any:
+    """matplotlib.pyplot on the file-only Agg backend (imported late: trials never need it)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
+    """Lay out, write and close a figure; returns its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path
 
 
 def _curves(runs: list[RunData], x: str, y: str) -> list[tuple[list[float], list[float]]]:
@@ -308,7 +317,7 @@ def _focus(ax: Any, bands: list[np.ndarray]) -> None:
 
 def plot_convergence(runs: list[RunData], metric: str, title: str, path: Path) -> Path:
     """Median and 25–75% band over seeds against iterations, oracle calls and compute time."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     groups = defaultdict(list)
     for r in runs:
@@ -328,10 +337,7 @@ def plot_convergence(runs: list[RunData], metric: str, title: str, path: Path) -
     axes[0].set_ylabel(metric)
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _axis_suffix(point: dict[str, Any]) -> str:
@@ -342,7 +348,7 @@ def _axis_suffix(point: dict[str, Any]) -> str:
 def plot_axis(rows: list[dict[str, Any]], axis_name: str, metric: str, title: str, path: Path,
               log_x: bool = True) -> Path:
     """Median final metric (with its 25–75% range) along the study axis, one line per algorithm."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     groups = defaultdict(list)
     for r in rows:
@@ -365,15 +371,12 @@ def plot_axis(rows: list[dict[str, Any]], axis_name: str, metric: str, title: st
     ax.set_ylabel(f"final {metric} (median over seeds)")
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_scaling(rows: list[dict[str, Any]], axis_name: str, path: Path) -> Path:
     """Log–log scaling of each quantity with the fitted line and exponent."""
-    plt = _plt()
+    plt = pyplot()
     quantities = sorted({r["quantity"] for r in rows})
     fig, axes = plt.subplots(1, len(quantities), figsize=(6 * len(quantities), 4.5), squeeze=False)
     for ax, qn in zip(axes[0], quantities):
@@ -389,15 +392,12 @@ def plot_scaling(rows: list[dict[str, Any]], axis_name: str, path: Path) -> Path
         ax.set_xlabel(axis_name)
         ax.set_ylabel(qn)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_regret(runs: list[RunData], title: str, path: Path) -> Path:
     """Cumulative local regret against t, median and band over seeds."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     groups = defaultdict(list)
     for r in runs:
@@ -408,10 +408,7 @@ def plot_regret(runs: list[RunData], title: str, path: Path) -> Path:
     ax.set_ylabel("cumulative local regret")
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 # ---------------------------------------------------------------- the report

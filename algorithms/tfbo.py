@@ -65,24 +65,32 @@ class DTFBOConfig(StochasticConfig):
     v_steps: int = param(10, "positive_int", "v sub-loop length in fixed mode (paper §B.2: 10)")
 
 
-@register
-class DTFBO(Algorithm):
-    """D-TFBO: double loop, adaptive cold-start inner step sizes, warm-started y and v."""
+class TuningFree(Algorithm):
+    """What D-TFBO and S-TFBO share: the declared initial accumulators α0, β0, γ0 and the v iterate."""
 
-    name = "dtfbo"
-    Config = DTFBOConfig
     step_sizes = ("alpha0", "beta0", "gamma0")
     first_order = False
     stochastic = True
-    loops = "double"
-    paper = "tfbo_tuning_free_bilevel Alg. 1"
 
-    def __init__(self, problem, config: DTFBOConfig, rng: np.random.Generator) -> None:
+    def __init__(self, problem, config: DTFBOConfig | STFBOConfig, rng: np.random.Generator) -> None:
         super().__init__(problem, config, rng)
         self.v = np.zeros(problem.dim_y)
         self.alpha = config.alpha0
         self.beta = config.beta0
         self.gamma = config.gamma0
+
+
+@register
+class DTFBO(TuningFree):
+    """D-TFBO: double loop, adaptive cold-start inner step sizes, warm-started y and v."""
+
+    name = "dtfbo"
+    Config = DTFBOConfig
+    loops = "double"
+    paper = "tfbo_tuning_free_bilevel Alg. 1"
+
+    def __init__(self, problem, config: DTFBOConfig, rng: np.random.Generator) -> None:
+        super().__init__(problem, config, rng)
         self.y_loop = 0
         self.v_loop = 0
         self.y_cap_hits = 0
@@ -140,23 +148,13 @@ class STFBOConfig(StochasticConfig):
 
 
 @register
-class STFBO(Algorithm):
+class STFBO(TuningFree):
     """S-TFBO: single loop, y, v and x updated together with jointly designed adaptive steps."""
 
     name = "stfbo"
     Config = STFBOConfig
-    step_sizes = ("alpha0", "beta0", "gamma0")
-    first_order = False
-    stochastic = True
     loops = "single"
     paper = "tfbo_tuning_free_bilevel Alg. 2"
-
-    def __init__(self, problem, config: STFBOConfig, rng: np.random.Generator) -> None:
-        super().__init__(problem, config, rng)
-        self.v = np.zeros(problem.dim_y)
-        self.alpha = config.alpha0
-        self.beta = config.beta0
-        self.gamma = config.gamma0
 
     def step(self) -> None:
         c, p, x, y, v = self.config, self.problem, self.x, self.y, self.v

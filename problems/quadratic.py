@@ -7,6 +7,9 @@ A_i = μ₀I + U_iU_iᵀ, C_i = U_iV_iᵀ, P_i = p₀I + S_iS_iᵀ, a_i (U_i, S_
 so a minibatch oracle costs O(batch · r · d), not O(d²). Each sample's r columns of U_i, V_i, S_i are
 stored as r contiguous rows (arrays (n, r, d)), so a minibatch is a (batch · r) × d block and its
 oracles are BLAS matrix–vector products on it; oracles sharing a minibatch gather it once (RowCache).
+
+Any of A, C, P, a, e, c may be given as parameters instead of drawn from the seed (the dimensions
+follow from them); the rest is still drawn, from the same random stream as without them.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from problems import matrices as mx
 from problems.base import Array, Batch, BilevelProblem
 from problems.gather import RowCache
 from problems.registry import register
@@ -34,12 +38,39 @@ class QuadraticParams(Params):
     n_samples: int | None = param(None, "optional_positive_int", "finite-sum size (null: deterministic)")
     rank: int = param(1, "positive_int", "rank r of each sample's inner Hessian term")
     sample_spread: float = param(1.0, "nonnegative", "spread of the per-sample linear terms a_i")
+    A: list | None = param(None, "optional_matrix", "inner Hessian (dim_y × dim_y, symmetric positive definite; "
+                           "null: drawn with spectrum [mu, L])")
+    C: list | None = param(None, "optional_matrix", "coupling in g = ½yᵀAy − yᵀCx + aᵀy (dim_y × dim_x; null: drawn)")
+    P: list | None = param(None, "optional_matrix", "outer Hessian in y (dim_y × dim_y, symmetric; positive definite "
+                           "with n_samples; null: drawn)")
+    a: list | None = param(None, "optional_vector", "inner linear term (dim_y; null: drawn)")
+    e: list | None = param(None, "optional_vector", "outer target of y (dim_y; null: drawn)")
+    c: list | None = param(None, "optional_vector", "outer linear term in x (dim_x; null: drawn)")
+
+    @classmethod
+    def implied(cls, values: dict) -> dict:
+        """dim_y and dim_x from the given matrices and vectors, unless set."""
+        out = dict(values)
+        for name, dim, of in (("A", "dim_y", mx.rows_of), ("P", "dim_y", mx.rows_of), ("C", "dim_y", mx.rows_of),
+                              ("a", "dim_y", mx.rows_of), ("e", "dim_y", mx.rows_of), ("C", "dim_x", mx.cols_of),
+                              ("c", "dim_x", mx.rows_of)):
+            if dim not in out and out.get(name) is not None and of(out[name]) is not None:
+                out[dim] = of(out[name])
+        return out
 
     def validate(self) -> None:
         if self.L < self.mu:
             self.fail("L", f"at least mu = {self.mu}", self.L)
         if self.n_samples is not None and self.n_samples * self.rank < self.dim_y:
             self.fail("rank", f"at least dim_y / n_samples = {self.dim_y / self.n_samples:g}", self.rank)
+        dx, dy = self.dim_x, self.dim_y
+        for name, shape in (("A", (dy, dy)), ("C", (dy, dx)), ("P", (dy, dy)), ("a", (dy,)), ("e", (dy,)), ("c", (dx,))):
+            mx.require_shape(self, name, shape, f"dim_x = {dx}, dim_y = {dy}")
+        mx.require_symmetric(self, "A")
+        mx.require_positive_definite(self, "A", "g strongly convex in y")
+        mx.require_symmetric(self, "P")
+        if self.n_samples is not None:
+            mx.require_positive_definite(self, "P", "the finite-sum form splits P − ½λmin(P)·I into samples")
 
 
 def random_rotation(rng: np.random.Generator, d: int) -> Array:
@@ -75,14 +106,26 @@ class Quadratic(BilevelProblem):
         self.e = rng.standard_normal(dy)
         self.c = rng.standard_normal(dx) / np.sqrt(dx)
         self.m = p.outer_curvature
+        self._use_given(p)
         self._A_chol = sla.cho_factor(self.A)
         if p.n_samples is not None:
             self._build_samples(rng, p)
 
+    def _use_given(self, p: QuadraticParams) -> None:
+        """The matrices and vectors the parameters give, in place of the drawn ones (validated already)."""
+        for name in ("A", "P"):
+            if getattr(p, name) is not None:
+                setattr(self, name, mx.symmetric(getattr(p, name)))
+        for name in ("C", "a", "e", "c"):
+            if getattr(p, name) is not None:
+                setattr(self, name, mx.given(getattr(p, name)))
+
     def _build_samples(self, rng: np.random.Generator, p: QuadraticParams) -> None:
         n, r, dy = p.n_samples, p.rank, self.dim_y
         self.n_samples, self.stochastic = n, True
-        self.mu0, self.p0 = p.mu / 2, 0.25
+        # Half the smallest eigenvalue stays in the shared term (μ₀I, p₀I); the drawn spectra give μ/2, 1/4.
+        self.mu0 = p.mu / 2 if p.A is None else float(np.linalg.eigvalsh(self.A)[0]) / 2
+        self.p0 = 0.25 if p.P is None else float(np.linalg.eigvalsh(self.P)[0]) / 2
         # A − μ₀I = W Wᵀ and P − p₀I = Z Zᵀ; spreading W, Z over orthonormal rows R gives
         # (1/n) Σ U_iU_iᵀ = W R Rᵀ Wᵀ = A − μ₀I exactly, and likewise for P and C.
         W = np.linalg.cholesky(self.A - self.mu0 * np.eye(dy))

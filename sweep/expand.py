@@ -67,6 +67,7 @@ class Expansion:
     n_evals: int
     instance_seed: int | None
     errors: Errors
+    seeds: list[int] = dataclasses.field(default_factory=list)  # the study's run seeds
 
     def problem_record(self, j: int) -> type[Params]:
         """The parameter record of problem entry j."""

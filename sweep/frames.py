@@ -10,6 +10,8 @@ converged, every number of the final record, algorithm_name, problem_name, insta
 parameter as `alg.<name>`, every problem parameter as `problem.<name>`, the budget, node, run_key, error.
 `records` has one row per run and evaluation point: run_key, the same identifying columns, and the record
 (iteration, status, time = compute seconds, eval_time, calls/<oracle>, samples/<oracle>, every metric).
+`tables` holds every CSV of the study's report directory by file stem (`best`, and for a benchmark study
+`ranking`, `tuning`, `choices`, `pairwise`, `profiles`; a claim's `verdicts`, ...): empty before a report.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class Results:
     study: dict[str, Any]
     runs: Any  # pandas.DataFrame
     records: Any  # pandas.DataFrame
+    tables: dict[str, Any] = dataclasses.field(default_factory=dict)  # report CSVs by stem, as DataFrames
 
 
 def locate(path_or_study: str | Path | Study, scale: str | None = None) -> Path:
@@ -54,7 +57,17 @@ def load_results(path_or_study: str | Path | Study, scale: str | None = None) ->
     runs = load_runs(store, meta)
     frame = pd.DataFrame([_hashable(r) for r in runs_table(runs, meta)])
     records = pd.DataFrame(records_table(runs, meta))
-    return Results(root, meta, frame, records)
+    report = root / "report"
+    tables = {path.stem: _read_csv(pd, path) for path in sorted(report.glob("*.csv"))} if report.is_dir() else {}
+    return Results(root, meta, frame, records, tables)
+
+
+def _read_csv(pd: Any, path: Path) -> Any:
+    """A report table; an empty file (a table with no rows) as an empty DataFrame."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
 
 
 def _hashable(row: dict[str, Any]) -> dict[str, Any]:

@@ -17,8 +17,8 @@ PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift
 
 
 # ---------------------------------------------------------------- the built-in set
-def test_builtin_set_is_the_five_paper_studies_and_quickstart():
-    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart",))
+def test_builtin_set_is_the_five_paper_studies_quickstart_and_the_benchmark():
+    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart", "bilevel_benchmark"))
 
 
 @pytest.mark.parametrize("name", PAPER_STUDIES)

@@ -215,9 +215,9 @@ class Run:
             if rec is not None:
                 return rec
         while self._budget_left():
-            if not self._step():
+            if not self._steps_to_next_point():
                 return self._diverged()
-            if self.algorithm.iteration >= self.points[min(self.next_point, len(self.points) - 1)]:
+            if self.algorithm.iteration >= self._next_point():
                 self._skip_passed_points()
                 rec = self._evaluate()
                 if rec is None:
@@ -236,15 +236,33 @@ class Run:
         while self.next_point < len(self.points) and self.points[self.next_point] <= self.algorithm.iteration:
             self.next_point += 1
 
+    def _next_point(self) -> int:
+        return self.points[min(self.next_point, len(self.points) - 1)]
+
+    def _steps_to_next_point(self) -> bool:
+        """Step until the next evaluation point or the end of the budget; False on divergence.
+
+        Floating-point errors raise inside steps (a divergence); the error state is set once for the
+        whole stretch, as setting it around every step cost several microseconds per step.
+        """
+        target = self._next_point()
+        outer = np.geterr()
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            while True:
+                if self.online:
+                    with np.errstate(**outer):  # the regret is evaluation, under the caller's error state
+                        self._accumulate_regret()
+                if not self._step():
+                    return False
+                if self.algorithm.iteration >= target or not self._budget_left():
+                    return True
+
     def _step(self) -> bool:
-        """One outer iteration; False on divergence."""
+        """One outer iteration, under the raising error state of `_steps_to_next_point`; False on divergence."""
         alg = self.algorithm
-        if self.online:
-            self._accumulate_regret()
         start = time.perf_counter()
         try:
-            with np.errstate(over="raise", divide="raise", invalid="raise"):
-                alg.step()
+            alg.step()
         except _NUMERIC_FAILURES:
             self.compute_time += time.perf_counter() - start
             # Number the failed step as a completed one would be, like a non-finite iterate after it.
@@ -259,17 +277,17 @@ class Run:
 
     def _iterates_ok(self, alg: Algorithm) -> bool:
         """False (and the reason noted) when x or y is non-finite or past its norm limit."""
-        for name, v in (("x", alg.x), ("y", alg.y)):
-            if v is None:
-                continue
-            with np.errstate(over="ignore"):  # v·v overflows quietly when an entry passes 1e154
+        with np.errstate(all="ignore"):  # a check never raises: v·v overflows quietly past 1e154
+            for name, v in (("x", alg.x), ("y", alg.y)):
+                if v is None:
+                    continue
                 norm = _checked_norm(v)
-            if norm is None:
-                self.diverged_metric = f"{name} non-finite"
-                return False
-            if name in self.start_values and norm > self._limit(name):
-                self.diverged_metric = f"‖{name}‖"
-                return False
+                if norm is None:
+                    self.diverged_metric = f"{name} non-finite"
+                    return False
+                if name in self.start_values and norm > self._limit(name):
+                    self.diverged_metric = f"‖{name}‖"
+                    return False
         return True
 
     def _metrics_ok(self, rec: dict[str, Any]) -> bool:

@@ -185,8 +185,9 @@ class Quadratic(BilevelProblem):
     def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
         if batch is None:
             return self.A @ y - self.C @ x + self.a
+        vx = self._block(self._g_rows, "V", batch) @ x  # V first: U, gathered last, is still cached for t @ U
         Ub, n = self._block(self._g_rows, "U", batch), len(batch)
-        t = Ub @ y - self._block(self._g_rows, "V", batch) @ x
+        t = Ub @ y - vx
         # sum(0) / n is mean(0) operation for operation, without numpy's mean overhead.
         return self.mu0 * y + (t @ Ub) / n + self._g_rows.rows("a_i", self.a_i, batch).sum(0) / n
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +137,26 @@ def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: di
     return bands
 
 
+def palette(runs: list[RunData]) -> list[str]:
+    """The configuration labels of a study's runs in the study's order: the colour order of its figures."""
+    return list(dict.fromkeys(config_label(r.point) for r in runs))
+
+
+def _styles(shown: Iterable[str], order: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Styles of the configurations shown. With a study-wide `order` of at most MANY labels a label has
+    the same colour in every figure of the study, whichever subset a figure shows."""
+    shown = list(dict.fromkeys(shown))
+    if order is not None and len(order) <= MANY and set(shown) <= set(order):
+        full = styles(order)
+        return {cfg: full[cfg] for cfg in shown}
+    return styles(shown)
+
+
 def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, axis_name: str | None,
-                x_axes: tuple[tuple[str, str], ...] = X_AXES, ylabel: str | None = None) -> Path:
-    """`y` against each of `x_axes` (columns), one row per axis value, one line per configuration."""
+                x_axes: tuple[tuple[str, str], ...] = X_AXES, ylabel: str | None = None,
+                order: list[str] | None = None) -> Path:
+    """`y` against each of `x_axes` (columns), one row per axis value, one line per configuration
+    (coloured by its place in `order`, the study's `palette`, when given)."""
     plt = pyplot()
     rows = _rows(runs)
     fig, axes = plt.subplots(len(rows), len(x_axes), figsize=(5 * len(x_axes), 3.3 * len(rows)), squeeze=False,
@@ -150,7 +168,7 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
         for r in rs:
             series[config_label(r.point)].append(r)
     shown_rows = [_ranked(series, y, goal) for series, _ in per_row]
-    style = styles(cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown)
+    style = _styles((cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown), order)
     bands = []
     for (value, rs), (series, _), shown, row_axes in zip(rows, per_row, shown_rows, axes):
         where = _row_title(rs[0].point, axis_name)
@@ -176,13 +194,14 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
 
 
 def plot_convergence(runs: list[RunData], metric: str, goal: str, title: str, path: Path,
-                     axis_name: str | None = None, online: bool = False) -> Path:
+                     axis_name: str | None = None, online: bool = False, order: list[str] | None = None) -> Path:
     """The metric against iterations (time steps of an online problem), oracle calls and compute seconds."""
     x_axes = ((X_AXES[0][0], "time steps t"), *X_AXES[1:]) if online else X_AXES
-    return plot_curves(runs, metric, goal, title, path, axis_name, x_axes)
+    return plot_curves(runs, metric, goal, title, path, axis_name, x_axes, order=order)
 
 
-def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | None = None) -> Path:
+def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | None = None,
+                order: list[str] | None = None) -> Path:
     """Cumulative local regret against t, one figure row per axis value, one panel per problem."""
     plt = pyplot()
     problems = list(dict.fromkeys(problem_label(r.point) for r in runs))
@@ -200,7 +219,7 @@ def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | No
             shown = _ranked(series, "cumulative_regret", "min")
             shown_all.update(dict.fromkeys(c for c in series if c in shown))
             cells.append((ax, series, shown, _row_title(rs[0].point, axis_name), prob))
-    style = styles(shown_all)
+    style = _styles(shown_all, order if order is not None else palette(runs))
     values = [rec["cumulative_regret"] for r in runs for rec in r.records if isinstance(rec.get("cumulative_regret"), (int, float))]
     log_y = use_log(values)
     bands: dict[str, list[np.ndarray]] = defaultdict(list)

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from problems.validation import ParameterError
 from sweep import claims, kinds
 from sweep.claims import ClaimReport
-from sweep.curves import plot_convergence, plot_regret
+from sweep.curves import palette, plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
 from sweep.sources import import_plugins
 from sweep.store import ResultStore
@@ -54,9 +54,10 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
-    plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d))
+    order = palette(runs)  # a configuration has one colour in every figure of the report
+    plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
     if meta.get("online"):
-        plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name")))
+        plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
     text = _summary_text(meta, tables)
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
@@ -101,7 +102,8 @@ def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimR
     return rep
 
 
-def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path) -> list[Path]:
+def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path,
+                       order: list[str]) -> list[Path]:
     """One convergence figure per problem configuration."""
     by_problem: dict[str, list[RunData]] = defaultdict(list)
     for r in runs:
@@ -110,7 +112,7 @@ def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str
         by_problem[problem_label(r.point)].append(r)
     metric, goal = (opts["metric"], opts["goal"]) if not meta.get("online") else ("grad_F_sq", "min")
     return [plot_convergence(rs, metric, goal, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png",
-                             meta.get("axis_name"), bool(meta.get("online")))
+                             meta.get("axis_name"), bool(meta.get("online")), order)
             for prob, rs in sorted(by_problem.items())]
 
 

@@ -155,3 +155,22 @@ def test_axis_plot_has_a_panel_per_problem_labels_ticks_and_caption(tmp_path, mo
     assert "median and 25–75% over 3 seeds" in fig._suptitle.get_text()
     assert all(len(a.collections) == 2 for a in axes)  # a band per line: three seeds each
     figures.pyplot().close(fig)
+
+
+def test_a_configuration_keeps_its_colour_in_every_figure_of_a_study(tmp_path, captured):
+    # Three algorithms in the study; the second figure lacks `amigo`, which sits between the other two in
+    # the study's order. With the study's palette `stocbio` keeps the third colour there too.
+    recs = _records([0.0, 0.1, 0.2], [10.0, 5.0, 1.0])
+    runs = [_run(label, 0, label, recs) for label in ("soba", "amigo", "stocbio")]
+    order = curves.palette(runs)
+    assert order == ["soba", "amigo", "stocbio"]
+    curves.plot_convergence(runs, "grad_F_sq", "min", "all", tmp_path / "a.png", None, order=order)
+    curves.plot_convergence([runs[0], runs[2]], "grad_F_sq", "min", "subset", tmp_path / "b.png", None, order=order)
+    tab10 = figures.pyplot().cm.tab10
+    for fig in captured:
+        colours = {line.get_color() for line in fig.axes[0].get_lines()}
+        assert tab10(2) in colours and tab10(0) in colours  # stocbio third, soba first, in both figures
+    assert tab10(1) not in {line.get_color() for line in captured[1].axes[0].get_lines()}
+    # Without the palette the subset figure would have re-coloured stocbio with amigo's colour.
+    curves.plot_convergence([runs[0], runs[2]], "grad_F_sq", "min", "plain", tmp_path / "c.png", None)
+    assert tab10(1) in {line.get_color() for line in captured[2].axes[0].get_lines()}

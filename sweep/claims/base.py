@@ -32,6 +32,7 @@ FIELDS = ("problem and data", "dimensions", "constraints", "noise", "metric", "w
 #: A verdict with one of these statuses can be explained by a deviation of the setup.
 DIFFERENCES = ("disagrees", "partly")
 NOT_STATED = "not stated"
+NO_PAPER = "no paper claim"
 Rows = list[dict[str, Any]]
 
 
@@ -47,8 +48,10 @@ class Setting:
 
     @property
     def status(self) -> str:
-        """same, deviation, deviation (shown not to matter) or not stated (by the paper)."""
+        """same, deviation, deviation (shown not to matter), not stated (by the paper) or no paper claim."""
         if self.deviation is None:
+            if self.paper == NO_PAPER:
+                return NO_PAPER
             return NOT_STATED if self.paper.startswith(NOT_STATED) else "same"
         return "deviation (shown not to matter)" if self.shown else "deviation"
 
@@ -248,3 +251,9 @@ def num(v: float) -> str:
 def exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Least-squares log–log slope of ys against xs (NaN with fewer than two usable points)."""
     return an.fit_loglog(xs, ys)[0]
+
+
+def clock(r: RunData) -> str:
+    """The record key of a run's compute seconds: the stepping thread's CPU seconds when recorded under one BLAS
+    thread (the whole step's work, not inflated by other processes on a busy machine), else wall-clock `time`."""
+    return "cpu_time" if "cpu_time" in (r.final or {}) and r.point.get("blas_threads") == 1 else "time"

@@ -14,7 +14,7 @@ from sweep import spec
 from sweep.trainable import META, execute_trial, trainable_for
 from tests.sweep import toy_algorithms  # noqa: F401
 
-VOLATILE = ("time", "eval_time")
+VOLATILE = ("time", "cpu_time", "eval_time")
 
 
 def trial_config(seeds=(0, 1), checkpoint_seconds=0.0, report_seconds=0.0, **alg):

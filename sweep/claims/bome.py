@@ -160,6 +160,12 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
     return Measured(setup, {"measured": rows}, verdicts, plots)
 
 
+def _deps(problems_at_issue: list[str]) -> tuple[str, ...]:
+    """The setup fields a toy verdict rests on; the minimax box only where the minimax toy is at issue."""
+    base = ("problem and data", "inner-loop policy", "step sizes", "iteration counts")
+    return (*base, "constraints") if any(p.startswith("minimax_toy") for p in problems_at_issue) else base
+
+
 def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, str]],
               bome_all: list[tuple[str, str, float]], rows: list[dict[str, Any]]) -> list[Verdict]:
     verdicts = []
@@ -169,20 +175,19 @@ def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, st
         verdicts.append(Verdict(f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {BOME_TOL:g})",
                                 "BOME converges to the optimum of each toy",
                                 ", ".join(f"{p} {num(d)}" for p, (d, _, _) in bome.items()),
-                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees")))
+                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
+                                _deps([p for p, (d, _, _) in bome.items() if not d <= BOME_TOL])))
     for b in BOME_BASELINES:
         got = {p: best[(p, b)] for p in probs if (p, b) in best}
         if not got:
             continue
         miss = [d > BOME_TOL for d, _, _ in got.values()]
         # The minimax box can only explain what happens on the minimax toy.
-        reached_minimax = any(d <= BOME_TOL for p, (d, _, _) in got.items() if p.startswith("minimax_toy"))
         verdicts.append(Verdict(f"{b} stops away from the optimum even at its best grid point (distance > {BOME_TOL:g})",
                                 "BSG-1, BVFSM and Penalty fail to converge to the true optimum even with a grid search",
                                 ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items()),
                                 "agrees" if all(miss) else ("partly" if any(miss) else "disagrees"),
-                                ("problem and data", "inner-loop policy", "step sizes", "iteration counts",
-                                 *(("constraints",) if reached_minimax else ()))))
+                                _deps([p for p, (d, _, _) in got.items() if d <= BOME_TOL])))
     ogd = {p: best[(p, MINIMAX_BASELINE)] for p in probs if (p, MINIMAX_BASELINE) in best}
     if ogd:
         ok = [d <= BOME_TOL for d, _, _ in ogd.values()]
@@ -197,13 +202,15 @@ def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, st
                                 f"configuration reaches the optimum (distance ≤ {BOME_TOL:g})",
                                 "almost identical performance (Fig. 1 d–e)",
                                 f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on {worst[0]}: "
-                                f"{num(worst[2])}", "agrees" if all(ok) else ("partly" if any(ok) else "disagrees")))
-    q = {r["problem"]: r["q_hat"] for r in rows if r["algorithm"] == "bome"}
+                                f"{num(worst[2])}", "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
+                                _deps([p for p, _, d in bome_all if not d <= BOME_TOL])))
+    q = {r["problem"]: r["q_hat"] for r in rows if r["algorithm"] == "bome" and not math.isnan(r["q_hat"])}
     if q:
         ok = [abs(v) <= Q_HAT_ZERO for v in q.values()]
         verdicts.append(Verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})", "q̂ decreases to 0 (Figs. 1, 3)",
                                 ", ".join(f"{p} {num(v)}" for p, v in q.items()),
-                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees")))
+                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
+                                _deps([p for p, v in q.items() if abs(v) > Q_HAT_ZERO])))
     timing = [r for r in rows if r["problem"].startswith("nonunique_toy") and r["algorithm"] in ("bome", *BOME_BASELINES)]
     if timing:
         verdicts.append(Verdict(f"Fig. 3 (non-unique toy): compute seconds to distance ≤ {BOME_TOL:g}, best configuration "
@@ -251,5 +258,6 @@ def _bome_plot(rows: list[dict[str, Any]], chosen: dict[tuple[str, str], list[Ru
     ax3.set_xlabel("compute seconds")
     ax3.set_ylabel("distance to the optimum")
     ax3.set_title("Fig. 3: non-unique toy against time", fontsize=8)
-    ax3.legend(fontsize=7)
+    if ax3.get_legend_handles_labels()[0]:
+        ax3.legend(fontsize=7)
     return figures.save_figure(fig, path, dpi=80)

@@ -362,22 +362,22 @@ def _fig1_verdicts(prob: str, rows: list[dict[str, Any]]) -> list[Verdict]:
     out = []
     if prob.startswith("regularization_selection"):
         if "dtfbo" in by:
-            fastest = its["dtfbo"] <= min(its.values())
+            fastest = math.isfinite(its["dtfbo"]) and its["dtfbo"] <= min(its.values())
             out.append(Verdict(f"{prob}: D-TFBO converges fastest (fewest iterations to the target)",
                                "D-TFBO achieves the fastest convergence rate (Fig. 1a)", f"iterations: {shown(its)}",
                                "agrees" if fastest else "disagrees"))
         if "stfbo" in by:
-            ok = its["stfbo"] <= COMPARABLE * med_it
+            ok = math.isfinite(its["stfbo"]) and its["stfbo"] <= COMPARABLE * med_it
             out.append(Verdict(f"{prob}: S-TFBO comparable to the tuned baselines (within {COMPARABLE:g}× their median "
                                "iterations)", "S-TFBO slightly slower but comparable (Fig. 1a)",
                                f"S-TFBO {num(its['stfbo'])}, baselines' median {num(med_it)}",
                                "agrees" if ok else "disagrees"))
-        faster = [secs[f] < min(secs[b] for b in base) for f in free]
+        faster = [math.isfinite(secs[f]) and secs[f] < min(secs[b] for b in base) for f in free]
         out.append(Verdict(f"{prob}: the tuning-free methods reach the target in less time than every baseline",
                            "faster running time than the other baselines on Covtype (Fig. 2)", f"seconds: {shown(secs)}",
                            "agrees" if all(faster) else ("partly" if any(faster) else "disagrees")))
     else:
-        ok = [its[f] <= COMPARABLE * med_it for f in free]
+        ok = [math.isfinite(its[f]) and its[f] <= COMPARABLE * med_it for f in free]
         out.append(Verdict(f"{prob}: D-TFBO and S-TFBO comparable to the baselines (within {COMPARABLE:g}× their "
                            "median iterations)", "a convergence rate comparable to other baselines (Fig. 1b)",
                            f"iterations: {shown(its)}; baselines' median {num(med_it)}",

@@ -81,6 +81,14 @@ def test_run_quantities(run_data):
     assert f2csa.to_target([r], "time") == (0.5, True)
     never = run_data("p", {**recs[-1], "grad_F_sq": 5.0}, records=[recs[0], {**recs[-1], "grad_F_sq": 5.0}])
     assert f2csa.to_target([never], "time") == (2.5, False)  # a lower bound: the run ended first
+    # A recorded first iteration is left out (a warm-up): (3.0 − 0.5) / (10 − 1) seconds per iteration.
+    warm = [recs[0], {"iteration": 1, "time": 0.5, "grad_F_sq": 9.0}, {"iteration": 10, "time": 3.0, "grad_F_sq": 1.0}]
+    assert f2csa.seconds_per_iteration(run_data("p", warm[-1], records=warm)) == pytest.approx(2.5 / 9, rel=1e-12)
+    # Projection to d = 4000: iterations ∝ d^0.5 (10 at d = 100) times seconds ∝ d (1 ms at d = 100):
+    # 10·√40 × 40 ms = 2.53 s.
+    ds = [100.0, 400.0, 1600.0]
+    got = f2csa._projected_seconds(ds, [1e-5 * d for d in ds], [(10 * (d / 100) ** 0.5, True) for d in ds])
+    assert got == pytest.approx(10 * 40 ** 0.5 * 0.04, rel=1e-9)
 
 
 def _timed_runs(run_data, per_it, reach_at):

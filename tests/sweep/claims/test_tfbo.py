@@ -5,7 +5,7 @@ import math
 import pytest
 
 from sweep import claims, spec
-from sweep.claims import tfbo
+from sweep.claims import tfbo, tfbo_comparison
 from sweep.store import study_meta
 
 
@@ -42,7 +42,7 @@ def test_fig1_study_follows_the_papers_protocol_with_bundled_stand_ins():
     for field in ("iteration counts", "batch sizes", "inner-loop policy", "constraints", "noise", "metric"):
         assert rows[field].status == "same", field
     labels = {p["label"] for p in meta["points"]}
-    assert labels == {"dtfbo", "stfbo", *tfbo.FIG1_BASELINES}
+    assert labels == {"dtfbo", "stfbo", *tfbo_comparison.FIG1_BASELINES}
     assert {p["problem"] for p in meta["points"] if p["label"] == "ttsa"} == {"regularization_selection"}
     assert {p["blas_threads"] for p in meta["points"]} == {1}
     refs = {p["label"]: p["algorithm_params"] for p in meta["points"] if p["coords"]["reference"]}

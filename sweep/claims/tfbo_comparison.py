@@ -24,7 +24,7 @@ from sweep.results import RunData, config_label, group, problem_label
 PAPER_DATA = {"regularization_selection": "Covtype", "hyper_cleaning": "MNIST"}
 #: Fig. 1's baselines (TTSA on regularization selection only).
 FIG1_BASELINES = ("amigo", "bsa", "fsla", "mrbo", "soba", "stocbio", "sustain", "ttsa", "vrbo")
-FIG1_TARGET = 0.9  # the target of a problem: 90% of the largest decrease of F that any method reaches
+FIG1_TARGET = 0.9  # the target of a problem: 90% of the decrease of F that the median method reaches
 COMPARABLE = 2.0  # "comparable": within this factor of the baselines' median iterations to the target
 
 
@@ -47,7 +47,7 @@ def fig1_setup(meta: dict[str, Any]) -> list[Setting]:
         setting("noise", "minibatch sampling", "minibatch sampling"),
         setting("metric", "upper-level loss against iterations (Fig. 1) and running time (Fig. 2)",
                 f"F (validation loss) against iterations and compute seconds; iterations and seconds to "
-                f"{100 * FIG1_TARGET:g}% of the largest decrease of F"),
+                f"{100 * FIG1_TARGET:g}% of the median method's decrease of F"),
         unstated("what is timed", "CPU seconds of the stepping thread, one BLAS thread per trial (evaluation excluded)"),
         *protocol_settings(meta),
         unstated("step sizes", f"D-TFBO, S-TFBO: α0 = β0 = γ0 = 5; baselines ({', '.join(baselines)}): their defaults "
@@ -68,8 +68,9 @@ def tfbo_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
     for prob, prs in group(runs, lambda r: problem_label(r.point)).items():
         chosen = _fig1_choose(prs)
         f0 = an.median([initial(r, "F") for rs in chosen.values() for r in rs])
-        best = min(an.median([final(r, "F") for r in rs]) for rs in chosen.values())
-        target = f0 - FIG1_TARGET * (f0 - best)
+        # The median method's final F sets the level: a target about half of the methods reach.
+        typical = float(np.median([an.median([final(r, "F") for r in rs]) for rs in chosen.values()]))
+        target = f0 - FIG1_TARGET * (f0 - typical)
         for lab, rs in chosen.items():
             its = [an.first_reach(r.records, "F", target, "iteration") for r in rs]
             secs = [an.first_reach(r.records, "F", target, clock(r)) for r in rs]
@@ -84,7 +85,7 @@ def tfbo_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
         verdicts.extend(_fig1_verdicts(prob, [r for r in rows if r["problem"] == prob]))
     notes = (f"D-TFBO and S-TFBO at their defaults (α0 = β0 = γ0 = 5); each baseline at the step-size factor of the "
              f"axis (or 1) with the lowest median final F (a small tuning grid, standing in for benchmark_bilevel's "
-             f"tuned defaults). Target per problem: F0 − {FIG1_TARGET:g} (F0 − best final F over these methods); "
+             f"tuned defaults). Target per problem: F0 − {FIG1_TARGET:g} (F0 − the median final F of these methods); "
              f"iterations and compute seconds to it are read at the evaluation points (medians over "
              f"{len(meta['seeds'])} seeds; inf: not reached by at least half the seeds). 'Comparable': within "
              f"{COMPARABLE:g}× the baselines' median.")

@@ -120,7 +120,7 @@ def _fig1_runs(run_data, curves, factor_of=None):
 
 def test_fig1_verdicts_on_known_curves(run_data, tmp_path):
     meta = study_meta(spec.load("tfbo_comparison"))
-    # Target = 2 − 0.9 (2 − 1) = 1.1 (best final F 1.0). D-TFBO reaches it first (iteration 64), S-TFBO, SOBA and
+    # Target = 2 − 0.9 (2 − 1) = 1.1 (the median final F is 1.0). D-TFBO reaches it first (iteration 64), S-TFBO, SOBA and
     # MRBO at 128, AmIGO never (baselines' median 128: S-TFBO comparable); in seconds D-TFBO's 0.1 s per
     # iteration makes it slower (6.4 s against 1.28 s).
     curves = {"dtfbo": (1.0, 58), "stfbo": (1.0, 116), "soba": (1.0, 116), "mrbo": (1.0, 116), "amigo": (1.5, 100)}

@@ -183,9 +183,9 @@ def _scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, l
                            "; ".join(f"vs {b}: d ≈ {num(c)} ({how})" for b, (c, how) in cross.items()),
                            "agrees" if all(near) else ("partly" if any(near) else "disagrees"), TIMING))
         out.append(_speedup_verdict(s, bases, ds, {b: per_it[b] for b in bases}, per_it[s], "per iteration"))
-        # Over all d a fixed per-step overhead flattens the fit; the slope between the two largest d is the growth.
-        checks = [LINEAR[0] <= expo[s] <= LINEAR[1] or LINEAR[0] <= top[s] <= LINEAR[1]]
-        checks += [expo[b] > LINEAR[1] or top[b] > LINEAR[1] for b in bases]
+        # The paper fits its whole axis; the slope between the two largest d (printed too) shows the growth where a
+        # fixed per-step overhead no longer flattens it.
+        checks = [LINEAR[0] <= expo[s] <= LINEAR[1]] + [expo[b] > LINEAR[1] for b in bases]
         out.append(Verdict(f"{s}: near-linear growth of the cost per iteration in d, Hessian-based methods super-linear",
                            "F2CSA near-linear; DS-BLO, SSIGD super-linear",
                            "fitted exponents over all d (between the two largest d): "

@@ -213,7 +213,7 @@ def _check_f2csa(rep, rows, runs, read_csv):
         assert all(float(r[f"d={d}"]) > 0 for d in (20, 50))
     assert read_csv(rep / "claim_fig1_d50.csv")
     acc = read_csv(rep / "claim_oracle_accuracy.csv")
-    assert [r["d"] for r in acc] == ["20", "50"] and all(0 < float(r["f2csa_bias"]) < 1 for r in acc)
+    assert [float(r["d"]) for r in acc] == [20, 50] and all(0 < float(r["f2csa_bias"]) < 1 for r in acc)
     assert {r["field"] for r in read_csv(rep / "claim_setup.csv")} == set(claims.FIELDS)
 
 

@@ -225,7 +225,7 @@ def _bome_plot(rows: list[dict[str, Any]], chosen: dict[tuple[str, str], list[Ru
     probs = list(dict.fromkeys(r["problem"] for r in rows))
     labs = list(dict.fromkeys(r["algorithm"] for r in rows))
     color = figures.colors(labs)
-    fig, (ax, ax3) = plt.subplots(1, 2, figsize=(max(9, 1.3 * len(probs) * len(labs) / 3) + 6, 4.5),
+    fig, (ax, ax3) = plt.subplots(1, 2, figsize=(min(max(9.0, 1.3 * len(probs) * len(labs) / 3), 12.0) + 5, 4.5),
                                   gridspec_kw={"width_ratios": [3, 1.3]})
     width = 0.8 / len(labs)
     for k, lab in enumerate(labs):

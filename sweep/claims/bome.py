@@ -244,7 +244,7 @@ def _bome_plot(rows: list[dict[str, Any]], chosen: dict[tuple[str, str], list[Ru
     ax.set_xticks(np.arange(len(probs)) + 0.4 - width / 2)
     ax.set_xticklabels([p.replace("coreset_toy", "coreset").replace(", ", ",\n") for p in probs], fontsize=6)
     ax.set_ylabel("final distance to the optimum (best config)")
-    ax.legend(fontsize=7, ncol=2)
+    figures.panel_legend(ax)
     for (prob, lab), rs in chosen.items():
         if not prob.startswith("nonunique_toy") or lab not in ("bome", *BOME_BASELINES):
             continue
@@ -258,6 +258,5 @@ def _bome_plot(rows: list[dict[str, Any]], chosen: dict[tuple[str, str], list[Ru
     ax3.set_xlabel("compute seconds")
     ax3.set_ylabel("distance to the optimum")
     ax3.set_title("Fig. 3: non-unique toy against time", fontsize=8)
-    if ax3.get_legend_handles_labels()[0]:
-        ax3.legend(fontsize=7)
+    figures.panel_legend(ax3)
     return figures.save_figure(fig, path, dpi=80)

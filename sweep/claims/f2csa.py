@@ -347,7 +347,7 @@ def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dic
         ax.set_xlabel("d")
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=7)
+        figures.panel_legend(ax)
     for lab, rs in labels.items():
         for k, r in enumerate(r for r in rs if dim(r) == FIG1_D):
             pts = [(rec["iteration"], rec["F"]) for rec in r.records if "F" in rec and rec["iteration"] > 0]
@@ -357,6 +357,5 @@ def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dic
     a3.set_xlabel("iteration")
     a3.set_ylabel("F(x)")
     a3.set_title(f"Fig. 1: convergence at d = {FIG1_D}", fontsize=9)
-    if a3.get_legend_handles_labels()[0]:
-        a3.legend(fontsize=7)
+    figures.panel_legend(a3)
     return figures.save_figure(fig, path, dpi=80)

@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from threadpoolctl import threadpool_limits
 
 import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
 from algorithms.run import Budget, Run
+from algorithms.threads import blas_threads
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError
 from sweep.model import Point, Trial, TrialConfig
@@ -90,9 +90,7 @@ def blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
     Timing studies set it to 1 so that trials running side by side do not compete for cores through
     multithreaded linear algebra, which would make one trial's seconds depend on its neighbours.
     """
-    if threads is None:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads, user_api="blas")
+    return contextlib.nullcontext() if threads is None else blas_threads(threads)
 
 
 def _run_seed(config: TrialConfig, index: int, seed: int, run_key: str, state: dict[str, Any],

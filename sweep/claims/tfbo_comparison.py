@@ -155,15 +155,16 @@ def _fig1_verdicts(prob: str, rows: list[dict[str, Any]]) -> list[Verdict]:
 def _fig1_plot(curves: dict[str, dict[str, list[RunData]]], path: Path) -> Path:
     plt = figures.pyplot()
     fig, axes = plt.subplots(2, len(curves), figsize=(6 * len(curves), 8), squeeze=False)
+    color = figures.colors(lab for chosen in curves.values() for lab in chosen)  # one colour per method everywhere
+    handles: dict[str, Any] = {}
     for j, (prob, chosen) in enumerate(curves.items()):
-        color = figures.colors(chosen)
         for lab, rs in chosen.items():
             its = sorted({rec["iteration"] for r in rs for rec in r.records if rec["iteration"] > 0})
             F = [an.median([rec["F"] for r in rs for rec in r.records if rec["iteration"] == i and "F" in rec]) for i in its]
             t = [an.median([rec[clock(r)] for r in rs for rec in r.records if rec["iteration"] == i]) for i in its]
             style = "-" if lab in TUNING_FREE else "--"
             lw = 2.2 if lab in TUNING_FREE else 1.0
-            axes[0][j].plot(its, F, style, color=color[lab], lw=lw, label=lab)
+            handles[lab] = axes[0][j].plot(its, F, style, color=color[lab], lw=lw, label=lab)[0]
             axes[1][j].plot(t, F, style, color=color[lab], lw=lw, label=lab)
         for i, xlabel in enumerate(("iteration", "compute seconds")):
             ax = axes[i][j]
@@ -171,5 +172,5 @@ def _fig1_plot(curves: dict[str, dict[str, list[RunData]]], path: Path) -> Path:
             ax.set_xlabel(xlabel)
             ax.set_ylabel("F (validation loss), median over seeds")
             ax.set_title(f"{prob}: {'Fig. 1' if i == 0 else 'Fig. 2'}", fontsize=9)
-            ax.legend(fontsize=7, ncol=2)
+    figures.legend(fig, list(handles.values()), list(handles))
     return figures.save_figure(fig, path, dpi=80)

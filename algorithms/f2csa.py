@@ -39,6 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.primal_dual import TailAverage, primal_dual
 from problems.base import Array
 from problems.qp import Polyhedron
 from problems.validation import param
@@ -60,29 +61,6 @@ def clip_norm(v: Array, radius: float) -> Array:
     """clip_D(v) = min(1, D/‖v‖) v."""
     n = float(np.linalg.norm(v))
     return v if n <= radius else v * (radius / n)
-
-
-class TailAverage:
-    """Mean of the iterates from iteration `start` on (Polyak–Ruppert); the last iterate before that."""
-
-    def __init__(self, start: int | None) -> None:
-        self.start, self.total, self.count, self.last = start, None, 0, None
-
-    def add(self, k: int, *values: Array) -> None:
-        """Record the iterates of iteration k."""
-        self.last = values
-        if self.start is not None and k >= self.start:
-            if self.total is None:
-                self.total = [v.copy() for v in values]
-            else:
-                self.total = [a + v for a, v in zip(self.total, values)]
-            self.count += 1
-
-    def result(self) -> tuple[Array, ...]:
-        """The tail average (or the last iterates when nothing was averaged)."""
-        if self.count == 0:
-            return self.last
-        return tuple(a / self.count for a in self.total)
 
 
 def accelerated_descent(grad: Gradient, y: Array, step: float, tol: float, max_iter: int,
@@ -283,24 +261,12 @@ class F2CSA(Algorithm):
         return self._lower_primal_dual(x)
 
     def _lower_primal_dual(self, x: Array) -> tuple[Array, Array, int]:
-        p, poly = self.problem, self.poly
         eta_y = 1.0 / self.L_g
         # Dual step scaled by ‖B‖² so the coupled iteration stays stable for any constraint scale.
         eta_l = eta_y / max(1.0, self.b_norm_sq)
-        y, lam = self.y.copy(), self.lam.copy()
-        tol, cap = self.delta, self.config.lower_max_iter
-        tail = TailAverage(self._average_from(cap))
-        for k in range(1, cap + 1):
-            grad = p.grad_y_g(x, y, self.batch()) + poly.apply_t(lam)  # ∇y g − Bᵀλ, with −B = G
-            y_new = y - eta_y * grad
-            lam_new = np.maximum(0.0, lam + eta_l * self.h(x, y_new))
-            moved = np.linalg.norm(y_new - y) / eta_y + np.linalg.norm(lam_new - lam) / eta_l
-            y, lam = y_new, lam_new
-            if moved <= tol:
-                return y, lam, k
-            tail.add(k, y, lam)
-        y, lam = tail.result()
-        return y, lam, cap
+        cap = self.config.lower_max_iter
+        return primal_dual(lambda y: self.problem.grad_y_g(x, y, self.batch()), lambda y: self.h(x, y),
+                           self.poly.apply_t, self.y, self.lam, eta_y, eta_l, self.delta, cap, self._average_from(cap))
 
     def _lower_exact(self, x: Array) -> tuple[Array, Array, int]:
         p, poly, rhs = self.problem, self.poly, self._rhs(x)

@@ -23,6 +23,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.f2csa import power_lipschitz
+from algorithms.primal_dual import primal_dual
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
 from problems.base import Array
@@ -38,12 +40,16 @@ class ImplicitConstrainedConfig(StochasticConfig):
     q_std: float = param(0.01, "nonnegative", "standard deviation of the perturbation q in g + qᵀy")
     ll_max_iter: int = param(10, "positive_int", "cap on sequential QP steps of the lower-level solve")
     ll_tol: float = param(1e-12, "positive", "stop the lower-level solve when ‖Δy‖ ≤ ll_tol (1 + ‖y‖)")
+    lower_solver: str = param("qp", "str", "perturbed lower level: exact dense QP, or the primal–dual iteration of "
+                                           "F2CSA's Remark 4.1 (the F2CSA paper's §6)", choices=("qp", "primal_dual"))
+    pd_max_iter: int = param(35, "positive_int", "primal–dual iterations per solve (lower_solver: primal_dual)")
+    pd_tol: float = param(1e-3, "positive", "stop the primal–dual loop when ‖Δy‖/η_y + ‖Δλ‖/η_λ ≤ pd_tol")
 
 
 class ImplicitConstrained(Algorithm):
     """Shared machinery: perturbed lower-level QP solve and the active-set implicit gradient."""
 
-    state = ("ll_iters", "n_active")
+    state = ("ll_iters", "n_active", "lam", "v_top")
     first_order = False
     stochastic = True
     loops = "single"
@@ -54,8 +60,11 @@ class ImplicitConstrained(Algorithm):
         cons = problem.constraints
         self.A, self.B, self.b = cons.A, cons.B, cons.b
         self.poly = Polyhedron(-self.B)
+        self.b_norm_sq = self.poly.max_weighted_eig(np.ones(len(self.b)))
         self.n_active = 0
         self.ll_iters = 0
+        self.lam = np.zeros(len(self.b))
+        self.v_top = self.rng.standard_normal(problem.dim_y)  # power-iteration vector for L̂ (primal_dual)
 
     def sample_q(self) -> Array:
         """A fresh perturbation q ~ N(0, q_std² I)."""
@@ -68,7 +77,10 @@ class ImplicitConstrained(Algorithm):
         H = p.hessian_yy_g(x, self.y, batch_g)
         J = p.jacobian_xy_g(x, self.y, batch_g)
         chol = sla.cho_factor(H, check_finite=False)
-        y, active = self._lower(x, q, H, chol, batch_g)
+        if self.config.lower_solver == "primal_dual":
+            y, active = self._lower_primal_dual(x, q, H)
+        else:
+            y, active = self._lower(x, q, H, chol, batch_g)
         self.y = y
         gx, gy = p.grad_f(x, y, self.batch())
         w = sla.cho_solve(chol, gy, check_finite=False)
@@ -95,6 +107,29 @@ class ImplicitConstrained(Algorithm):
                 break
         self.n_active = int(sol.active.size)
         return y, sol.active
+
+    def _lower_primal_dual(self, x: Array, q: Array, H: Array) -> tuple[Array, Array]:
+        """Remark 4.1's primal–dual iteration on g + qᵀy with fresh samples; active rows: λ̃ > 0."""
+        p, cap = self.problem, self.config.pd_max_iter
+        iters = 3 if self.ll_iters else 20  # warm-started power iterations after the first solve
+        L, self.v_top = power_lipschitz(lambda v: H @ v, self.v_top, iters)
+        eta_y = 1.0 / (1.1 * L)  # power iteration approaches λmax from below: keep a margin
+        eta_l = eta_y / max(1.0, self.b_norm_sq)
+        noisy = self.batch_size_now() is not None
+        h = (lambda y: self.poly.apply(y) - self.b) if not np.any(self.A) else \
+            (lambda y: self.A @ x + self.poly.apply(y) - self.b)
+        y, self.lam, self.ll_iters = primal_dual(lambda y: p.grad_y_g(x, y, self.batch()) + q, h, self.poly.apply_t,
+                                                 self.y, self.lam, eta_y, eta_l, self.config.pd_tol, cap,
+                                                 cap // 2 + 1 if noisy else None)
+        active = np.flatnonzero(self.lam > 0)
+        self.n_active = int(active.size)
+        return y, active
+
+    def batch_size_now(self) -> int | None:
+        """The oracles' batch size, or None when they are exact."""
+        if self.config.batch_size is None or not getattr(self.problem, "stochastic", False):
+            return None
+        return self.config.batch_size
 
 
 @dataclasses.dataclass(frozen=True)

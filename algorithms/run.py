@@ -5,7 +5,10 @@
     for record in algorithms.run("soba", p, {"batch_size": None}, seed=0, budget={"iterations": 100}):
         print(record["iteration"], record["grad_F_sq"])
 
-Records come at log-spaced evaluation points. Compute time excludes evaluation (reported separately);
+Records come at log-spaced evaluation points. Compute time (`time`, wall-clock seconds of the steps; the
+budget's seconds count it) excludes evaluation (reported separately as `eval_time`); `cpu_time` is the
+CPU seconds of the stepping thread, which other processes on a busy machine do not inflate (with
+multithreaded BLAS it misses the helper threads' work: time studies limit BLAS to one thread);
 ground-truth evaluation is never counted as oracle work. A divergence ends the run with status
 "diverged" and its last finite record: a non-finite iterate or metric, an overflow or singular solve, or
 a watched quantity (F gap or F, ‖∇F‖², ‖y − y*‖², the norms of x and y) grown past `Divergence.factor`
@@ -167,6 +170,7 @@ class Run:
         self.points = eval_points(self.budget, n_evals, horizon)
         self.next_point = 0
         self.compute_time = 0.0
+        self.cpu_time = 0.0
         self.eval_time = 0.0
         self.status = "running"
         self.last_record: dict[str, Any] | None = None
@@ -260,15 +264,17 @@ class Run:
     def _step(self) -> bool:
         """One outer iteration, under the raising error state of `_steps_to_next_point`; False on divergence."""
         alg = self.algorithm
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         try:
             alg.step()
         except _NUMERIC_FAILURES:
             self.compute_time += time.perf_counter() - start
+            self.cpu_time += time.thread_time() - cpu_start
             # Number the failed step as a completed one would be, like a non-finite iterate after it.
             self._failed_step = alg.iteration + 1
             return False
         self.compute_time += time.perf_counter() - start
+        self.cpu_time += time.thread_time() - cpu_start
         alg.iteration += 1
         return self._iterates_ok(alg)
 
@@ -341,6 +347,7 @@ class Run:
         rec: dict[str, Any] = {
             "iteration": alg.iteration,
             "time": self.compute_time,
+            "cpu_time": self.cpu_time,
             "eval_time": self.eval_time,
             "status": "running",
             **self.view.counter.snapshot(),
@@ -376,7 +383,7 @@ class Run:
     # ---- checkpoints ----
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume, without the problem (rebuilt from its seed)."""
-        keep = ("next_point", "compute_time", "eval_time", "status", "last_record", "cumulative_regret",
+        keep = ("next_point", "compute_time", "cpu_time", "eval_time", "status", "last_record", "cumulative_regret",
                 "last_regret_term", "start_values", "diverged_metric")
         state = {k: copy.deepcopy(getattr(self, k)) for k in keep}
         state["iteration"] = self.algorithm.iteration  # the run loop owns the counter

@@ -4,11 +4,16 @@ f(x, y) = ½ xᵀQ_u x + c_uᵀx + ½ yᵀP y + xᵀP y,   g(x, y) = ½ yᵀQ_l 
 lower level over h(x, y) = A x − B y − b ≤ 0: either the box y ∈ [−1, 1]^d (A = 0, B = ±I, b = 1) or
 p random rows (B of full row rank, so the set is non-empty for every x and LICQ holds).
 
-Noise (σ = `noise`): each sample perturbs the diagonal of every quadratic matrix (Q_u, P, Q_l) by
-independent N(0, σ²) entries; a batch of m samples averages m draws, so the oracles are unbiased with
-variance σ²/m per entry. The diagonal form costs O(m·d) per call and keeps every sampled Q_l positive
-definite (a dense N(0, σ²) matrix has norm ≈ σ√(2d), which exceeds μ = 1 near d = 5000 and would make
-the sampled lower level non-convex). `sample_batch` returns the draw (3 × m × d) as the batch.
+Noise (σ = `noise`) perturbs every quadratic matrix (Q_u, P, Q_l) of each sample; a batch of m samples
+averages m draws, so the oracles are unbiased with a variance σ²/m per entry. Two models:
+- `dense` (the F2CSA paper's §6.1, "Gaussian noise N(0, σ²) added to the quadratic terms"): each sample's
+  quadratic term ½uᵀ(Q + E)u has i.i.d. N(0, σ²) entries in E, so its gradient sees the symmetric (E + Eᵀ)/2
+  (off-diagonal variance σ²/2, diagonal σ²). Its norm is ≈ σ√(2d), so σ√(2d) < μ is required to keep every
+  sampled Q_l positive definite (d = 4000 at σ = 0.01: 0.89). The products are drawn lazily, exactly in
+  distribution (problems.gaussian_matrix), so the noise costs O(d) per product, not O(d²); the dense
+  Hessian oracle draws the rest of its matrix.
+- `diagonal`: independent N(0, σ²) perturbations of the diagonals only, O(m·d) per call, positive
+  definite for any d at small σ. `sample_batch` returns the draw (3 × m × d) as the batch.
 
 Ground truth: y*, λ* from the exact QP solver (problems.qp); ∇F from the active-set implicit Jacobian
 dλ/dx = (B_a H⁻¹B_aᵀ)⁻¹(A_a + B_a H⁻¹Jᵀ), dy/dx = H⁻¹(B_aᵀ dλ/dx − Jᵀ), H = Q_l, J = I, over the
@@ -27,6 +32,7 @@ import scipy.sparse.linalg as spla
 
 from problems import matrices as mx
 from problems.base import Array, Batch, BilevelProblem, LinearConstraints
+from problems.gaussian_matrix import LazySymmetricGaussian
 from problems.qp import Polyhedron, QPSolution
 from problems.registry import register
 from problems.validation import Params, param
@@ -41,6 +47,8 @@ class ConstrainedQuadraticParams(Params):
                              choices=("linear", "box"))
     p: int = param(10, "positive_int", "number of random constraint rows (constraints: linear)")
     noise: float = param(0.01, "nonnegative", "σ of the Gaussian noise on the quadratic terms (0: exact)")
+    noise_model: str = param("diagonal", "str", "noise on the diagonals only, or on every entry (F2CSA §6.1)",
+                             choices=("diagonal", "dense"))
     mu: float = param(1.0, "positive", "μ in Q_l = GGᵀ/d + μI and P = GGᵀ/d + μI")
     mu_upper: float | None = param(None, "optional_positive",
                                    "μ of Q_u (null: λmax(P) + mu, so every piece of F is strongly convex)")
@@ -84,6 +92,9 @@ class ConstrainedQuadraticParams(Params):
         mx.require_full_row_rank(self, "B", "the feasible set is non-empty for every x and LICQ holds")
         if self.constraints == "linear" and self.p > self.d:
             self.fail("p", f"at most d = {self.d} (linear rows must be independent)", self.p)
+        if self.noise_model == "dense" and self.noise * np.sqrt(2 * self.d) >= self.mu:
+            self.fail("noise", f"below μ/√(2d) = {self.mu / np.sqrt(2 * self.d):.4g} with dense noise (its norm "
+                               "σ√(2d) must stay below μ to keep the sampled lower level convex)", self.noise)
 
 
 def wishart_shift(rng: np.random.Generator, d: int, mu: float) -> Array:
@@ -119,6 +130,7 @@ class ConstrainedQuadratic(BilevelProblem):
             mu_u = p.mu_upper if p.mu_upper is not None else largest_eigenvalue(self.P) + p.mu
             self.Q_u = base_u + mu_u * np.eye(d)
         self.sigma = p.noise
+        self.noise_model = p.noise_model
         self.stochastic = p.noise > 0
         self.polyhedron = Polyhedron(-self.constraints.B)
         self._chol_l = sla.cho_factor(self.Q_l)
@@ -150,13 +162,17 @@ class ConstrainedQuadratic(BilevelProblem):
 
     # ---- noise ----
     def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
-        """m = size noise draws for the diagonals of (Q_u, P, Q_l); None when noise is off."""
+        """The noise of m = size samples on (Q_u, P, Q_l); None when noise is off."""
         if not self.stochastic:
             return None
+        if self.noise_model == "dense":
+            return DenseNoise(self.dim_x, self.sigma, size, rng)
         return rng.standard_normal((3, size, self.dim_x))
 
     def batch_size(self, batch: Batch) -> int:
-        return 1 if batch is None else int(batch.shape[1])
+        if batch is None:
+            return 1
+        return batch.size if isinstance(batch, DenseNoise) else int(batch.shape[1])
 
     def _diag(self, batch: Batch, k: int) -> Array | float:
         """Diagonal perturbation of matrix k (0: Q_u, 1: P, 2: Q_l), averaged over the batch."""
@@ -164,14 +180,20 @@ class ConstrainedQuadratic(BilevelProblem):
             return 0.0
         return self.sigma * batch[k].mean(axis=0)
 
+    def _noisy(self, M: Array, k: int, v: Array, batch: Batch) -> Array:
+        """(M + noise of matrix k) v."""
+        if isinstance(batch, DenseNoise):
+            return M @ v + batch.matrices[k].matvec(v)
+        return M @ v + self._diag(batch, k) * v
+
     def _Qu(self, x: Array, batch: Batch) -> Array:
-        return self.Q_u @ x + self._diag(batch, 0) * x
+        return self._noisy(self.Q_u, 0, x, batch)
 
     def _P(self, v: Array, batch: Batch) -> Array:
-        return self.P @ v + self._diag(batch, 1) * v
+        return self._noisy(self.P, 1, v, batch)
 
     def _Ql(self, v: Array, batch: Batch) -> Array:
-        return self.Q_l @ v + self._diag(batch, 2) * v
+        return self._noisy(self.Q_l, 2, v, batch)
 
     # ---- oracles ----
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
@@ -181,7 +203,8 @@ class ConstrainedQuadratic(BilevelProblem):
         return float(0.5 * y @ self._Ql(y, batch) + self.c_l @ y + x @ y)
 
     def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
-        return self._Qu(x, batch) + self.c_u + self._P(y, batch), self._P(x + y, batch)
+        Py = self._P(y, batch)
+        return self._Qu(x, batch) + self.c_u + Py, self._P(x, batch) + Py
 
     def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
         return self._P(x + y, batch)
@@ -199,6 +222,8 @@ class ConstrainedQuadratic(BilevelProblem):
         return np.array(v, dtype=float, copy=True)  # ∇²xy g = I for the coupling xᵀy
 
     def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
+        if isinstance(batch, DenseNoise):
+            return self.Q_l + batch.matrices[2].dense()
         H = self.Q_l.copy()
         if batch is not None:
             H[np.diag_indices_from(H)] += self._diag(batch, 2)
@@ -243,6 +268,17 @@ class ConstrainedQuadratic(BilevelProblem):
         y = self._solve(x).y
         gx, gy = self.grad_f(x, y)
         return gx + self._dy_star(x).T @ gy
+
+
+class DenseNoise:
+    """The dense noise of a batch of m samples: the mean of m draws of (E + Eᵀ)/2 for each of Q_u, P, Q_l,
+    i.e. GOE(σ²/(2m)) matrices drawn lazily (see problems.gaussian_matrix). They draw from the generator
+    that sampled the batch, as products are asked for: reproducible, since the calls come in a fixed order."""
+
+    def __init__(self, d: int, sigma: float, size: int, rng: np.random.Generator) -> None:
+        self.size = int(size)
+        tau = sigma / np.sqrt(2.0 * size)
+        self.matrices = [LazySymmetricGaussian(d, tau, rng) for _ in range(3)]
 
 
 @register("constrained_quadratic", ConstrainedQuadraticParams)

@@ -46,26 +46,49 @@ def _is_point_list(value: Any, minimum: int) -> bool:
 # coreset_toy
 # ---------------------------------------------------------------------------------------------------
 
+#: The coreset toy's vertices and start points as the BOME paper prints them (App. A.1) and as the
+#: authors' code runs them: the fourth vertex (−3, 2) against (−3, −2), the third start (3.5, 1) against
+#: (3.5, −1).
+CORESET_POINTS = {
+    "code": {"vertices": [[1.0, 3.0], [3.0, 1.0], [-2.0, 2.0], [-3.0, -2.0]],
+             "starts": [[0.0, 3.0], [-3.0, 1.0], [3.5, -1.0]]},
+    "paper": {"vertices": [[1.0, 3.0], [3.0, 1.0], [-2.0, 2.0], [-3.0, 2.0]],
+              "starts": [[0.0, 3.0], [-3.0, 1.0], [3.5, 1.0]]},
+}
+
+
 @dataclass(frozen=True)
 class CoresetToyParams(Params):
     """Parameters of the coreset toy (defaults as the BOME authors' code ran it)."""
 
-    vertices: list = param([[1.0, 3.0], [3.0, 1.0], [-2.0, 2.0], [-3.0, -2.0]], "any",
-                           "the m points [a, b] whose convex hull constrains y (columns of X)")
+    points: str = param("code", "str", "default vertices and starts: the authors' code or the paper's App. A.1",
+                        choices=tuple(CORESET_POINTS))
+    vertices: list | None = param(None, "any", "the m points [a, b] whose convex hull constrains y (columns of X); "
+                                               "null: those of `points`")
     x0: list = param([3.0, -2.0], "real_vector", "target point x0 of the outer objective (a 2-vector)")
     scale: float = param(0.1, "positive", "s in f = s‖y − x0‖²")
-    starts: list = param([[0.0, 3.0], [-3.0, 1.0], [3.5, -1.0]], "any", "candidate start points of y")
+    starts: list | None = param(None, "any", "candidate start points of y; null: those of `points`")
     start: int = param(1, "positive_int", "which of `starts` (1-based) y begins at; x begins at 0")
 
     def validate(self) -> None:
-        if not _is_point_list(self.vertices, 2):
+        if self.vertices is not None and not _is_point_list(self.vertices, 2):
             self.fail("vertices", "a list of at least 2 points [a, b] with finite coordinates", self.vertices)
         if len(self.x0) != 2:
             self.fail("x0", "a 2-vector [a, b]", self.x0)
-        if not _is_point_list(self.starts, 1):
+        if self.starts is not None and not _is_point_list(self.starts, 1):
             self.fail("starts", "a list of points [a, b] with finite coordinates", self.starts)
-        if self.start > len(self.starts):
-            self.fail("start", f"between 1 and {len(self.starts)} (the number of starts)", self.start)
+        if self.start > len(self.start_points):
+            self.fail("start", f"between 1 and {len(self.start_points)} (the number of starts)", self.start)
+
+    @property
+    def vertex_points(self) -> list:
+        """The vertices in use."""
+        return self.vertices if self.vertices is not None else CORESET_POINTS[self.points]["vertices"]
+
+    @property
+    def start_points(self) -> list:
+        """The start points in use."""
+        return self.starts if self.starts is not None else CORESET_POINTS[self.points]["starts"]
 
 
 def _project_on_segment(p: Array, a: Array, b: Array) -> Array:
@@ -100,11 +123,11 @@ class CoresetToy(BilevelProblem):
     """The coreset toy; see the module docstring."""
 
     def __init__(self, p: CoresetToyParams) -> None:
-        self.X = np.asarray(p.vertices, dtype=float).T  # (2, m)
+        self.X = np.asarray(p.vertex_points, dtype=float).T  # (2, m)
         self.x0 = np.asarray(p.x0, dtype=float)
         self.s = p.scale
         self.dim_x, self.dim_y = self.X.shape[1], 2
-        self.y_start = np.asarray(p.starts[p.start - 1], dtype=float)
+        self.y_start = np.asarray(p.start_points[p.start - 1], dtype=float)
         self.y_opt = project_on_hull_2d(self.X.T, self.x0)
         self.F_inf = float(self.s * (self.y_opt - self.x0) @ (self.y_opt - self.x0))
 

@@ -34,6 +34,7 @@ class Point:
     n_evals: int
     coords: dict[str, Any]  # what varies across points: "grid" values, "axis" value, kind-specific flags
     divergence: dict[str, Any] | None = None  # the study's divergence rule when not the default
+    blas_threads: int | None = None  # BLAS threads inside the trial (None: the libraries' default)
 
     @property
     def key(self) -> str:
@@ -42,6 +43,8 @@ class Point:
                  self.instance_seed, self.budget, self.n_evals]
         if self.divergence is not None:  # a run judged by another rule is another run
             ident.append(self.divergence)
+        if self.blas_threads is not None:  # so is one timed with another number of threads
+            ident.append({"blas_threads": self.blas_threads})
         digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=repr).encode()).hexdigest()[:10]
         return f"{self.label}.{self.problem}.{digest}"
 
@@ -55,7 +58,11 @@ class Point:
                "algorithm_params": self.algorithm_params, "problem": self.problem,
                "problem_params": self.problem_params, "instance_seed": self.instance_seed,
                "budget": self.budget, "n_evals": self.n_evals, "coords": self.coords}
-        return out if self.divergence is None else {**out, "divergence": self.divergence}
+        if self.divergence is not None:
+            out["divergence"] = self.divergence
+        if self.blas_threads is not None:
+            out["blas_threads"] = self.blas_threads
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +88,7 @@ class TrialConfig:
     imports: tuple[str, ...] = ()
     done_registry: str | None = None
     divergence: dict[str, Any] | None = None
+    blas_threads: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers, strings) for Tune's param space and experiment state."""
@@ -125,7 +133,7 @@ class Trial:
             problem_params=p.problem_params, instance_seed=p.instance_seed, seeds=tuple(self.seeds),
             run_keys=tuple(p.run_key(s) for s in self.seeds), budget=p.budget, n_evals=p.n_evals,
             checkpoint_seconds=checkpoint_seconds, report_seconds=report_seconds, imports=tuple(imports),
-            done_registry=done_registry, divergence=p.divergence)
+            done_registry=done_registry, divergence=p.divergence, blas_threads=p.blas_threads)
 
 
 # ---------------------------------------------------------------- the study

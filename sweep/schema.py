@@ -88,6 +88,18 @@ def _problem_names(v: list[Any]) -> list[Any]:
 ProblemNames = before(nonempty_list("problem names"), after(list[Any], _problem_names))
 
 
+def _entry_budget(v: Any) -> Any:
+    if v is not None and not isinstance(v, Mapping):
+        raise invalid(f"must be a mapping with iterations, oracle_calls and/or seconds, got {shown(v)}")
+    return None if v is None else dict(v)
+
+
+class ProblemEntry(Entry):
+    """A problem entry: name, params and optionally its own budget (merged over the study's, key by key)."""
+
+    budget: before(_entry_budget, dict[str, Any] | None) = None
+
+
 class AlgorithmEntry(Entry):
     """An algorithm entry: name, params, a label (default: the name) and optionally the problems it runs on."""
 
@@ -118,7 +130,7 @@ def _required(what: str) -> Any:
     return check
 
 
-Problems = before(_required(f"a non-empty list of {ENTRIES}"), before(nonempty_list(ENTRIES), list[Entry]))
+Problems = before(_required(f"a non-empty list of {ENTRIES}"), before(nonempty_list(ENTRIES), list[ProblemEntry]))
 Algorithms = before(_required(f"a non-empty list of {ENTRIES}"), before(nonempty_list(ENTRIES), list[AlgorithmEntry]))
 
 
@@ -212,6 +224,8 @@ class StudyBase(Block):
     resources: Resources = Field(Resources(), description="{cpu}: CPUs per trial")
     max_concurrent: OptionalPositiveInt = Field(None, description="limit on concurrently running trials")
     max_failures: NonNegativeInt = Field(2, description="retries of a failed trial")
+    blas_threads: OptionalPositiveInt = Field(
+        None, description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
     checkpoint_seconds: NonNegativeSeconds = Field(10.0, description="seconds between checkpoints of a running trial")
     report_seconds: NonNegativeSeconds = Field(1.0, description="seconds between a trial's reports to Tune")
     imports: Imports = Field([], description="modules imported on the driver and in every trial")

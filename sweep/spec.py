@@ -65,6 +65,9 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
 
     compat.check_labels_and_lists(probs, algs, ctx)
     ctx.budget = _budget(spec.budget, errors)
+    for j, p in enumerate(spec.problems):
+        if p.budget is not None:  # the problem's own budget, merged over the study's
+            probs[j]["budget"] = _budget({**spec.budget, **p.budget}, errors, f"problems[{j}].budget")
     divergence = _divergence(spec.divergence, errors)
     _check_claim(spec.claim, spec.kind, errors)
     errors.raise_if_any()
@@ -75,6 +78,8 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
     points = kind.expand(ctx, axis)
     if divergence is not None:
         points = [dataclasses.replace(p, divergence=divergence) for p in points]
+    if spec.blas_threads is not None:
+        points = [dataclasses.replace(p, blas_threads=spec.blas_threads) for p in points]
     if not errors:  # a bad grid value would break the instance the check builds
         compat.check_constraints(ctx, spec.seeds)
     check_duplicates(points, errors)
@@ -112,12 +117,12 @@ def _import_plugins(mods: Any) -> None:
     errors.raise_if_any()
 
 
-def _budget(budget: dict[str, Any], errors: Errors) -> dict[str, Any]:
+def _budget(budget: dict[str, Any], errors: Errors, path: str = "budget") -> dict[str, Any]:
     """The budget record's full values (its own checks name the field)."""
     try:
         return Budget.from_dict(budget).as_dict()
     except ParameterError as exc:
-        record_error(errors, "budget", exc)
+        record_error(errors, path, exc)
         return {}
 
 

@@ -20,6 +20,17 @@ from sweep.model import Study
 DONE_STATUSES = ("finished", "diverged")
 
 
+def study_meta(study: Study) -> dict[str, Any]:
+    """The study as study.json records it and reports read it."""
+    return {
+        "name": study.name, "description": study.description, "kind": study.kind, "axis": study.axis,
+        "axis_name": study.axis_name, "seeds": study.seeds, "online": study.online,
+        "spec_hash": study.spec_hash, "report": vars(study.report),
+        "claim": study.claim, "scale": study.scale,
+        "points": [p.to_dict() for p in study.points], "source": study.source,
+    }
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
@@ -55,14 +66,7 @@ class ResultStore:
     def write_study(self, study: Study) -> None:
         """Record the validated study (so reports need neither the YAML nor MLflow)."""
         self.ensure()
-        meta = {
-            "name": study.name, "description": study.description, "kind": study.kind, "axis": study.axis,
-            "axis_name": study.axis_name, "seeds": study.seeds, "online": study.online,
-            "spec_hash": study.spec_hash, "report": vars(study.report),
-            "claim": study.claim, "scale": study.scale,
-            "points": [p.to_dict() for p in study.points], "source": study.source,
-        }
-        _atomic_write(self.root / "study.json", json.dumps(meta, indent=1, default=repr))
+        _atomic_write(self.root / "study.json", json.dumps(study_meta(study), indent=1, default=repr))
 
     def read_study(self) -> dict[str, Any]:
         """The study recorded by `write_study`."""

@@ -12,6 +12,7 @@ where it stopped; a divergence ends that seed with status `diverged` and the tri
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -21,10 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+
 import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
 from algorithms.run import Budget, Run
+from algorithms.threads import blas_threads
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError
 from sweep.model import Point, Trial, TrialConfig
@@ -71,13 +74,23 @@ def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state
     import_plugins(config.imports)
     state = dict(state or {"done": [], "current": None})
     where = node_identity()
-    for index, (seed, run_key) in enumerate(zip(config.seeds, config.run_keys)):
-        if run_key in state["done"]:
-            continue
-        if skip is not None and skip(run_key):
-            state["done"] = [*state["done"], run_key]
-            continue
-        state = _run_seed(config, index, seed, run_key, state, report, where)
+    with blas_limit(config.blas_threads):
+        for index, (seed, run_key) in enumerate(zip(config.seeds, config.run_keys)):
+            if run_key in state["done"]:
+                continue
+            if skip is not None and skip(run_key):
+                state["done"] = [*state["done"], run_key]
+                continue
+            state = _run_seed(config, index, seed, run_key, state, report, where)
+
+
+def blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
+    """At most `threads` BLAS threads inside the block (threadpoolctl); no limit for None.
+
+    Timing studies set it to 1 so that trials running side by side do not compete for cores through
+    multithreaded linear algebra, which would make one trial's seconds depend on its neighbours.
+    """
+    return contextlib.nullcontext() if threads is None else blas_threads(threads)
 
 
 def _run_seed(config: TrialConfig, index: int, seed: int, run_key: str, state: dict[str, Any],

@@ -3,20 +3,27 @@
 One module per paper in this package, each registering its claims with `@claim` (see `base`); importing
 `sweep.claims` imports every module of the package, so a new claim is one new file.
 
-    bome_fig1      BOME paper §5, Fig. 1-3: distance to the optimum on the toys, BOME's η and T
-    f2csa_fig2     F2CSA paper §6, Fig. 2 (time per iteration vs d, crossover, speed-up) and Fig. 1
+    bome_fig1      BOME paper §5, Figs. 1-3: distance to the optimum on the toys, OGD, BOME's η, T and α, time
+    f2csa_fig2     F2CSA paper §6, Fig. 2 (cost per iteration and to a target vs d, crossover, speed-up) and
+                   Fig. 1 (f2csa.py; its setup table and oracle accuracy in f2csa_setup.py)
     noise_scaling  no paper claim: final error against minibatch size and noise σ (σ²/b reference)
     f2obo_regret   F2OBO paper §4.3 (online.py): regret exponents in the horizon T, inner iteration counts
-    tfbo_table2    TFBO paper §5, Table 2: relative average change over initial step sizes 2, 4, 6, 8
+    tfbo_table2    TFBO paper §5, Table 2, offline proxy: relative average change over initial values 2, 4, 6, 8
+    tfbo_fig1      TFBO paper §5, Figs. 1-2 (tfbo_comparison.py): iterations and running time to a target
+
+Each claim's `setup` sets the paper's setting beside the study's; a remaining deviation turns a difference
+into `not comparable` (base.py).
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 
-from sweep.claims.base import CLAIMS, STATUSES, Claim, ClaimReport, Measured, Verdict, claim, evaluate
+from sweep.claims.base import (CLAIMS, FIELDS, STATUSES, Claim, ClaimReport, Measured, Setting, Verdict, claim, evaluate,
+                               gate, setting)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["CLAIMS", "STATUSES", "Claim", "ClaimReport", "Measured", "Verdict", "claim", "evaluate"]
+__all__ = ["CLAIMS", "FIELDS", "STATUSES", "Claim", "ClaimReport", "Measured", "Setting", "Verdict", "claim", "evaluate",
+           "gate", "setting"]

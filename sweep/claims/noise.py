@@ -8,7 +8,7 @@ from typing import Any
 
 from sweep import analysis as an
 from sweep import figures
-from sweep.claims.base import Measured, Verdict, claim, exponent, final, initial, num
+from sweep.claims.base import NO_PAPER, Measured, Setting, Verdict, claim, exponent, final, initial, num, setting
 from sweep.results import RunData, config_label, group, problem_label
 
 NOISE_SLOPE = (-1.5, -0.5)  # consistent with an error floor ∝ 1/b
@@ -23,7 +23,25 @@ def stable_exponent(xs: Sequence[float], ys: Sequence[float], start: float) -> t
     return (exponent(*zip(*keep)) if len(keep) >= 2 else math.nan), bad
 
 
+def noise_setup(meta: dict[str, Any]) -> list[Setting]:
+    """No paper: the study's own setting, for the record."""
+    pts = meta["points"]
+    probs = {}
+    for p in pts:
+        probs.setdefault(p["problem"], p["problem_params"])
+    return [
+        setting("problem and data", NO_PAPER, "; ".join(f"{n} {v}" for n, v in probs.items())),
+        setting("noise", NO_PAPER, f"minibatch sizes {', '.join(str(v) for v in meta['axis']['values'])}"),
+        setting("metric", NO_PAPER, f"final {meta['report']['metric']}"),
+        setting("iteration counts", NO_PAPER, f"budget {pts[0]['budget']}"),
+        setting("step sizes", NO_PAPER, "defaults; F2CSA η = 0.01, D = 0.05, δ_G = 0.5 and SSIGD β = 0.1 (the d = 50 "
+                                        "settings of the test suite)"),
+        setting("seeds", NO_PAPER, f"{len(meta['seeds'])} seeds"),
+    ]
+
+
 @claim("noise_scaling", kind="noise", title="noise and minibatch size (no paper claim; σ²/b reference)",
+       setup=noise_setup,
        statement="no paper claim. Reference: the variance of a b-sample minibatch of noise σ is σ²/b, so a method "
                  "limited by its noise floor ends with an error ∝ σ²/b (exponent −1 in b, +2 in σ).")
 def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:

@@ -102,7 +102,7 @@ def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
                 full = (ctx.build_on_axis(record, {**params, **extra}, f"axis.values[{k}]", f"problems[{j}] '{p['name']}'")
                         if extra else ctx.build(record, params, f"problems[{j}].params", grid, p["params"]))
                 if full is not None:
-                    prob_points.append((p["name"], full, grid, av))
+                    prob_points.append((p["name"], full, grid, av, p.get("budget") or ctx.budget))
     alg_points = []
     for i, (a, cls) in enumerate(zip(ctx.algorithms, ctx.classes)):
         for params, grid in ctx.grid_points(a["params"], cls.Config, f"algorithms[{i}].params"):
@@ -114,7 +114,7 @@ def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
                     alg_points.append((a, full, grid, av, extra))
     points = []
     for a, a_full, a_grid, a_av, extra in alg_points:
-        for p_name, p_full, p_grid, p_av in prob_points:
+        for p_name, p_full, p_grid, p_av, budget in prob_points:
             if not pairs(a, {"name": p_name}):
                 continue
             coords: dict[str, Any] = {"grid": {**{f"problem.{k}": v for k, v in p_grid.items()}, **a_grid}}
@@ -122,7 +122,7 @@ def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
             if av is not None:
                 coords["axis"] = av
             coords.update(extra)
-            points.append(Point(a["name"], a["label"], a_full, p_name, p_full, ctx.instance_seed, ctx.budget,
+            points.append(Point(a["name"], a["label"], a_full, p_name, p_full, ctx.instance_seed, budget,
                                 ctx.n_evals, coords))
     return points
 

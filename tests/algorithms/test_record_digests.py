@@ -2,7 +2,8 @@
 
 Every offline unconstrained algorithm runs 12 iterations (minibatch 8 where it has a minibatch form,
 D-TFBO in fixed-loop mode) on a small `quadratic` finite sum, `simulated` and `regularization_selection`
-(breast_cancer); the records, timings removed, are hashed with every float written exactly (float.hex).
+(breast_cancer); the records, timings removed (time, cpu_time, eval_time), are hashed with every float written
+exactly (float.hex). OGD's references were recorded when it was added, after the speed-ups.
 
 The simulated and regularization_selection references equal the digests of the code before the oracle
 and run-loop speed-ups (each run on a fresh instance, all 22 algorithms compared). The quadratic ones were recorded after its minibatch oracles moved from einsum
@@ -39,7 +40,8 @@ DIGESTS = {
     "quadratic/bvfsm": "adca1377619dbb32", "quadratic/dtfbo": "8a4f604fed42b906",
     "quadratic/f2ba": "8f22050de2437532", "quadratic/f2sa": "dcb80f55f1e55856",
     "quadratic/fsla": "8c0e1cf8a41cbf8d", "quadratic/itd": "d1ff5fea889327b4",
-    "quadratic/mrbo": "50c7bd984f16fe8b", "quadratic/penalty": "aac35cefdb7a5359",
+    "quadratic/mrbo": "50c7bd984f16fe8b", "quadratic/ogd": "4ae4cb0db5903d02",
+    "quadratic/penalty": "aac35cefdb7a5359",
     "quadratic/saba": "66839ece61c202e8", "quadratic/soba": "94549a62c1d1c005",
     "quadratic/srba": "522bd354b1e8dfea", "quadratic/stfbo": "39d93ceb14b32907",
     "quadratic/stocbio": "6f4f28f3e2be22f2", "quadratic/sustain": "61e08dfbe0a99dbd",
@@ -50,7 +52,8 @@ DIGESTS = {
     "simulated/bvfsm": "1c584c35e5fc64f3", "simulated/dtfbo": "6c2e305cc0dc1b23",
     "simulated/f2ba": "93eaa86954d95866", "simulated/f2sa": "329065c8ac94eef5",
     "simulated/fsla": "8717a9de76430ec4", "simulated/itd": "6b7cdf5898f641a0",
-    "simulated/mrbo": "527349a43567c8d0", "simulated/penalty": "6eeb99c3bb3a7b09",
+    "simulated/mrbo": "527349a43567c8d0", "simulated/ogd": "6f1d87e2f625a9de",
+    "simulated/penalty": "6eeb99c3bb3a7b09",
     "simulated/saba": "6d35a027fd84d764", "simulated/soba": "deeb237e66b5d89f",
     "simulated/srba": "0402a703cf638f0f", "simulated/stfbo": "465699ba1b0370d3",
     "simulated/stocbio": "544abd4acb9dc1b4", "simulated/sustain": "6ed6352511689a24",
@@ -61,7 +64,8 @@ DIGESTS = {
     "regularization_selection/bvfsm": "05cd9c39ba1e6184", "regularization_selection/dtfbo": "dc1fc4233d43c885",
     "regularization_selection/f2ba": "ca2982554cc8628b", "regularization_selection/f2sa": "88786c9f75ed0a79",
     "regularization_selection/fsla": "4dc3799337d7606b", "regularization_selection/itd": "1dfa51561a0a6604",
-    "regularization_selection/mrbo": "adf007c37a0ce7b5", "regularization_selection/penalty": "d1a0257d7f23b341",
+    "regularization_selection/mrbo": "adf007c37a0ce7b5", "regularization_selection/ogd": "c38e01a2407cecb2",
+    "regularization_selection/penalty": "d1a0257d7f23b341",
     "regularization_selection/saba": "4fef28eecbd218ce", "regularization_selection/soba": "2877b122b6a8a7d4",
     "regularization_selection/srba": "2ce3ca0057ae4458", "regularization_selection/stfbo": "7ba715f4792368ef",
     "regularization_selection/stocbio": "b83781f566c28184", "regularization_selection/sustain": "1acf4960ea97b486",
@@ -87,7 +91,7 @@ def digest(records):
     h = hashlib.sha256()
     for rec in records:
         for k in sorted(rec):
-            if k in ("time", "eval_time"):
+            if k in ("time", "cpu_time", "eval_time"):
                 continue
             v = rec[k]
             h.update(f"{k}={v.hex() if isinstance(v, float) else v!r};".encode())

@@ -14,7 +14,7 @@ run_module = importlib.import_module("algorithms.run")  # the package re-exports
 
 SOBA_CONST = {"rho": 0.5, "gamma": 0.1, "rho_decay": 0.0, "gamma_decay": 0.0}
 ORACLES = ("f", "g", "grad_f", "grad_g", "grad_y_f", "grad_y_g", "hvp_yy_g", "cross_xy_g")
-NON_TIME = ("time", "eval_time")
+NON_TIME = ("time", "cpu_time", "eval_time")
 
 
 def quad(**kw):
@@ -40,7 +40,8 @@ class FakeClock:
 @pytest.fixture
 def clocked(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(run_module, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    monkeypatch.setattr(run_module, "time", types.SimpleNamespace(perf_counter=clock.perf_counter,
+                                                                   thread_time=clock.perf_counter))
 
     def make(**kw):
         p = quad(**kw)
@@ -106,6 +107,7 @@ def test_compute_time_excludes_evaluation_time(clocked):
     recs = list(algorithms.run("aid_cg", p, {"alpha": 0.5}, budget={"iterations": 40}, n_evals=8))
     for r in recs:
         assert r["time"] == pytest.approx(1e-3 * r["calls/total"], rel=1e-12, abs=1e-15)
+        assert r["cpu_time"] == pytest.approx(r["time"], rel=1e-12, abs=1e-15)  # one clock for both here
     # Each evaluation solves for y*(x) at least twice (F and ∇F): ≥ 2 s of evaluation per record.
     assert recs[-1]["eval_time"] >= 2.0 * len(recs)
     times = [r["eval_time"] for r in recs]
@@ -237,3 +239,24 @@ def test_constraint_violation_is_the_norm_of_the_positive_part_of_h():
         assert rec["y_err_sq"] == pytest.approx((y - ys) @ (y - ys), rel=1e-12)
         seen.append(rec["constraint_violation"])
     assert seen[0] == 0.0 and seen[-1] > 0.1
+
+
+def test_cpu_time_counts_the_stepping_threads_cpu_seconds_only():
+    # A step that sleeps 20 ms uses (almost) no CPU: wall-clock compute time grows, CPU time does not.
+    import time as real_time
+
+    p = quad()
+    real = p.grad_y_g
+
+    def sleepy(*args, **kwargs):
+        real_time.sleep(0.02)
+        return real(*args, **kwargs)
+
+    p.grad_y_g = sleepy
+    last = list(algorithms.run("soba", p, SOBA_CONST, budget={"iterations": 10}, n_evals=2))[-1]
+    assert last["time"] >= 10 * 0.02
+    assert 0 < last["cpu_time"] < 0.25 * last["time"]
+    # A CPU-bound step: its CPU seconds are at most its wall seconds (equal on an idle core).
+    busy = list(algorithms.run("f2csa", problems.make("constrained_quadratic", seed=0, d=40, constraints="box"), {},
+                               budget={"iterations": 5}, n_evals=2))[-1]
+    assert 0 < busy["cpu_time"] <= busy["time"] * 1.05 + 1e-3

@@ -28,7 +28,7 @@ def setting(name):
 
 
 def strip(rec):
-    return {k: v for k, v in rec.items() if k not in ("time", "eval_time")}
+    return {k: v for k, v in rec.items() if k not in ("time", "cpu_time", "eval_time")}
 
 
 def same(a, b):

@@ -147,6 +147,39 @@ def test_noise_is_mean_zero_with_the_stated_variance():
     assert problems.make("constrained_quadratic", d=4, p=2, noise=0.0).sample_batch(rng, 3) is None
 
 
+def test_dense_noise_oracles_are_consistent_with_the_stated_variance():
+    # Dense noise: each sample adds E (i.i.d. N(0, σ²) entries) to every quadratic term, so the gradient of
+    # g sees S = (E + Eᵀ)/2 and Var((S y)_i) = σ²/2 (‖y‖² + y_i²) per sample; a batch of m divides it by m.
+    sigma, d = 0.2, 6  # σ√(2d) = 0.69 < μ = 1
+    p = problems.make("constrained_quadratic", seed=5, d=d, p=3, noise=sigma, noise_model="dense")
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal(d), rng.standard_normal(d)
+    for m in (1, 3):
+        batch = p.sample_batch(rng, m)
+        assert p.batch_size(batch) == m
+        check_oracles(p, x, y, rng, batch=batch)  # one sampled function: FD of its values match its gradients
+        H = p.hessian_yy_g(x, y, batch)
+        np.testing.assert_allclose(H, np.column_stack([p.hvp_yy_g(x, y, e, batch) for e in np.eye(d)]), atol=1e-13)
+        np.testing.assert_allclose(H @ y + p.c_l + x, p.grad_y_g(x, y, batch), atol=1e-13)
+        off = H - p.Q_l
+        assert np.count_nonzero(np.abs(off - np.diag(np.diag(off))) > 0) == d * (d - 1)  # every entry perturbed
+    n = 6000
+    exact = p.grad_y_g(x, y)
+    for m in (1, 4):
+        draws = np.array([p.grad_y_g(x, y, p.sample_batch(rng, m)) for _ in range(n)])
+        sd = sigma * np.sqrt((y @ y + y * y) / (2 * m))
+        np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.06)
+        assert np.max(np.abs(draws.mean(axis=0) - exact) / (sd / np.sqrt(n))) < 5.0
+    # Dense noise of norm σ√(2d) must stay below μ: the sampled lower level stays strongly convex.
+    with pytest.raises(ParameterError, match=r"'noise' must be below μ/√\(2d\) = 0.01118"):
+        problems.make("constrained_quadratic", d=4000, noise=0.0112, noise_model="dense")
+    big = problems.make("constrained_quadratic", seed=0, d=400, constraints="box", noise=0.03, noise_model="dense")
+    Hs = big.hessian_yy_g(np.zeros(400), np.zeros(400), big.sample_batch(rng, 1))
+    # λmin ≥ μ − ‖S‖ with ‖S‖ ≈ σ√(2d) = 0.85 for a GOE matrix (semicircle edge), measured.
+    assert np.linalg.eigvalsh(Hs)[0] > 0.0
+    assert np.linalg.norm(Hs - big.Q_l, 2) == pytest.approx(0.03 * np.sqrt(800), rel=0.1)
+
+
 @pytest.mark.parametrize("constraints", ["linear", "box"])
 def test_ground_truth_kkt_scipy_and_implicit_gradient(constraints):
     p = problems.make("constrained_quadratic", seed=7, d=12, p=6, constraints=constraints, noise=0.0)

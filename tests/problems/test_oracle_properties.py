@@ -44,10 +44,11 @@ def test_simulated(seed, dim_x, dim_y, convexity):
 
 
 @SETTINGS
-@given(seed=seeds, d=st.integers(3, 9), box=st.booleans(), noise=st.sampled_from([0.0, 0.1]))
-def test_constrained_quadratic(seed, d, box, noise):
+@given(seed=seeds, d=st.integers(3, 9), box=st.booleans(), noise=st.sampled_from([0.0, 0.1]),
+       model=st.sampled_from(["diagonal", "dense"]))
+def test_constrained_quadratic(seed, d, box, noise, model):
     params = {"constraints": "box"} if box else {"constraints": "linear", "p": min(2, d)}
-    p = problems.make("constrained_quadratic", seed=seed, d=d, noise=noise, **params)
+    p = problems.make("constrained_quadratic", seed=seed, d=d, noise=noise, noise_model=model, **params)
     rng = np.random.default_rng(seed)
     x, y = random_point(p, rng)
     batch = p.sample_batch(rng, 2) if noise else None

@@ -185,3 +185,17 @@ def test_minimax_and_nonunique_report_distance_to_their_optimum():
     assert mm.metrics(mm.x_opt(), np.zeros(1))["opt_dist"] == 0.0
     assert nu.metrics(np.array([3.0]), np.array([1.0, -1.0]))["opt_dist"] == pytest.approx(np.sqrt(8.0), rel=1e-15)
     assert nu.metrics(nu.x_opt(), np.ones(2))["opt_dist"] == 0.0
+
+
+def test_coreset_points_as_the_paper_prints_them_and_as_the_authors_code_runs_them():
+    # x0 = (3, −2). Code: the hull's edge (3, 1)–(−3, −2) is nearest, at t = (0, −3)·(−6, −3)/45 = 0.2 along it:
+    # (3, 1) + 0.2 (−6, −3) = (1.8, 0.4). Paper (fourth vertex (−3, 2)): both edges at (3, 1) point away from
+    # x0 (t < 0), so the vertex (3, 1) itself is the optimum.
+    code, paper = problems.make("coreset_toy", start=3), problems.make("coreset_toy", points="paper", start=3)
+    np.testing.assert_allclose(code.y_opt, [1.8, 0.4], atol=1e-12)
+    np.testing.assert_allclose(paper.y_opt, [3.0, 1.0], atol=1e-12)
+    np.testing.assert_array_equal(code.initial_point()[1], [3.5, -1.0])
+    np.testing.assert_array_equal(paper.initial_point()[1], [3.5, 1.0])
+    np.testing.assert_array_equal(paper.X[:, 3], [-3.0, 2.0])
+    explicit = problems.make("coreset_toy", points="paper", vertices=[[0, 0], [1, 0], [0, 1]], start=1)
+    assert explicit.X.shape == (2, 3)  # explicit vertices override the named set

@@ -13,7 +13,8 @@ from problems.validation import ParameterError
 from sweep import claims, spec
 from sweep.cli import _results_dir, main
 
-PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift", "tfbo_sensitivity")
+PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift", "tfbo_comparison",
+                 "tfbo_sensitivity")
 
 
 # ---------------------------------------------------------------- the built-in set
@@ -84,7 +85,7 @@ def test_cli_scale_option_and_results_directory(capsys):
     args.scale = "default"
     assert _results_dir(args, "bome_toys") == (Path("results") / "bome_toys").resolve()
     assert main(["run", "bome_toys", "--scale", "ci", "--validate-only"]) == 0
-    assert "study 'bome_toys' (scale ci) is valid: 22 configurations x 1 seeds" in capsys.readouterr().out
+    assert "study 'bome_toys' (scale ci) is valid: 18 configurations x 1 seeds" in capsys.readouterr().out
     assert main(["run", "bome_toys", "--scale", "nope", "--validate-only"]) == 2
     assert "scale: unknown scale 'nope'" in capsys.readouterr().err
 
@@ -166,6 +167,8 @@ def test_ci_study_runs_end_to_end_with_its_claim(ci_studies, name, read_csv):
     assert (rep / "claims.txt").read_text() in summary
     verdicts = read_csv(rep / "verdicts.csv")
     assert verdicts and all(v["status"] in claims.STATUSES and v["measured"] for v in verdicts)
+    assert all(bool(v["deviation"]) == (v["status"] == "not comparable") for v in verdicts)
+    assert "setup (the paper's setting and this study's):" in summary
     assert any(ch.isdigit() for v in verdicts for ch in v["measured"])
     assert (rep / "claim.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     client = MlflowClient(outcome.tracking_uri)
@@ -184,31 +187,48 @@ def _check_tfbo(rep, rows, runs, read_csv):
         assert _finite(r["rel_avg_change_%"]) and 0 <= float(r["rel_avg_change_%"]) < 100
     # Recompute one entry from the report's per-run table: |mean(F at 0.4, 1.2) − F at the reference| / reference.
     mine = {(r["problem"], r["algorithm"], r["step_size_factor"]): float(r["F"]) for r in runs}
-    prob = "regularization_selection(dataset=breast_cancer)" if any(
-        k[0].startswith("regularization_selection(") for k in mine) else "regularization_selection"
+    prob = next(k[0] for k in mine if k[0].startswith("regularization_selection"))
     ref = mine[(prob, "dtfbo", "")]
     want = abs((mine[(prob, "dtfbo", "0.4")] + mine[(prob, "dtfbo", "1.2")]) / 2 - ref) / ref * 100
     got = next(r for r in rows if r["problem"] == prob and r["algorithm"] == "dtfbo" and r["metric"] == "F")
     assert float(got["rel_avg_change_%"]) == pytest.approx(want, rel=1e-9)
+    setup = {r["field"]: r for r in read_csv(rep / "claim_setup.csv")}
+    assert setup["problem and data"]["status"] == "deviation" and "offline proxy" in setup["problem and data"]["deviation"]
+
+
+def _check_tfbo_comparison(rep, rows, runs, read_csv):
+    by = {(r["problem"], r["algorithm"]) for r in rows}
+    assert {a for _, a in by} == {"dtfbo", "stfbo", "soba", "vrbo"}
+    for r in rows:
+        assert _finite(r["target_F"]) and float(r["F_start"]) >= float(r["target_F"])
+        assert r["factor"] in ("1", "2")  # the tuning-free methods at their defaults, the baselines at their best
+    assert all(r["factor"] == "1" for r in rows if r["algorithm"] in ("dtfbo", "stfbo"))
 
 
 def _check_f2csa(rep, rows, runs, read_csv):
     per_it = [r for r in rows if r["quantity"] == "seconds_per_iteration"]
-    assert {r["algorithm"] for r in per_it} == {"f2csa", "ssigd", "dsblo", "f2csa_fast", "ssigd_fast"}
+    assert {r["algorithm"] for r in per_it} == {"f2csa", "ssigd", "dsblo", "ssigd_fast"}
     for r in per_it:
         assert _finite(r["exponent"])
-        assert all(float(r[f"d={d}"]) > 0 for d in (10, 20, 40))
-    assert read_csv(rep / "claim_fig1_d40.csv")
+        assert all(float(r[f"d={d}"]) > 0 for d in (20, 50))
+    assert read_csv(rep / "claim_fig1_d50.csv")
+    acc = read_csv(rep / "claim_oracle_accuracy.csv")
+    assert [float(r["d"]) for r in acc] == [20, 50] and all(0 < float(r["f2csa_bias"]) < 1 for r in acc)
+    assert {r["field"] for r in read_csv(rep / "claim_setup.csv")} == set(claims.FIELDS)
 
 
 def _check_bome(rep, rows, runs, read_csv):
     dist = {(r["problem"], r["algorithm"]): float(r["distance"]) for r in rows}
     assert all(math.isfinite(dist[(p, "bome")]) for p, a in dist if a == "bome")
     assert dist[("minimax_toy", "bsg1")] > 1.0  # BSG-1 never moves x from 4 on the minimax toy
+    assert {p for p, _ in dist if p.startswith("coreset")} == {"coreset_toy(points=paper)", "coreset_toy(points=code)"}
+    assert ("minimax_toy", "ogd") in dist
 
 
 def _check_online(rep, rows, runs, read_csv):
     assert len(rows) == 13
+    statics = [v for v in read_csv(rep / "verdicts.csv") if "static inner iterations" in v["claim"]]
+    assert statics and all(v["status"] == "reference" for v in statics)
     for r in rows:
         assert _finite(r["regret_exponent"]) and float(r["regret@T=40"]) > 0
     assert all(float(r["inner_per_step@Tmax"]) >= 1 for r in rows)
@@ -221,4 +241,4 @@ def _check_noise(rep, rows, runs, read_csv):
 
 
 CHECKS = {"tfbo_sensitivity": _check_tfbo, "f2csa_scaling": _check_f2csa, "bome_toys": _check_bome,
-          "online_drift": _check_online, "noise_robustness": _check_noise}
+          "online_drift": _check_online, "noise_robustness": _check_noise, "tfbo_comparison": _check_tfbo_comparison}

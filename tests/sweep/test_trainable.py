@@ -14,7 +14,7 @@ from sweep import spec
 from sweep.trainable import META, execute_trial, trainable_for
 from tests.sweep import toy_algorithms  # noqa: F401
 
-VOLATILE = ("time", "eval_time")
+VOLATILE = ("time", "cpu_time", "eval_time")
 
 
 def trial_config(seeds=(0, 1), checkpoint_seconds=0.0, report_seconds=0.0, **alg):
@@ -145,3 +145,43 @@ def test_records_buffered_before_a_failure_are_reported_before_it_propagates(eva
     points = eval_points(40, 8)
     assert [r["iteration"] for r in records_in(res)] == [p for p in points if p < 7]  # all measured before the failure
     assert not res[META]["run_done"]
+
+
+@pytest.mark.parametrize("in_thread", [False, True])
+def test_blas_threads_limit_the_trial_and_are_part_of_the_run_identity(in_thread):
+    # Ray runs a function trainable in a thread of its worker: the limit must hold there too.
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    default = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+    data = {"name": "t", "imports": ["tests.sweep.toy_algorithms"], "problems": [{"name": "quadratic"}],
+            "algorithms": ["toy_threads"], "seeds": 1, "budget": {"iterations": 3}, "n_evals": 2}
+    for threads, want in ((1, 1), (None, default)):
+        study = spec.validate({**data, "blas_threads": threads})
+        out: list = []
+        body = lambda: out.extend(collect(study.trials[0].config(0.0, study.imports))[0])  # noqa: E731
+        if in_thread:
+            t = threading.Thread(target=body)
+            t.start()
+            t.join()
+        else:
+            body()
+        assert out and all(r["diag/blas_threads"] == want for r in out)
+        assert max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas") == default  # restored
+    keys = {spec.validate({**data, "blas_threads": n}).points[0].key for n in (None, 1, 2)}
+    assert len(keys) == 3
+    assert spec.validate({**data, "blas_threads": None}).points[0].key == spec.validate(data).points[0].key
+
+
+def test_a_problem_entry_budget_merges_over_the_studys(spec_error):
+    data = {"name": "t", "problems": [{"name": "quadratic", "budget": {"iterations": 7}},
+                                      {"name": "simulated", "params": {"dim_x": 4, "dim_y": 4, "n_samples_inner": 8, "n_samples_outer": 8}}],
+            "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 20, "seconds": 5}}
+    budgets = {p.problem: p.budget for p in spec.validate(data).points}
+    assert budgets["quadratic"]["iterations"] == 7 and budgets["quadratic"]["seconds"] == 5
+    assert budgets["simulated"]["iterations"] == 20
+    data["problems"][0]["budget"] = {"iterations": -1}
+    spec_error(data, "problems[0].budget.iterations", "positive integer")
+    data["problems"][0]["budget"] = 3
+    spec_error(data, "problems[0].budget", "must be a mapping")

@@ -191,3 +191,28 @@ class ToyGrowth(Algorithm):
     def step(self) -> None:
         self.x = self.config.rate * self.x + 1.0
         self.y = self.config.rate * self.y + 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyThreadsConfig(StochasticConfig):
+    """A step that is never taken: the algorithm only reports the BLAS threads it runs with."""
+
+    lr: float = param(0.1, "positive", "unused step size")
+
+
+@register
+class ToyThreads(Algorithm):
+    """Does not move; `diag/blas_threads` is the largest thread count of the BLAS libraries loaded."""
+
+    name = "toy_threads"
+    Config = ToyThreadsConfig
+    step_sizes = ("lr",)
+    paper = "test helper"
+
+    def step(self) -> None:
+        pass
+
+    def diagnostics(self) -> dict[str, float]:
+        from threadpoolctl import threadpool_info
+
+        return {"blas_threads": float(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))}

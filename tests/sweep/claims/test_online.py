@@ -1,7 +1,10 @@
-"""F2OBO regret claim: fitted exponents on regrets that follow known powers of T."""
+"""F2OBO regret claim: fitted exponents on regrets that follow known powers of T; the static methods' linear
+regret is a bound, shown as a reference row."""
 import pytest
 
+from sweep import claims, spec
 from sweep.claims import online
+from sweep.store import study_meta
 
 
 def test_regret_claim_exponents(tmp_path, run_data):
@@ -11,10 +14,19 @@ def test_regret_claim_exponents(tmp_path, run_data):
         for T in Ts:
             final = {"cumulative_regret": 3.0 * T ** p, "diag/inner_iterations_total": 2.0 * T ** 2}
             runs.append(run_data("oscillating_toy", final, algorithm=alg, axis=T))
-    rep = online.f2obo_regret({"seeds": [0]}, runs, tmp_path)
+    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    rep = online.f2obo_regret(meta, runs, tmp_path)
     rows = {r["algorithm"]: r for r in rep.tables["measured"]}
     for alg, p in (("af2obo", 0.5), ("obbo", 1.0), ("f2obo", 0.0)):
         assert rows[alg]["regret_exponent"] == pytest.approx(p, abs=1e-9)
     assert rows["af2obo"]["inner_per_step@Tmax"] == pytest.approx(2.0 * 1600)
     status = [(v.claim.split(" ")[0], v.status) for v in rep.verdicts]
-    assert status == [("AF2OBO's", "agrees"), ("obbo", "agrees"), ("f2obo", "disagrees"), ("AF2OBO's", "agrees")]
+    assert status == [("AF2OBO's", "agrees"), ("obbo", "reference"), ("f2obo", "reference"), ("AF2OBO's", "agrees")]
+    assert "(sublinear); regrets 3, 3, 3" in rep.verdicts[2].measured  # F2OBO's flat regret, set beside its bound
+    assert "measured exponent 1 (linear)" in rep.verdicts[1].measured
+
+
+def test_the_built_in_study_runs_the_papers_example():
+    rows = {s.field: s for s in claims.CLAIMS["f2obo_regret"].settings(study_meta(spec.load("online_drift")))}
+    assert [f for f, s in rows.items() if s.deviation] == ["metric"]  # a measured regret against a bound
+    assert rows["problem and data"].status == rows["constraints"].status == rows["step sizes"].status == "same"

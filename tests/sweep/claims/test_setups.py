@@ -1,0 +1,112 @@
+"""Every built-in paper study's setup table, field by field: the status of each of the eleven fields against the
+paper's setting, and one change of the study's configuration per claim that must show up as that field's deviation
+(so the table is read from the configuration, not written beside it)."""
+import copy
+
+import pytest
+
+from sweep import claims, spec
+from sweep.claims.base import FIELDS
+from sweep.store import study_meta
+
+SAME, UNSTATED, DEV = "same", "not stated", "deviation"
+#: study -> field -> (status, deviation or None) at the default scale, in FIELDS order.
+EXPECTED = {
+    "f2csa_scaling": {
+        "problem and data": (SAME, None), "dimensions": (DEV, "d only up to 2000 (`--scale full` reaches 4000)"),
+        "constraints": (SAME, None), "noise": (SAME, None), "metric": (UNSTATED, None),
+        "what is timed": (UNSTATED, None), "iteration counts": (UNSTATED, None), "batch sizes": (UNSTATED, None),
+        "inner-loop policy": (SAME, None), "step sizes": (SAME, None), "seeds": (UNSTATED, None)},
+    "tfbo_sensitivity": {
+        "problem and data": (DEV, "Split CIFAR-100 coreset selection (continual learning) is not available offline: "
+                                  "offline proxy"),
+        "dimensions": (UNSTATED, None), "constraints": (DEV, "none: the proxy problems have no constraint"),
+        "noise": (SAME, None), "metric": (DEV, "final test accuracy of one classifier, not A_T over a stream of tasks"),
+        "what is timed": (SAME, None), "iteration counts": (SAME, None), "batch sizes": (SAME, None),
+        "inner-loop policy": (SAME, None), "step sizes": (SAME, None), "seeds": (DEV, "3 seeds instead of one run")},
+    "tfbo_comparison": {
+        "problem and data": (DEV, "bundled stand-ins breast_cancer for Covtype, digits for MNIST"),
+        "dimensions": (DEV, "smaller problems (the bundled data)"), "constraints": (SAME, None), "noise": (SAME, None),
+        "metric": (SAME, None), "what is timed": (UNSTATED, None), "iteration counts": (SAME, None),
+        "batch sizes": (SAME, None), "inner-loop policy": (SAME, None), "step sizes": (UNSTATED, None),
+        "seeds": (UNSTATED, None)},
+    "bome_toys": {
+        "problem and data": (SAME, None), "dimensions": (SAME, None), "constraints": (DEV, "minimax box [−10, 10]"),
+        "noise": (SAME, None), "metric": (SAME, None), "what is timed": (UNSTATED, None),
+        "iteration counts": (UNSTATED, None), "batch sizes": (SAME, None), "inner-loop policy": (SAME, None),
+        "step sizes": (SAME, None), "seeds": (SAME, None)},
+    "online_drift": {
+        "problem and data": (SAME, None), "dimensions": (SAME, None), "constraints": (SAME, None),
+        "noise": (SAME, None),
+        "metric": (DEV, "measured regret against a bound: it can refute AF2OBO's bound only by exceeding it, and "
+                        "cannot show the static methods' bound is reached"),
+        "what is timed": (SAME, None), "iteration counts": (UNSTATED, None), "batch sizes": (SAME, None),
+        "inner-loop policy": (UNSTATED, None), "step sizes": (SAME, None), "seeds": (SAME, None)},
+}
+
+
+def _table(data: dict, scale: str = "default") -> dict[str, claims.Setting]:
+    st = spec.validate(data, scale=scale)
+    return {s.field: s for s in claims.CLAIMS[st.claim].settings(study_meta(st))}
+
+
+def _source(name: str) -> dict:
+    return copy.deepcopy(spec.load(name).source)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_fields_status_against_the_papers_setting(name):
+    rows = _table(_source(name))
+    assert list(rows) == list(FIELDS)  # every field, in the printed order
+    got = {f: (s.status, s.deviation) for f, s in rows.items()}
+    assert got == EXPECTED[name]
+    assert all(s.paper and s.study for s in rows.values())  # both columns filled in
+
+
+def test_the_study_without_a_paper_says_so_on_every_row():
+    rows = _table(_source("noise_robustness"))
+    assert rows and {s.status for s in rows.values()} == {"no paper claim"}
+    assert not any(s.open for s in rows.values())
+
+
+def _set_params(data: dict, label: str, **params) -> dict:
+    for k, entry in enumerate(data["algorithms"]):
+        entry = data["algorithms"][k] = {"name": entry} if isinstance(entry, str) else entry
+        if entry.get("label", entry["name"]) == label:
+            entry["params"] = {**entry.get("params", {}), **params}
+    return data
+
+
+def _bome_T5(data: dict) -> dict:
+    for entry in data["algorithms"]:
+        if isinstance(entry, dict) and entry["name"] in ("bsg1", "penalty") and "label" not in entry:
+            entry["params"] = {**entry.get("params", {}), "T": 5}
+    return data
+
+
+def _tfbo_iterations(data: dict) -> dict:
+    for p in data["problems"]:
+        p["budget"] = {**p.get("budget", {}), "iterations": 1000}
+    return data
+
+
+MUTATIONS = [
+    ("f2csa_scaling", lambda d: _set_params(d, "f2csa", lower_max_iter=300, inner_max_iter=300),
+     "inner-loop policy", "not ⌈κ_g ln(1/δ)⌉ = 35 steps"),
+    ("f2csa_scaling", lambda d: _set_params(d, "f2csa", eta=1e-3), "step sizes", "not the paper's step sizes"),
+    ("tfbo_sensitivity", lambda d: _set_params(d, "dtfbo", batch_size=32), "batch sizes",
+     "not the paper's minibatches of 64"),
+    ("tfbo_sensitivity", lambda d: _set_params(d, "dtfbo", sub_loops="tolerance"), "inner-loop policy",
+     "not D-TFBO's fixed 10/10 sub-loops"),
+    ("tfbo_comparison", _tfbo_iterations, "iteration counts", "not the paper's iteration counts"),
+    ("bome_toys", _bome_T5, "inner-loop policy", "not T = 10"),
+    ("online_drift", lambda d: _set_params(d, "af2obo", tau=0.3), "step sizes", "τ is not 1/2"),
+]
+
+
+@pytest.mark.parametrize("name, change, field, deviation", MUTATIONS, ids=[f"{m[0]}-{m[2]}" for m in MUTATIONS])
+def test_a_change_off_the_papers_setting_is_that_fields_deviation(name, change, field, deviation):
+    rows = _table(change(_source(name)))
+    assert rows[field].status == DEV and rows[field].deviation.startswith(deviation)
+    others = {f: (s.status, s.deviation) for f, s in rows.items() if f != field}
+    assert others == {f: v for f, v in EXPECTED[name].items() if f != field}  # nothing else moved

@@ -64,7 +64,9 @@ class ImplicitConstrained(Algorithm):
         self.n_active = 0
         self.ll_iters = 0
         self.lam = np.zeros(len(self.b))
-        self.v_top = self.rng.standard_normal(problem.dim_y)  # power-iteration vector for L̂ (primal_dual)
+        # The power-iteration vector for L̂ is drawn only for the primal–dual solver, so that runs with the
+        # exact QP solve draw the same random stream as before that solver existed.
+        self.v_top = self.rng.standard_normal(problem.dim_y) if config.lower_solver == "primal_dual" else None
 
     def sample_q(self) -> Array:
         """A fresh perturbation q ~ N(0, q_std² I)."""

@@ -30,6 +30,7 @@ from sweep.model import DEFAULT_SCALE, scale_names
 from sweep.report import build_report
 from sweep.sources import builtin_studies, resolve
 from sweep.store import ResultStore
+from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
 
 
 #: What a study name may be (as `run` checks it): never a path.
@@ -88,8 +89,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta = ResultStore(root).read_study()
     rep = build_report(root)
     if not args.no_mlflow:
-        from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location  # imports Ray and MLflow
-
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri))
         if tracker.find_parent(meta["spec_hash"]):
@@ -102,8 +101,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     """Serve the MLflow UI of a study's tracking store on 127.0.0.1 (until Ctrl-C)."""
-    from sweep.tracking import default_tracking_uri  # imports Ray and MLflow
-
     if args.tracking_uri:
         uri = args.tracking_uri
         if uri.startswith(("http://", "https://")):

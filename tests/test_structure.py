@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("problems", "algorithms", "sweep")
 #: Imported inside functions on purpose, so that importing the platform (and `bisweep list`, `--validate-only`)
 #: starts neither Ray nor MLflow nor matplotlib, and problems load scikit-learn only for its datasets.
-HEAVY = ("ray", "mlflow", "matplotlib", "sklearn", "jax")  # jax: the optional [jax] extra
+HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax")  # jax: the optional [jax] extra
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("sweep.kinds", "sweep.claims")
 MAX_LINES = 400

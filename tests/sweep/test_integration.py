@@ -72,7 +72,7 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
                           text=True, timeout=180)  # the acceptance bound: 3 minutes on 2 cores
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert re.search(r"trials \d+/9 done, \d+ running", out)  # live progress
+    assert re.search(r"runs \d+/27 done, \d+ running", out)  # live progress
     assert "== sensitivity ==" in out
     m = re.search(r"(\d+) finished, (\d+) diverged, 0 failed, 0 not run", out)
     assert m and int(m.group(1)) + int(m.group(2)) == 27
@@ -133,6 +133,7 @@ FAULTS = {
     ],
     "seeds": 2, "budget": {"iterations": 30}, "n_evals": 6, "max_failures": 1,
     "checkpoint_seconds": 0, "report_seconds": 0,  # a checkpoint at every evaluation point
+    "runs_per_trial": 2,  # one trial per configuration: its two seeds one after another
 }
 
 

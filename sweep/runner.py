@@ -36,7 +36,7 @@ from sweep.recording import StoreCallback, config_of, done_registry
 from sweep.report import build_report
 from sweep.store import ResultStore
 from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
-from sweep.trainable import run_trial
+from sweep.trainable import study_trainable
 
 NAMESPACE = "bisweep"
 
@@ -61,11 +61,6 @@ class Outcome:
     def complete(self) -> bool:
         """True when every run finished or diverged."""
         return self.counts["failed"] == 0 and self.counts["missing"] == 0
-
-
-def study_trainable(config: dict[str, Any]) -> None:
-    """The Tune trainable of every study trial (its config holds the `TrialConfig` under "trial")."""
-    run_trial(config["trial"])
 
 
 def _trial_name(trial: Any) -> str:
@@ -153,6 +148,8 @@ def _tune_env(max_pending: int) -> Iterator[None]:
 def _quiet_logs() -> None:
     """Keep Ray's, Tune's and MLflow's console chatter to warnings (MLflow is not imported for it)."""
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read by MLflow when it configures its logger
+    # MLflow's usage telemetry asks a server at start and joins its threads at exit (seconds without a network).
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # Ray announces its default token authentication on every local start.
@@ -218,9 +215,11 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
                 num_cpus: int | None, report: bool, out: TextIO) -> Outcome:
     """`run_study` once the options are checked and the results directory is ours."""
     timeline = Timeline(_process_start())
+    timeline.mark("validated")
     store = ResultStore(root)
     storage = storage_path or str(root / "ray")
     store.write_study(study)
+    timeline.mark("study_written")
     uri = tracking_uri or default_tracking_uri(root)
     say = Progress(study, 0, out).message
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
@@ -240,6 +239,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         say(f"bisweep: all {len(study.run_keys)} runs already done")
         tracker, synced = connecting.result()
     synced.add_many(tracker.sync(store, index, synced.keys))  # anything MLflow missed while running
+    timeline.mark("synced")
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
     report_dir = None
@@ -248,6 +248,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         rep = build_report(root, out=out)
         report_dir = rep.directory
         tracker.log_report(report_dir)
+        timeline.mark("reported")
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     tracker.end_study(status, counts)
     timeline.mark("end")
@@ -292,19 +293,23 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
         if "://" not in session.exp_path and Path(session.exp_path).exists():
             _drop_old_trials(session.exp_path, store)
         progress.message(f"bisweep: running {len(pending)} runs")
+        session.timeline.mark("tune_started")
         try:
             with _tune_env(max_pending=slots + 1):
                 _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
         finally:
+            session.timeline.mark("fit_done")
             if writer.backlog:
                 progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
             writer.close()
+            session.timeline.marks["trials"] = queue.trials_made
         return tracker, synced, writer
     finally:
         if started:
             ray.shutdown()
         if guard is not None:
             guard.stop()
+        session.timeline.mark("ray_down")
 
 
 def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:

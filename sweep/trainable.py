@@ -235,6 +235,12 @@ def run_trial(config: TrialConfig | Mapping[str, Any]) -> None:
                       _earlier_checkpoints(config.resume))
 
 
+def study_trainable(config: dict[str, Any]) -> None:
+    """The Tune trainable of every study trial (its config holds the `TrialConfig` under "trial"); it lives
+    here so that a worker unpickling it imports only the run loop, not the driver's modules."""
+    run_trial(config["trial"])
+
+
 # ---------------------------------------------------------------- for a user's own Tuner
 _RESERVED = ("seed", "seeds", "problem_params")
 

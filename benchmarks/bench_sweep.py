@@ -69,12 +69,17 @@ def heavy_study() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- one measured process
+#: `bisweep run` as its console script runs it, plus the driver's peak RSS written to a file.
 CHILD = """
-import json, os, resource, sys
-from sweep.cli import main
-rc = main(sys.argv[2:])
+import atexit, json, os, resource, sys
+import sweep.cli as cli
+rc = cli.main(sys.argv[2:])
 with open(sys.argv[1], "w") as fh:
     json.dump({"rc": rc, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}, fh)
+if hasattr(cli, "entry"):  # what the console script does after main (sweep.cli.entry)
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    os._exit(rc)
 """
 
 

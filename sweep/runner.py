@@ -82,7 +82,10 @@ class Timeline(Callback):
         return {}
 
     def mark(self, name: str) -> None:
-        self.marks.setdefault(name, round(time.time() - self.start, 3))
+        """Wall seconds since the driver started, and the driver's CPU seconds (all its threads) then."""
+        if name not in self.marks:
+            self.marks[name] = round(time.time() - self.start, 3)
+            self.marks[f"{name}_cpu"] = round(time.process_time(), 3)
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.mark("first_trial_started")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 from scipy.special import expit, log_expit, logsumexp, softmax
+from scipy.stats import rankdata
 
 from problems.base import Array, Batch
 from problems.datasets import SOURCES, DataParams, Split, prepare
@@ -106,21 +107,9 @@ def _armijo(value, grad, y, gr, step):
     return None
 
 
-def average_ranks(values: Array) -> Array:
-    """1-based ranks with ties sharing their average rank (scipy.stats.rankdata's default, without importing
-    scipy.stats: it is most of the platform's import time)."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], values.size]
-    ranks = np.empty(values.size)
-    ranks[order] = np.repeat((starts + 1 + ends) / 2.0, ends - starts)
-    return ranks
-
-
 def auc(scores: Array, positive: Array) -> float:
     """Area under the ROC curve of `scores` for the boolean labels `positive` (ties count half)."""
-    ranks = average_ranks(np.asarray(scores))
+    ranks = rankdata(scores)
     n_pos = int(positive.sum())
     n_neg = positive.size - n_pos
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))

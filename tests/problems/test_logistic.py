@@ -5,7 +5,7 @@ from sklearn.linear_model import LogisticRegression
 
 import problems
 from problems.datasets import DataParams, prepare
-from problems.logistic import auc, average_ranks, conjugate_gradient
+from problems.logistic import auc, conjugate_gradient
 from problems.validation import ParameterError
 from tests.oracle_checks import (check_grad_F_fd, check_ground_truth_stationarity, check_minibatch_mean,
                                  check_oracles)
@@ -192,12 +192,3 @@ def test_malformed_file_through_make(tmp_path):
     bad.write_text("not a libsvm line\n")
     with pytest.raises(ParameterError, match="problem 'regularization_selection': 'data_path' .* is not a LIBSVM"):
         problems.make("regularization_selection", dataset="svmlight", data_path=str(bad))
-
-
-def test_average_ranks_are_scipys_rankdata():
-    from scipy.stats import rankdata
-
-    rng = np.random.default_rng(3)
-    for n, distinct in ((1, 1), (7, 3), (200, 20), (1000, 1000)):
-        values = rng.integers(0, distinct, n).astype(float) * 0.25
-        np.testing.assert_array_equal(average_ranks(values), rankdata(values))  # half-integers: exact

@@ -88,7 +88,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, _study_name(args.study))
     meta = ResultStore(root).read_study()
-    rep = build_report(root)
+    rep = build_report(root, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri))
@@ -211,6 +211,7 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--results-dir")
     rep.add_argument("--tracking-uri")
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
+    rep.add_argument("--force", action="store_true", help="rebuild the report even if nothing changed since it was built")
     rep.add_argument("--scale", help="the scale the study ran at (finds ./results/<study>-<scale>)")
     rep.set_defaults(func=cmd_report)
 

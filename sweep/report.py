@@ -7,13 +7,14 @@ tables and figures (sweep/kinds/), and a study that names a claim gets its secti
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from sweep import claims, kinds
+from sweep import claims, kinds, report_cache
 from sweep.claims import ClaimReport
 from sweep.figures import plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
@@ -31,16 +32,25 @@ class Report:
     plots: list[Path]
 
 
-def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False) -> Report:
-    """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables."""
+def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False,
+                 force: bool = False) -> Report:
+    """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
+
+    A report whose inputs have not changed since it was built is not built again (sweep/report_cache.py)
+    unless `force`: its summary is printed and its tables are read back from their CSV files.
+    """
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()
     import_plugins((meta.get("source") or {}).get("imports", []))  # a plugin kind or claim
     opts = meta["report"]
-    runs = load_runs(store, meta)
     d = store.report_dir
+    fp = report_cache.fingerprint(store, meta, opts)
+    if not force and report_cache.up_to_date(d, fp):
+        return _cached(d, out, quiet)
+    runs = load_runs(store, meta)
     d.mkdir(parents=True, exist_ok=True)
+    report_cache.forget(d)
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
     kind = kinds.get(meta["kind"])
@@ -60,11 +70,25 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     for name, rows in tables.items():
         write_csv(d / f"{name}.csv", rows)
     (d / "summary.txt").write_text(text)
+    report_cache.remember(d, fp)
     if not quiet:
         out.write(text)
         out.write(f"report written to {d}\n")
         out.flush()
     return Report(d, tables, plots)
+
+
+def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
+    """The report already in `d` (its tables as the CSV files hold them)."""
+    tables = {}
+    for path in sorted(d.glob("*.csv")):
+        with open(path, newline="") as fh:
+            tables[path.stem] = list(csv.DictReader(fh))
+    if not quiet:
+        out.write((d / "summary.txt").read_text())
+        out.write(f"report up to date in {d} (nothing changed since it was built; --force rebuilds it)\n")
+        out.flush()
+    return Report(d, tables, sorted(d.glob("*.png")))
 
 
 def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimReport | None:

@@ -127,6 +127,15 @@ class ApiSink:
 
 
 # ---------------------------------------------------------------- MLflow's own SQL tables
+def _ordered_id() -> str:
+    """A run id of 32 hex digits (as MLflow's) that grows with time: the nanosecond clock, then 64 random bits.
+
+    Every index of the metrics table starts with or contains the run id; random ids scatter a batch's
+    inserts over the whole index, increasing ones append to its end (3.75 M metric rows: 95 → N runs/s).
+    """
+    return f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
+
+
 def _parts(items: list[str], size: int = 500) -> list[list[str]]:
     """Chunks small enough for one `IN (...)` of any database."""
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -168,7 +177,7 @@ class SqlSink:
     def write(self, batch: Batch, ids: dict[str, str]) -> None:
         """One transaction: the new runs, every metric point, the latest metrics, the ends."""
         for key in batch.new:
-            ids[key] = uuid.uuid4().hex
+            ids[key] = _ordered_id()
         with self.engine.begin() as conn:
             self._create(conn, batch, ids)
             self._metrics(conn, batch, ids)
@@ -200,20 +209,33 @@ class SqlSink:
                 self._latest[run_id] = self._stored_latest(conn, run_id) if key not in batch.new else {}
             latest = touched[run_id] = self._latest[run_id]
             for k, v, ts, step in points:
-                is_nan = math.isnan(v)
-                value = 0.0 if is_nan else (max(-FLOAT_MAX, min(FLOAT_MAX, v)))
-                rows.append({"run_uuid": run_id, "key": k, "value": value, "timestamp": ts, "step": step,
-                             "is_nan": is_nan})
-                if k not in latest or (step, ts, value) > latest[k][:3]:
+                is_nan = v != v
+                value = 0.0 if is_nan else (v if -FLOAT_MAX <= v <= FLOAT_MAX else math.copysign(FLOAT_MAX, v))
+                rows.append((run_id, k, value, ts, step, is_nan))
+                old = latest.get(k)
+                if old is None or (step, ts, value) > old[:3]:
                     latest[k] = (step, ts, value, is_nan)
         if not rows:
             return
-        conn.execute(self._t(self.m.SqlMetric).insert(), rows)
+        self._insert(conn, self.m.SqlMetric, rows)
         table = self._t(self.m.SqlLatestMetric)
         for part in _parts(list(touched)):  # the latest point of each key: replaced as a whole
             conn.execute(table.delete().where(table.c.run_uuid.in_(part)))
-        conn.execute(table.insert(), [{"run_uuid": r, "key": k, "step": s, "timestamp": ts, "value": v, "is_nan": n}
-                                      for r, latest in touched.items() for k, (s, ts, v, n) in latest.items()])
+        self._insert(conn, self.m.SqlLatestMetric, [(r, k, v, ts, s, n) for r, latest in touched.items()
+                                                    for k, (s, ts, v, n) in latest.items()])
+
+    _METRIC_COLUMNS = ("run_uuid", "key", "value", "timestamp", "step", "is_nan")
+
+    def _insert(self, conn: Any, model: Any, rows: list[tuple]) -> None:
+        """Insert metric rows (in `_METRIC_COLUMNS` order). SQLite gets them straight through its driver's
+        executemany: SQLAlchemy's per-row parameter processing cost as much as the inserts themselves."""
+        table = self._t(model)
+        if conn.dialect.name == "sqlite":
+            cols = ", ".join(self._METRIC_COLUMNS)
+            conn.exec_driver_sql(f"INSERT INTO {table.name} ({cols}) VALUES ({', '.join('?' * len(self._METRIC_COLUMNS))})",
+                                 rows)
+        else:
+            conn.execute(table.insert(), [dict(zip(self._METRIC_COLUMNS, r)) for r in rows])
 
     def _stored_latest(self, conn: Any, run_id: str) -> dict[str, tuple]:
         """The latest metrics of a run created before this session."""

@@ -10,7 +10,10 @@ imports, Ray's start and the MLflow store count; each is repeated and printed as
    `reuse_actors=True` and a batched MLflow callback on the driver (Tune's auto loggers off), interleaved;
 4. two CPUs: 8 compute-bound runs on a local Ray with 1 and with 2 CPUs, start-up excluded (the span from
    the first run's start to the last run's end, from the runs' own timestamps when the platform records
-   them, else the wall time less the 1-trial start-up).
+   them, else the wall time less the 1-trial start-up);
+5. the MLflow writer alone (no Ray): fed 3,000 ended runs at 100 runs/s (its longest lag and its drain at
+   the end) and all at once (how many runs per second it writes);
+6. reports: `bisweep report`'s build for N configurations, per configuration, and again with nothing changed.
 
     .venv/bin/python benchmarks/bench_sweep.py                 # everything, 3 repeats (~30 min on 2 cores)
     .venv/bin/python benchmarks/bench_sweep.py --only scale --max-n 1000 --repeats 1
@@ -278,15 +281,108 @@ def cpus(repeats: int, fixed: float) -> None:
     print(table([{"1 CPU": mm(one), "2 CPUs": mm(two), "speed-up": mm([a / b for a, b in zip(one, two)])}]))
 
 
+# ---------------------------------------------------------------- in-process: the MLflow writer and reports
+def real_records(n: int) -> tuple[Any, list[dict[str, Any]]]:
+    """The scale study of n configurations and the records of one of its runs (every run logs as many)."""
+    import algorithms
+    import problems
+    from sweep import spec
+
+    st = spec.validate(scale_study(n), max_runs=10**6)
+    p = st.points[0]
+    inst = problems.make(p.problem, seed=0, **p.problem_params)
+    return st, list(algorithms.run(p.algorithm, inst, p.algorithm_params, seed=0, budget=p.budget, n_evals=p.n_evals))
+
+
+def feed_writer(n: int, rate: float) -> dict[str, float]:
+    """The driver's MLflow writer (default SQLite store) fed n ended runs at `rate` runs/s (0: at once)."""
+    from sweep.mlflow_writer import MlflowCallback
+    from sweep.store import ResultStore
+    from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
+    from sweep.trainable import META
+
+    st, recs = real_records(n)
+    with fresh() as d:
+        store = ResultStore(d)
+        store.write_study(st)
+        uri = default_tracking_uri(d)
+        tracker = Tracker(uri, st.name, local_artifact_location(uri))
+        cb = MlflowCallback(tracker, {p.run_key(0): (p, 0) for p in st.points}, SyncLog(store, tracker.start_study(st)),
+                            store)
+        start = time.monotonic()
+        for i, p in enumerate(st.points):
+            while rate and time.monotonic() - start < i / rate:
+                time.sleep(0.002)
+            chunk = {"run_key": p.run_key(0), "seed": 0, "index": 0, "records": recs, "done": True}
+            cb.on_trial_result(0, [], None, {**recs[-1], META: {"trial_key": "t", "runs": [chunk]}})
+        cb.close()
+        total = time.monotonic() - start
+    return {"lag": cb.max_lag, "drain": cb.drain_seconds, "rate": n / total, "metrics": len(recs) * sum(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in recs[-1].values())}
+
+
+def mlflow(repeats: int, n: int = 3000) -> None:
+    """How the MLflow writer keeps up: at 100 runs/s (lag, drain), and as fast as it can."""
+    paced = [feed_writer(n, 100.0) for _ in range(repeats)]
+    flat = [feed_writer(n, 0.0) for _ in range(repeats)]
+    print(f"\n5. MLflow writer, {n:,} ended runs of {paced[0]['metrics']} metric points each into the SQLite store "
+          f"(min / median of {repeats})")
+    print(table([{"fed at 100 runs/s: max lag s": mm([r["lag"] for r in paced]),
+                  "drain at the end s": mm([r["drain"] for r in paced]),
+                  "fed at once: runs/s written": mm([r["rate"] for r in flat], "{:.0f}")}]))
+
+
+def synthetic_results(n: int, root: Path) -> None:
+    """Results of the scale study of n configurations, every run with a real run's records (values spread)."""
+    from sweep.store import ResultStore
+
+    st, recs = real_records(n)
+    store = ResultStore(root)
+    store.write_study(st)
+    for i, p in enumerate(st.points):
+        f = 0.5 + i / n
+        rs = [{**r, "F": r["F"] * f, "grad_F_sq": r["grad_F_sq"] * f} for r in recs]
+        store.append_many(p.run_key(0), rs)
+        store.finish(p.run_key(0), {"run_key": p.run_key(0), "trial_key": "t", "seed": 0, "status": "finished",
+                                    "final": rs[-1], "where": {}, "point": p.to_dict()})
+
+
+def reports(repeats: int, ns: tuple[int, ...] = (100, 400, 1600)) -> None:
+    """`bisweep report`'s build, per configuration, and the same call when nothing changed."""
+    import io
+
+    from sweep.report import build_report
+
+    rows, builds = [], {}
+    for n in ns:
+        with fresh() as d:
+            synthetic_results(n, Path(d))
+            first, again = [], []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                build_report(d, out=io.StringIO(), force=True)
+                first.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                build_report(d, out=io.StringIO())
+                again.append(time.perf_counter() - t0)
+        builds[n] = statistics.median(first)
+        rows.append({"configurations": f"{n:,}", "build s": mm(first), "ms per configuration":
+                     mm([1000 * t / n for t in first]), "unchanged, s": mm(again, "{:.3f}")})
+    print(f"\n6. reports of N configurations x 1 seed (min / median of {repeats})")
+    print(table(rows))
+    a, b = ns[0], ns[-1]
+    print(f"marginal cost {1000 * (builds[b] - builds[a]) / (b - a):.2f} ms per configuration ({a:,} -> {b:,})")
+
+
 def main() -> None:
     """Run the chosen sections and print their tables."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-n", type=int, default=10_000, help="largest N of the N axis (100,000 on a cluster)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=("startup", "scale", "anchor", "cpus"), action="append",
+    ap.add_argument("--only", choices=("startup", "scale", "anchor", "cpus", "mlflow", "reports"), action="append",
                     help="run only these sections (repeatable)")
     args = ap.parse_args()
-    only = set(args.only or ("startup", "scale", "anchor", "cpus"))
+    only = set(args.only or ("startup", "scale", "anchor", "cpus", "mlflow", "reports"))
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other work skews the numbers)")
     fixed = startup(args.repeats) if only & {"startup", "scale", "cpus"} else 0.0
     if "scale" in only:
@@ -295,6 +391,10 @@ def main() -> None:
         anchor(args.repeats)
     if "cpus" in only:
         cpus(args.repeats, fixed)
+    if "mlflow" in only:
+        mlflow(args.repeats)
+    if "reports" in only:
+        reports(args.repeats)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

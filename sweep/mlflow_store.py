@@ -3,7 +3,7 @@
 Creating an MLflow SQLite store runs every one of MLflow's schema migrations (42% of a 1-trial study's
 start-up once measured); the migrated empty store is made once per MLflow version, kept in the user's
 cache directory (`$XDG_CACHE_HOME/bisweep`, else `~/.cache/bisweep`), and copied. The connection itself
-is made on a thread (`Connecting`) while the driver starts Ray.
+is made on a thread (`Background`) while the driver starts Ray.
 """
 from __future__ import annotations
 
@@ -63,18 +63,18 @@ def prepare(uri: str, artifact_location: str | None) -> None:
     os.replace(tmp, path)
 
 
-class Connecting:
-    """`connect()` run on a thread; `result()` waits for it and returns its value (or raises its error)."""
+class Background:
+    """`work()` run on a thread; `result()` waits for it and returns its value (or raises its error)."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, work: Callable[[], Any], name: str) -> None:
         self._value: Any = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(connect,), name="bisweep-mlflow-connect", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
         self._thread.start()
 
-    def _run(self, connect: Callable[[], Any]) -> None:
+    def _run(self, work: Callable[[], Any]) -> None:
         try:
-            self._value = connect()
+            self._value = work()
         except BaseException as exc:  # noqa: BLE001  handed to the caller of result()
             self._error = exc
 

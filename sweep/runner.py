@@ -221,8 +221,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     timeline.mark("validated")
     store = ResultStore(root)
     storage = storage_path or str(root / "ray")
-    store.write_study(study)
-    timeline.mark("study_written")
+    written = mlflow_store.Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
     uri = tracking_uri or default_tracking_uri(root)
     say = Progress(study, 0, out).message
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
@@ -243,6 +242,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         tracker, synced = connecting.result()
     synced.add_many(tracker.sync(store, index, synced.keys))  # anything MLflow missed while running
     timeline.mark("synced")
+    written.result()
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
     report_dir = None
@@ -370,7 +370,7 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
         synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced
 
-    return mlflow_store.Connecting(connect)
+    return mlflow_store.Background(connect, "bisweep-mlflow-connect")
 
 
 def count_runs(store: ResultStore, study: Study) -> dict[str, int]:

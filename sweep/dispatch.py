@@ -9,7 +9,9 @@ deep copies are the same object, its text is its key), so Tune's tags and copies
 A trial takes consecutive runs of the queue (configuration by configuration): `runs_per_trial` of them,
 or, when that is not set, as many as take about `TARGET_TRIAL_SECONDS` by the durations of finished runs
 of the same shape (algorithm, problem and its parameters, budget), and a single run of a shape not seen
-yet. Near the end trials shrink so that the last ones end together on every slot.
+yet. Near the end trials shrink so that the last ones end together on every slot. When a trial fails for
+good, only the run that raised has failed: the runs after it go back to the queue for another trial, so
+the searcher says FINISHED only once no trial is in flight.
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ class RunQueue:
                  slots: int = 1) -> None:
         self._runs = runs
         self._next = 0
+        self._again: list[tuple[Point, int]] = []  # runs of failed trials that never started, handed out first
+        self.in_flight = 0  # trials made and not yet ended
         self._make = make
         self.runs_per_trial = runs_per_trial
         self.slots = max(1, slots)
@@ -49,7 +53,26 @@ class RunQueue:
     @property
     def remaining(self) -> int:
         """Runs not yet handed to a trial."""
-        return len(self._runs) - self._next
+        return len(self._runs) - self._next + len(self._again)
+
+    def requeue(self, runs: Sequence[tuple[Point, int]]) -> None:
+        """Hand these runs out again (the runs a failed trial never started)."""
+        self._again.extend(runs)
+
+    def trial_ended(self) -> None:
+        """A trial completed or failed for good."""
+        self.in_flight -= 1
+
+    def _peek(self, i: int) -> tuple[Point, int]:
+        return self._again[i] if i < len(self._again) else self._runs[self._next + i - len(self._again)]
+
+    def _take(self, k: int) -> list[tuple[Point, int]]:
+        out = self._again[:k]
+        self._again = self._again[k:]
+        more = k - len(out)
+        out += self._runs[self._next:self._next + more]
+        self._next += more
+        return out
 
     def shape(self, point: Point) -> str:
         """Runs of one shape take about the same time (the algorithm's hyperparameters aside)."""
@@ -74,7 +97,7 @@ class RunQueue:
         cap = min(cap, max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
         total, k = 0.0, 0
         while k < cap:
-            est = self._seconds.get(self.shape(self._runs[self._next + k][0]))
+            est = self._seconds.get(self.shape(self._peek(k)[0]))
             if est is None:  # an unknown shape runs alone first (its duration is then known)
                 return max(k, 1)
             total += est
@@ -87,10 +110,10 @@ class RunQueue:
         """The config of the next trial, or None when every run has been handed out."""
         if not self.remaining:
             return None
-        k = self._size()
-        runs = tuple(RunSpec.of(p, s) for p, s in self._runs[self._next:self._next + k])
-        self._next += k
+        runs = tuple(RunSpec.of(p, s) for p, s in self._take(self._size()))
+        k = len(runs)
         self.trials_made += 1
+        self.in_flight += 1
         key = runs[0].run_key if k == 1 else f"{runs[0].run_key}+{k - 1}"
         return self._make(key, runs)
 
@@ -102,9 +125,11 @@ class StudySearcher(Searcher):
         super().__init__()
         self.queue = queue
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | str:
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         cfg = self.queue.next_trial()
-        return Searcher.FINISHED if cfg is None else {"trial": cfg}
+        if cfg is not None:
+            return {"trial": cfg}
+        return Searcher.FINISHED if self.queue.in_flight == 0 else None  # a failing trial may hand runs back
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         """Nothing to learn: the driver's callbacks record every run."""

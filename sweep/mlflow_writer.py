@@ -113,13 +113,15 @@ class MlflowCallback(Callback):
         return ended
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._queue.put(("failed", time.monotonic(), list(trial.config["trial"].run_keys)))
+        # The store's callback ran first: the runs it marked failed (others went back to the queue).
+        failed = [k for k in trial.config["trial"].run_keys if self.store.status(k) == "failed"]
+        self._queue.put(("failed", time.monotonic(), failed))
 
     def _failed(self, run_keys: list[str]) -> None:
         for key in run_keys:
             if key in self.synced.keys or key not in self.tracker.children():
-                continue
-            self.tracker.finish(key, "failed", "the trial failed; see the study's failures")
+                continue  # a run that never reported gets its child from the sync at the end
+            self.tracker.finish(key, "failed", (self.store.summary(key) or {}).get("error"))
 
     @property
     def backlog(self) -> int:

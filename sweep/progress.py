@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ray.tune import Callback
@@ -150,8 +150,9 @@ class Progress:
 class ProgressCallback(Callback):
     """Tune callback feeding a `Progress` and refreshing the display (O(1) per event)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, failed_runs: Callable[[Any], list[str]] | None = None) -> None:
         self.progress = progress
+        self.failed_runs = failed_runs  # trial -> the runs its failure failed (default: all of its runs)
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # not needed in Tune's pickled run config
@@ -172,7 +173,7 @@ class ProgressCallback(Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         cfg = trial.config["trial"]
         self.progress.trial_ended(trial.trial_id)
-        self.progress.runs_failed(cfg.run_keys)
+        self.progress.runs_failed(self.failed_runs(trial) if self.failed_runs else cfg.run_keys)
         where = getattr(trial, "error_file", None)
         self.progress.message(f"bisweep: trial {cfg.key} failed: {trial_error(trial)}"
                               + (f" (traceback: {where})" if where else ""))

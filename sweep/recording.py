@@ -37,6 +37,7 @@ class StoreCallback(Callback):
         self.registry = registry
         self.queue = queue
         self._current: dict[str, str] = {}  # trial id -> run key of its latest record
+        self.failed: dict[str, list[str]] = {}  # trial id -> the runs its failure failed
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # Tune pickles its run config; this callback lives only in the driver
@@ -73,17 +74,26 @@ class StoreCallback(Callback):
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._current.pop(trial.trial_id, None)
+        if self.queue is not None:
+            self.queue.trial_ended()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """The trial failed for good (its retries spent): the run that raised failed, the runs after it never
+        started and go back to the queue; a trial's runs run in order, so the first unfinished one raised."""
         self._current.pop(trial.trial_id, None)
+        cfg = config_of(trial)
+        left = [r for r in cfg.runs if self.store.status(r.run_key) not in DONE_STATUSES]
+        failing = left[:1] if self.queue is not None else left  # without a queue the others fail with it
         error = trial_error(trial)
-        for run in config_of(trial).runs:
-            if self.store.status(run.run_key) in DONE_STATUSES:
-                continue
+        for run in failing:
             point, _ = self.index[run.run_key]
-            self.store.finish(run.run_key, {"run_key": run.run_key, "trial_key": config_of(trial).key,
-                                            "seed": run.seed, "status": "failed", "final": None, "error": error,
-                                            "where": {}, "point": point.to_dict()})
+            self.store.finish(run.run_key, {"run_key": run.run_key, "trial_key": cfg.key, "seed": run.seed,
+                                            "status": "failed", "final": None, "error": error, "where": {},
+                                            "point": point.to_dict()})
+        self.failed[trial.trial_id] = [r.run_key for r in failing]
+        if self.queue is not None:
+            self.queue.requeue([self.index[r.run_key] for r in left[1:]])
+            self.queue.trial_ended()
 
 
 def done_registry(name: str) -> Any:

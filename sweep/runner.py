@@ -291,7 +291,8 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
         queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial,
                          slots)
         writer = MlflowCallback(tracker, session.index, synced, store)
-        callbacks = [StoreCallback(store, session.index, registry, queue), writer, ProgressCallback(progress),
+        recorder = StoreCallback(store, session.index, registry, queue)
+        callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
                      session.timeline]
         if "://" not in session.exp_path and Path(session.exp_path).exists():
             _drop_old_trials(session.exp_path, store)

@@ -96,6 +96,20 @@ class StoreCallback(Callback):
             self.queue.trial_ended()
 
 
+class Slim(Callback):
+    """The last callback: Tune keeps every trial's last result for the whole session, so once the records it
+    carries are on disk and queued for MLflow, it keeps only the runs' keys (a trial's report may carry the
+    records of hundreds of runs; Tune lets callbacks change a result in place)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        meta = result.get(META)
+        if meta is not None:
+            result[META] = {**meta, "runs": [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]}
+
+
 def done_registry(name: str) -> Any:
     """A named actor (no CPU) that a starting or retried trial asks which of its runs already finished."""
     import ray

@@ -32,7 +32,7 @@ from sweep.mlflow_writer import MlflowCallback
 from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.processes import ProcessGuard
 from sweep.progress import Progress, ProgressCallback
-from sweep.recording import StoreCallback, config_of, done_registry
+from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.report import build_report
 from sweep.store import ResultStore
 from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
@@ -293,7 +293,7 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
         writer = MlflowCallback(tracker, session.index, synced, store)
         recorder = StoreCallback(store, session.index, registry, queue)
         callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
-                     session.timeline]
+                     session.timeline, Slim()]
         if "://" not in session.exp_path and Path(session.exp_path).exists():
             _drop_old_trials(session.exp_path, store)
         progress.message(f"bisweep: running {len(pending)} runs")

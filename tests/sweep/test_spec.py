@@ -233,3 +233,10 @@ def test_a_trial_config_with_a_missing_or_unknown_field_is_refused():
     del cfg["runs"]
     with pytest.raises(ParameterError, match="trial config: missing field 'runs'"):
         TrialConfig.from_dict(cfg)
+
+
+def test_runs_per_trial_with_seeds_per_trial_as_its_older_name(spec_error):
+    assert spec.validate(BASE).runs_per_trial is None  # sized by the runs' durations
+    assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2}).runs_per_trial == 2
+    assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2, "runs_per_trial": 50}).runs_per_trial == 50
+    spec_error({**copy.deepcopy(BASE), "runs_per_trial": 0}, "runs_per_trial", "got 0")

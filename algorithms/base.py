@@ -62,6 +62,9 @@ class Algorithm(ABC):
         self.rng = rng
         self.iteration = 0
         self.x, self.y = problem.initial_point()
+        size = getattr(config, "batch_size", None)
+        # Decided once: the minibatch size `batch()` draws, or None for full-batch oracles.
+        self._batch_size = size if size is not None and getattr(problem, "stochastic", False) else None
 
     @abstractmethod
     def step(self) -> None:
@@ -77,10 +80,9 @@ class Algorithm(ABC):
 
     def batch(self) -> Any:
         """A fresh minibatch when the config asks for one and the problem is stochastic, else None."""
-        size = getattr(self.config, "batch_size", None)
-        if size is None or not getattr(self.problem, "stochastic", False):
+        if self._batch_size is None:
             return None
-        return self.problem.sample_batch(self.rng, size)
+        return self.problem.sample_batch(self.rng, self._batch_size)
 
     # ---- checkpointing: exactly the declared state ----
     @classmethod

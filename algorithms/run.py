@@ -116,6 +116,22 @@ def _finite(*arrays: Array | None) -> bool:
     return True
 
 
+def _checked_norm(v: Array) -> float | None:
+    """‖v‖ as np.linalg.norm gives it, or None when v is not `_finite`.
+
+    One dot product decides both for a float vector: s = v·v is finite and below DIVERGENCE_NORM²
+    exactly when every entry is finite and below DIVERGENCE_NORM in size (a NaN or inf makes s NaN or
+    inf, an entry of 1e100 alone makes s ≥ 1e200, and a rounded sum of squares is never below its
+    largest term), and np.linalg.norm of a contiguous float vector is sqrt(v.dot(v)), so the norm is √s
+    to the bit. Other inputs, and the rare s ≥ 1e200 with every entry in range, take the elementwise test.
+    """
+    if type(v) is np.ndarray and v.ndim == 1 and v.dtype == np.float64 and v.flags.c_contiguous:
+        s = float(v.dot(v))
+        if s < DIVERGENCE_NORM * DIVERGENCE_NORM:  # False for NaN and inf
+            return math.sqrt(s)
+    return float(np.linalg.norm(v)) if _finite(v) else None
+
+
 class Run:
     """A resumable run: an algorithm on a problem for a budget; `records()` yields metric dicts."""
 
@@ -199,9 +215,9 @@ class Run:
             if rec is not None:
                 return rec
         while self._budget_left():
-            if not self._step():
+            if not self._steps_to_next_point():
                 return self._diverged()
-            if self.algorithm.iteration >= self.points[min(self.next_point, len(self.points) - 1)]:
+            if self.algorithm.iteration >= self._next_point():
                 self._skip_passed_points()
                 rec = self._evaluate()
                 if rec is None:
@@ -220,15 +236,33 @@ class Run:
         while self.next_point < len(self.points) and self.points[self.next_point] <= self.algorithm.iteration:
             self.next_point += 1
 
+    def _next_point(self) -> int:
+        return self.points[min(self.next_point, len(self.points) - 1)]
+
+    def _steps_to_next_point(self) -> bool:
+        """Step until the next evaluation point or the end of the budget; False on divergence.
+
+        Floating-point errors raise inside steps (a divergence); the error state is set once for the
+        whole stretch, as setting it around every step cost several microseconds per step.
+        """
+        target = self._next_point()
+        outer = np.geterr()
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            while True:
+                if self.online:
+                    with np.errstate(**outer):  # the regret is evaluation, under the caller's error state
+                        self._accumulate_regret()
+                if not self._step():
+                    return False
+                if self.algorithm.iteration >= target or not self._budget_left():
+                    return True
+
     def _step(self) -> bool:
-        """One outer iteration; False on divergence."""
+        """One outer iteration, under the raising error state of `_steps_to_next_point`; False on divergence."""
         alg = self.algorithm
-        if self.online:
-            self._accumulate_regret()
         start = time.perf_counter()
         try:
-            with np.errstate(over="raise", divide="raise", invalid="raise"):
-                alg.step()
+            alg.step()
         except _NUMERIC_FAILURES:
             self.compute_time += time.perf_counter() - start
             # Number the failed step as a completed one would be, like a non-finite iterate after it.
@@ -243,15 +277,17 @@ class Run:
 
     def _iterates_ok(self, alg: Algorithm) -> bool:
         """False (and the reason noted) when x or y is non-finite or past its norm limit."""
-        for name, v in (("x", alg.x), ("y", alg.y)):
-            if v is None:
-                continue
-            if not _finite(v):
-                self.diverged_metric = f"{name} non-finite"
-                return False
-            if name in self.start_values and float(np.linalg.norm(v)) > self._limit(name):
-                self.diverged_metric = f"‖{name}‖"
-                return False
+        with np.errstate(all="ignore"):  # a check never raises: v·v overflows quietly past 1e154
+            for name, v in (("x", alg.x), ("y", alg.y)):
+                if v is None:
+                    continue
+                norm = _checked_norm(v)
+                if norm is None:
+                    self.diverged_metric = f"{name} non-finite"
+                    return False
+                if name in self.start_values and norm > self._limit(name):
+                    self.diverged_metric = f"‖{name}‖"
+                    return False
         return True
 
     def _metrics_ok(self, rec: dict[str, Any]) -> bool:

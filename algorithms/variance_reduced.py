@@ -83,9 +83,10 @@ def saga(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
     `table` and its running `mean` are updated in place. With |idx| = 1 this is the paper's
     S[φ, w]_i = φ_i(w_i^{t+1}) − φ_i(w_i^t) + (1/n) Σ φ_{i'}(w_{i'}^t).
     """
-    diff = fresh - table[idx]
-    estimate = mean + diff.mean(axis=0)
-    mean += diff.sum(axis=0) / len(table)
+    diff = fresh - table.take(idx, axis=0)
+    total = diff.sum(axis=0)  # one sum for both: numpy's diff.mean(axis=0) is this sum / len(idx)
+    estimate = mean + total / len(idx)
+    mean += total / len(table)
     table[idx] = fresh
     return estimate
 

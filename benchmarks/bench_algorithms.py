@@ -1,35 +1,87 @@
-"""Per-iteration time of every registered offline algorithm next to the time of the oracle calls it made.
+"""Per-iteration time of every offline algorithm next to the time of its oracle calls, and D-TFBO at d = 1000.
 
-    .venv/bin/python benchmarks/bench_algorithms.py [--iterations 200] [--seconds 2] [--batch 64]
+    .venv/bin/python benchmarks/bench_algorithms.py [--iterations 200] [--seconds 2] [--batch 64] [--repeats 3]
+    .venv/bin/python benchmarks/bench_algorithms.py --sections dtfbo accuracy   # the quadratic oracles only
 
-Problems: `simulated` (n 1024, d 100; the finite-sum quadratic of the same sizes if it is not
-registered) and `regularization_selection` (breast_cancer). Each algorithm runs with its defaults and a
-minibatch of --batch where it has a minibatch form (D-TFBO in its fixed-loop mode, as the paper ran it),
-for --iterations or --seconds, whichever ends first. A second run with the same seed records every
-oracle call with its arguments; replaying that exact sequence alone gives the oracle time, and the table
-prints the overhead ratio (step time / oracle time): what an algorithm spends outside its oracles
-(counting wrapper, minibatch draws and SAGA memory updates included). Algorithms whose flags don't fit
-(online, needing constraints, needing a finite sum) are skipped.
+Sections (all by default):
+
+overhead: `simulated` (n 1024, d 100) and `regularization_selection` (breast_cancer). Each algorithm runs
+    with its defaults and a minibatch of --batch where it has a minibatch form (D-TFBO in its fixed-loop
+    mode, as the paper ran it) for --iterations or --seconds, whichever ends first. Then, --repeats times
+    in turn: the run loop (algorithms.run.Run: wall time minus evaluation time, evaluated only at the
+    start and the end), the bare steps, and the oracle calls alone (a run with the same seed records
+    every oracle call with its arguments; replaying that exact sequence gives the oracle time). Overhead
+    = iteration time / oracle time of the same round: what an iteration spends outside its oracles
+    (minibatch draws, counting wrapper, vector updates; the run loop's checks in the first ratio).
+dtfbo: D-TFBO (fixed loops, 10 + 10 steps, minibatch 64) on `quadratic` with dim_x = dim_y = 1000,
+    n_samples = 1024, rank = 2: ms per iteration with the package's oracles and with the einsum oracles
+    they replaced (EinsumQuadratic below, kept here as the reference), runs interleaved.
+accuracy: those two oracle sets against a long-double evaluation of the same sums.
+
+BLAS runs on --blas-threads threads (default 1, as a Ray trial on one CPU gets it): with a thread per
+core, the evaluations' dense solves leave OpenBLAS threads spinning for a while, which slowed the run loop
+by up to 2x on this 2-core machine. Times are process CPU time (--clock wall for wall time), and every
+figure is the min / median over --repeats rounds: the machine may be shared.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import importlib
+import statistics
 import sys
 import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import algorithms
-import problems
-from problems.counting import counted
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import algorithms  # noqa: E402
+import problems  # noqa: E402
+from algorithms.threads import blas_threads  # noqa: E402
+from problems.counting import counted  # noqa: E402
+
+run_module = importlib.import_module("algorithms.run")  # the package re-exports a function named `run`
 
 ORACLE_METHODS = ("f", "g", "grad_f", "grad_g", "grad_y_f", "grad_y_g", "hvp_yy_g", "cross_xy_g",
                   "hessian_yy_g", "jacobian_xy_g", "grad_f_samples", "grad_y_g_samples", "hvp_yy_g_samples",
                   "cross_xy_g_samples")
+NUMERIC_FAILURES = (FloatingPointError, OverflowError, ZeroDivisionError, np.linalg.LinAlgError)
 
 
+class Clock:
+    """The benchmark's clock: process CPU time by default (robust to other load on a shared machine),
+    or wall time. The run loop's own timer is pointed at it, so its evaluation time is on the same clock."""
+
+    def __init__(self) -> None:
+        self.now = time.process_time
+
+    @contextlib.contextmanager
+    def use(self, name: str) -> Iterator[None]:
+        """Time with `name` ("cpu" or "wall") inside the block, the run loop included."""
+        saved = run_module.time
+        self.now = time.process_time if name == "cpu" else time.perf_counter
+        run_module.time = types.SimpleNamespace(perf_counter=self.now)
+        try:
+            yield
+        finally:
+            run_module.time = saved
+
+
+CLOCK = Clock()
+
+
+def min_median(values: list[float]) -> tuple[float, float]:
+    """(min, median) of the rounds."""
+    return min(values), statistics.median(values)
+
+
+# ---------------------------------------------------------------- overhead
 class CallLog:
     """Forwards everything to a problem and records each oracle call with copies of its arguments."""
 
@@ -44,24 +96,22 @@ class CallLog:
 
     def _logged(self, name: str, method: Any) -> Any:
         def logged(*args: Any, **kwargs: Any) -> Any:
-            # Copies: an algorithm may update its iterates in place after the call.
-            self.calls.append((name, tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args), kwargs))
+            # Copies: an algorithm may update its iterates in place after the call. Minibatches are
+            # kept as they are (a read-only batch is never changed), so the replay shares rows as the run did.
+            self.calls.append((name, tuple(_copied(a) for a in args), kwargs))
             return method(*args, **kwargs)
         return logged
 
 
+def _copied(a: Any) -> Any:
+    return np.array(a) if isinstance(a, np.ndarray) and a.flags.writeable else a
+
+
 def bench_problems() -> list[tuple[str, Any]]:
-    """(label, problem) pairs: simulated (or its quadratic stand-in) and regularization_selection."""
-    out = []
-    if "simulated" in problems.available():
-        out.append(("simulated (n 1024, d 100)", problems.make("simulated", seed=0)))
-    else:
-        out.append(("quadratic (n 1024, d 100)", problems.make("quadratic", seed=0, dim_x=100, dim_y=100,
-                                                               n_samples=1024, rank=1)))
-    if "regularization_selection" in problems.available():
-        out.append(("regularization_selection (breast_cancer)",
-                    problems.make("regularization_selection", seed=0, dataset="breast_cancer")))
-    return out
+    """(label, problem) pairs: simulated and regularization_selection."""
+    return [("simulated (n 1024, d 100)", problems.make("simulated", seed=0)),
+            ("regularization_selection (breast_cancer)",
+             problems.make("regularization_selection", seed=0, dataset="breast_cancer"))]
 
 
 #: Non-default settings: the ones the paper's minibatch experiments used (tolerance loops never end on
@@ -83,19 +133,28 @@ def run_steps(name: str, problem: Any, cfg: Any, iterations: int, seconds: float
     alg = algorithms.get(name)(counted(problem), cfg, np.random.default_rng(0))
     status, elapsed = "ok", 0.0
     while alg.iteration < iterations and elapsed < seconds:
-        start = time.perf_counter()
+        start = CLOCK.now()
         try:
             with np.errstate(over="raise", divide="raise", invalid="raise"):
                 alg.step()
-        except (FloatingPointError, OverflowError, ZeroDivisionError, np.linalg.LinAlgError):
+        except NUMERIC_FAILURES:
             status = f"diverged@{alg.iteration + 1}"
             break
-        elapsed += time.perf_counter() - start
+        elapsed += CLOCK.now() - start
         alg.iteration += 1
         if not (np.all(np.isfinite(alg.x)) and (alg.y is None or np.all(np.isfinite(alg.y)))):
             status = f"diverged@{alg.iteration}"
             break
     return alg, elapsed, status
+
+
+def loop_time(name: str, problem: Any, cfg: Any, budget: dict[str, Any]) -> tuple[float, int, str]:
+    """(seconds, iterations, status) of a run through the run loop, evaluation time excluded."""
+    run = run_module.Run(name, problem, cfg, seed=0, budget=budget, n_evals=2)
+    start = CLOCK.now()
+    for _ in run.records():
+        pass
+    return CLOCK.now() - start - run.eval_time, run.algorithm.iteration, run.status
 
 
 def oracle_time(name: str, problem: Any, cfg: Any, iterations: int) -> tuple[float, int]:
@@ -109,47 +168,186 @@ def oracle_time(name: str, problem: Any, cfg: Any, iterations: int) -> tuple[flo
             alg.iteration += 1
     methods = {m: getattr(problem, m) for m in ORACLE_METHODS}
     with np.errstate(all="ignore"):
-        start = time.perf_counter()
+        start = CLOCK.now()
         for method, args, kwargs in log.calls:
             methods[method](*args, **kwargs)
-        return time.perf_counter() - start, len(log.calls)
+        return CLOCK.now() - start, len(log.calls)
 
 
-def bench(label: str, problem: Any, names: list[str], args: argparse.Namespace) -> None:
-    """Print one table row per algorithm as it finishes."""
-    print(f"\n== {label}: batch {args.batch}, up to {args.iterations} iterations or {args.seconds:g} s each")
-    print(f"{'algorithm':<10} {'iters':>6} {'ms/iter':>9} {'oracle ms':>10} {'overhead':>9} {'calls/iter':>10}  status")
-    for name in names:
-        cls = algorithms.get(name)
-        if cls.online or (cls.constrained and problem.constraints is None):
-            print(f"{name:<10} skipped: {'online' if cls.online else 'needs lower-level constraints'}")
-            continue
-        if cls.finite_sum and problem.n_samples is None:
-            print(f"{name:<10} skipped: needs a finite-sum problem")
-            continue
-        cfg = config_for(name, args.batch)
-        alg, elapsed, status = run_steps(name, problem, cfg, args.iterations, args.seconds)
-        n = alg.iteration
-        if n == 0:
-            print(f"{name:<10} {0:>6} {'-':>9} {'-':>10} {'-':>9} {'-':>10}  {status}")
-            continue
-        t_oracle, calls = oracle_time(name, problem, cfg, n)
-        print(f"{name:<10} {n:>6} {1e3 * elapsed / n:>9.3f} {1e3 * t_oracle / n:>10.3f} {elapsed / t_oracle:>9.2f} "
-              f"{calls / n:>10.1f}  {status}", flush=True)
+def overhead_row(name: str, problem: Any, args: argparse.Namespace) -> str:
+    """One table row: iteration counts, times and overhead ratios (min / median over the rounds)."""
+    cls = algorithms.get(name)
+    if cls.online or (cls.constrained and problem.constraints is None):
+        return f"{name:<9} skipped: {'online' if cls.online else 'needs lower-level constraints'}"
+    if cls.finite_sum and problem.n_samples is None:
+        return f"{name:<9} skipped: needs a finite-sum problem"
+    cfg = config_for(name, args.batch)
+    # The run loop fixes the iteration count (it may stop a run early as diverged); every round reruns it.
+    _, n, status = loop_time(name, problem, cfg, {"iterations": args.iterations, "seconds": args.seconds})
+    if n == 0:
+        return f"{name:<9} {0:>6}  {status}"
+    loop, step, oracle, calls = [], [], [], 0
+    for _ in range(args.repeats):
+        loop.append(loop_time(name, problem, cfg, {"iterations": n})[0] / n)
+        step.append(run_steps(name, problem, cfg, n, float("inf"))[1] / n)
+        t, calls = oracle_time(name, problem, cfg, n)
+        oracle.append(t / n)
+    ratio_loop = min_median([a / b for a, b in zip(loop, oracle)])
+    ratio_step = min_median([a / b for a, b in zip(step, oracle)])
+    cells = [f"{1e3 * v:.3f}" for v in (*min_median(loop), *min_median(oracle))]
+    return (f"{name:<9} {n:>6} {cells[0]:>7} /{cells[1]:>7} {cells[2]:>7} /{cells[3]:>7} "
+            f"{ratio_loop[0]:>6.2f} /{ratio_loop[1]:>5.2f} {ratio_step[0]:>6.2f} /{ratio_step[1]:>5.2f} "
+            f"{calls / n:>6.1f}  {status}")
+
+
+def section_overhead(args: argparse.Namespace) -> None:
+    """The overhead table per problem, a row per algorithm as it finishes."""
+    names = args.only or sorted(algorithms.available())
+    threads = f"{args.blas_threads} BLAS thread(s)" if args.blas_threads else "the BLAS library's default threads"
+    for label, problem in bench_problems():
+        print(f"\n== {label}: batch {args.batch}, up to {args.iterations} iterations or {args.seconds:g} s, "
+              f"{threads}, {args.repeats} rounds (min / median)")
+        print(f"{'algorithm':<9} {'iters':>6} {'ms/iter (loop)':>16} {'oracle ms/iter':>16} "
+              f"{'overhead loop':>14} {'overhead step':>14} {'calls':>6}  status")
+        for name in names:
+            print(overhead_row(name, problem, args), flush=True)
+    print("\noverhead = iteration time / time of the same oracle calls replayed alone (1.0: all time in oracles);"
+          "\nloop: through algorithms.run.Run (its checks included), step: algorithm.step() alone")
+
+
+# ---------------------------------------------------------------- the quadratic's previous oracles
+class EinsumQuadratic:
+    """A `quadratic` finite sum with the minibatch oracles it had before (gather + einsum per call).
+
+    The reference for the dtfbo and accuracy sections; everything else is the wrapped problem's.
+    """
+
+    def __init__(self, problem: Any, dtype: type = np.float64) -> None:
+        self._problem = problem
+        # The previous layout: U_i as U[i] of shape (d, r).
+        self.U, self.V, self.S = (np.ascontiguousarray(A.transpose(0, 2, 1), dtype) for A in
+                                  (problem.U, problem.V, problem.S))
+        self.a_i, self.e = problem.a_i.astype(dtype), problem.e.astype(dtype)
+        self.mu0, self.p0, self.m, self.c = (np.asarray(v, dtype) for v in (problem.mu0, problem.p0, problem.m,
+                                                                            problem.c))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._problem, name)
+
+    def grad_y_f(self, x: Any, y: Any, batch: Any = None) -> Any:
+        r = y - self.e
+        Sb = self.S[batch]
+        return self.p0 * r + np.einsum("bdr,br->d", Sb, np.einsum("bdr,d->br", Sb, r)) / len(batch)
+
+    def grad_f(self, x: Any, y: Any, batch: Any = None) -> tuple[Any, Any]:
+        return self.m * x + self.c, self.grad_y_f(x, y, batch)
+
+    def grad_y_g(self, x: Any, y: Any, batch: Any = None) -> Any:
+        Ub = self.U[batch]
+        t = np.einsum("bdr,d->br", Ub, y) - np.einsum("bxr,x->br", self.V[batch], x)
+        return self.mu0 * y + np.einsum("bdr,br->d", Ub, t) / len(batch) + self.a_i[batch].mean(axis=0)
+
+    def hvp_yy_g(self, x: Any, y: Any, v: Any, batch: Any = None) -> Any:
+        Ub = self.U[batch]
+        return self.mu0 * v + np.einsum("bdr,br->d", Ub, np.einsum("bdr,d->br", Ub, v)) / len(batch)
+
+    def cross_xy_g(self, x: Any, y: Any, v: Any, batch: Any = None) -> Any:
+        Vb = self.V[batch]
+        return -np.einsum("bxr,br->x", Vb, np.einsum("bdr,d->br", self.U[batch], v)) / len(batch)
+
+
+DTFBO_PROBLEM = dict(dim_x=1000, dim_y=1000, n_samples=1024, rank=2)
+
+
+def dtfbo_ms(problem: Any, iterations: int, seed: int) -> float:
+    """Milliseconds per D-TFBO iteration (fixed loops, minibatch 64) on `problem`."""
+    cfg = algorithms.make_config("dtfbo", {"sub_loops": "fixed", "batch_size": 64})
+    alg = algorithms.get("dtfbo")(counted(problem), cfg, np.random.default_rng(seed))
+    start = CLOCK.now()
+    for _ in range(iterations):
+        alg.step()
+        alg.iteration += 1
+    return 1e3 * (CLOCK.now() - start) / iterations
+
+
+def section_dtfbo(args: argparse.Namespace) -> None:
+    """D-TFBO ms/iteration with the package's oracles and the einsum reference, interleaved."""
+    params = ", ".join(f"{k} {v}" for k, v in DTFBO_PROBLEM.items())
+    print(f"\n== D-TFBO on quadratic ({params}; minibatch 64, fixed loops 10 + 10): ms per iteration, "
+          f"{args.repeats} rounds of 20 iterations")
+    start = CLOCK.now()
+    p = problems.make("quadratic", seed=0, **DTFBO_PROBLEM)
+    ref = EinsumQuadratic(p)
+    print(f"(instance built in {CLOCK.now() - start:.1f} s)")
+    now, before = [], []
+    for k in range(args.repeats):
+        before.append(dtfbo_ms(ref, 20, k))
+        now.append(dtfbo_ms(p, 20, k))
+    (b_min, b_med), (n_min, n_med) = min_median(before), min_median(now)
+    print(f"{'einsum oracles (before)':<26} min {b_min:7.2f}  median {b_med:7.2f}")
+    print(f"{'BLAS oracles (now)':<26} min {n_min:7.2f}  median {n_med:7.2f}")
+    print(f"{'speed-up':<26} min {b_min / n_min:7.2f}x median {b_med / n_med:7.2f}x")
+
+
+def section_accuracy(args: argparse.Namespace) -> None:
+    """Both oracle sets against a long-double evaluation of the same sums."""
+    print("\n== quadratic minibatch oracles: max |value − reference| / max |reference|, reference in long double "
+          "(3 seeds)")
+    print(f"{'instance':<26} {'oracle':<9} {'einsum':>9} {'BLAS':>9}  entries that differ")
+    for d, n, rank, size in ((1000, 1024, 2, 64), (200, 256, 3, 32), (20, 40, 2, 8)):
+        worst: dict[str, list] = {}
+        for seed in range(3):
+            for k, row in accuracy_case(d, n, rank, size, seed).items():
+                acc = worst.setdefault(k, [0.0, 0.0, 0, 0])
+                acc[0], acc[1] = max(acc[0], row[0]), max(acc[1], row[1])
+                acc[2] += row[2]
+                acc[3] += row[3]
+        for k, (e_old, e_new, differ, total) in worst.items():
+            print(f"{f'd {d} n {n} r {rank} batch {size}':<26} {k:<9} {e_old:9.2e} {e_new:9.2e}  {differ} of {total}")
+
+
+def accuracy_case(d: int, n: int, rank: int, size: int, seed: int) -> dict[str, tuple[float, float, int, int]]:
+    """Per oracle: (einsum error, BLAS error, entries that differ, entries) at one random point and batch."""
+    p = problems.make("quadratic", seed=seed, dim_x=d, dim_y=d, n_samples=n, rank=rank)
+    rng = np.random.default_rng(seed)
+    x, y, v = (rng.standard_normal(d) for _ in range(3))
+    batch = p.sample_batch(rng, size)
+    exact = EinsumQuadratic(p, np.longdouble)
+    xl, yl, vl = (u.astype(np.longdouble) for u in (x, y, v))
+    out = {}
+    for name, call in (("grad_y_g", lambda q, x, y, v: q.grad_y_g(x, y, batch)),
+                       ("hvp", lambda q, x, y, v: q.hvp_yy_g(x, y, v, batch)),
+                       ("cross", lambda q, x, y, v: q.cross_xy_g(x, y, v, batch)),
+                       ("grad_y_f", lambda q, x, y, v: q.grad_y_f(x, y, batch))):
+        ref = call(exact, xl, yl, vl)
+        old, new = call(EinsumQuadratic(p), x, y, v), call(p, x, y, v)
+        scale = float(np.max(np.abs(ref)))
+        out[name] = (float(np.max(np.abs(old - ref))) / scale, float(np.max(np.abs(new - ref))) / scale,
+                     int(np.sum(old != new)), old.size)
+    return out
+
+
+SECTIONS = {"overhead": section_overhead, "dtfbo": section_dtfbo, "accuracy": section_accuracy}
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark over every registered offline algorithm."""
+    """Run the chosen sections."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3, help="rounds per figure (min / median reported)")
     ap.add_argument("--only", nargs="*", help="algorithm names (default: every registered one)")
+    ap.add_argument("--sections", nargs="*", choices=sorted(SECTIONS), default=list(SECTIONS))
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS threads (default 1, as a Ray trial on one CPU gets; 0: the library's default)")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="process CPU time (default: other load on the machine does not count) or wall time")
     args = ap.parse_args(argv)
-    names = args.only or sorted(algorithms.available())
-    for label, problem in bench_problems():
-        bench(label, problem, names, args)
-    print("\noverhead = step time / time of the same oracle calls re-run alone (1.0 = all time in oracles)")
+    print(f"clock: {'process CPU time' if args.clock == 'cpu' else 'wall time'}")
+    with blas_threads(args.blas_threads) if args.blas_threads else contextlib.nullcontext(), CLOCK.use(args.clock):
+        for name in args.sections:
+            SECTIONS[name](args)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 
     import problems
     p = problems.make("quadratic", seed=0, dim_x=20, dim_y=20)
+    p = problems.make("quadratic", A=[[2, 0], [0, 1]], C=[[1], [0]])   # your own matrices (validated)
+    gt = problems.ground_truth(p, x)                                   # exact y*(x), F(x), ∇F(x), λ*(x)
     q = problems.from_functions(f, g, x0, y0, data)   # your own problem from two JAX functions ([jax] extra)
 """
 from problems.base import BilevelProblem, LinearConstraints, OnlineProblem, gradient_mapping
 from problems.counting import CountingProblem, OracleCounter, counted
+from problems.ground_truth import GroundTruth, ground_truth
 from problems.registry import available, make
 from problems.validation import ParameterError
 
@@ -17,6 +20,7 @@ from problems import (  # noqa: E402,F401  isort:skip
 __all__ = [
     "BilevelProblem", "OnlineProblem", "LinearConstraints", "gradient_mapping",
     "CountingProblem", "OracleCounter", "counted", "available", "make", "ParameterError",
+    "GroundTruth", "ground_truth",
 ]
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from problems.gather import frozen_indices
+
 Array = np.ndarray
 Batch = Any  # index array for finite sums, a noise draw for noisy oracles; opaque to algorithms
 
@@ -122,16 +124,19 @@ class BilevelProblem(ABC):
 
     # ---- sampling, sets, start ----
     def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
-        """A minibatch of `size` indices drawn with `rng` (None for a deterministic problem)."""
+        """A minibatch of `size` indices drawn with `rng` (None for a deterministic problem).
+
+        The indices are read-only, so oracles sharing the batch may share its gathered rows (problems.gather).
+        """
         if self.n_samples is None:
             return None
-        return rng.integers(0, self.n_samples, size=size)
+        return frozen_indices(rng.integers(0, self.n_samples, size=size))
 
     def batch_size(self, batch: Batch) -> int:
         """Samples a batch touches (n_samples, or 1, for the full batch)."""
         if batch is None:
             return self.n_samples or 1
-        return int(np.size(batch))
+        return batch.size if type(batch) is np.ndarray else int(np.size(batch))
 
     def samples_touched(self, kind: str, batch: Batch) -> int:
         """Samples an oracle of `kind` (see counting.ORACLE_KINDS) touches on `batch`.

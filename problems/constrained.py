@@ -13,6 +13,9 @@ the sampled lower level non-convex). `sample_batch` returns the draw (3 × m × 
 Ground truth: y*, λ* from the exact QP solver (problems.qp); ∇F from the active-set implicit Jacobian
 dλ/dx = (B_a H⁻¹B_aᵀ)⁻¹(A_a + B_a H⁻¹Jᵀ), dy/dx = H⁻¹(B_aᵀ dλ/dx − Jᵀ), H = Q_l, J = I, over the
 strictly active rows (F is piecewise quadratic; its gradient jumps where the active set changes).
+
+Any of Q_u, c_u, P, Q_l, c_l and the constraint rows A, B, b may be given as parameters instead of
+drawn from the seed (d and p follow from them); the rest is still drawn, from the same random stream.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
+from problems import matrices as mx
 from problems.base import Array, Batch, BilevelProblem, LinearConstraints
 from problems.qp import Polyhedron, QPSolution
 from problems.registry import register
@@ -41,8 +45,43 @@ class ConstrainedQuadraticParams(Params):
     mu_upper: float | None = param(None, "optional_positive",
                                    "μ of Q_u (null: λmax(P) + mu, so every piece of F is strongly convex)")
     offset: float = param(0.5, "nonnegative", "scale of b for linear rows (b = offset·|N(0,1)|)")
+    Q_u: list | None = param(None, "optional_matrix", "outer Hessian in x (d × d, symmetric; null: drawn, "
+                             "shifted by mu_upper)")
+    c_u: list | None = param(None, "optional_vector", "outer linear term (d; null: drawn)")
+    P: list | None = param(None, "optional_matrix", "outer coupling in ½yᵀPy + xᵀPy (d × d, symmetric; null: drawn)")
+    Q_l: list | None = param(None, "optional_matrix", "inner Hessian (d × d, symmetric positive definite; "
+                             "null: drawn)")
+    c_l: list | None = param(None, "optional_vector", "inner linear term (d; null: drawn)")
+    A: list | None = param(None, "optional_matrix", "constraint rows on x in Ax − By ≤ b (p × d; null: drawn)")
+    B: list | None = param(None, "optional_matrix", "constraint rows on y (p × d, full row rank; null: drawn)")
+    b: list | None = param(None, "optional_vector", "constraint bounds (p; null: drawn)")
+
+    @classmethod
+    def implied(cls, values: dict) -> dict:
+        """d and p from the given matrices and vectors, unless set."""
+        out = dict(values)
+        for name, dim, of in (("Q_l", "d", mx.rows_of), ("Q_u", "d", mx.rows_of), ("P", "d", mx.rows_of),
+                              ("c_u", "d", mx.rows_of), ("c_l", "d", mx.rows_of), ("B", "d", mx.cols_of),
+                              ("A", "d", mx.cols_of), ("B", "p", mx.rows_of), ("A", "p", mx.rows_of),
+                              ("b", "p", mx.rows_of)):
+            if dim not in out and out.get(name) is not None and of(out[name]) is not None:
+                out[dim] = of(out[name])
+        return out
 
     def validate(self) -> None:
+        d, rows = self.d, self.p
+        for name, shape in (("Q_u", (d, d)), ("c_u", (d,)), ("P", (d, d)), ("Q_l", (d, d)), ("c_l", (d,))):
+            mx.require_shape(self, name, shape, f"d = {d}")
+        for name in ("Q_u", "P", "Q_l"):
+            mx.require_symmetric(self, name)
+        mx.require_positive_definite(self, "Q_l", "g strongly convex in y")
+        rows_given = [n for n in ("A", "B", "b") if getattr(self, n) is not None]
+        if rows_given and self.constraints != "linear":
+            self.fail("constraints", f"'linear' when {', '.join(rows_given)} {'is' if len(rows_given) == 1 else 'are'} "
+                                     "given", self.constraints)
+        for name, shape in (("A", (rows, d)), ("B", (rows, d)), ("b", (rows,))):
+            mx.require_shape(self, name, shape, f"p = {rows} rows, d = {d}")
+        mx.require_full_row_rank(self, "B", "the feasible set is non-empty for every x and LICQ holds")
         if self.constraints == "linear" and self.p > self.d:
             self.fail("p", f"at most d = {self.d} (linear rows must be independent)", self.p)
 
@@ -70,17 +109,33 @@ class ConstrainedQuadratic(BilevelProblem):
         self.Q_l = wishart_shift(rng, d, p.mu)
         self.P = wishart_shift(rng, d, p.mu)
         base_u = wishart_shift(rng, d, 0.0)
-        mu_u = p.mu_upper if p.mu_upper is not None else largest_eigenvalue(self.P) + p.mu
-        self.Q_u = base_u + mu_u * np.eye(d)
         self.c_u = rng.standard_normal(d)
         self.c_l = rng.standard_normal(d)
         self.constraints = self._make_constraints(rng, p)
+        self._use_given(p)
+        if p.Q_u is not None:
+            self.Q_u = mx.symmetric(p.Q_u)
+        else:  # the drawn Q_u's shift follows the final P (given or drawn)
+            mu_u = p.mu_upper if p.mu_upper is not None else largest_eigenvalue(self.P) + p.mu
+            self.Q_u = base_u + mu_u * np.eye(d)
         self.sigma = p.noise
         self.stochastic = p.noise > 0
         self.polyhedron = Polyhedron(-self.constraints.B)
         self._chol_l = sla.cho_factor(self.Q_l)
         self._cache: tuple[bytes, QPSolution] | None = None
         self._Q_l_inv: Array | None = None
+
+    def _use_given(self, p: ConstrainedQuadraticParams) -> None:
+        """The matrices, vectors and constraint rows the parameters give, in place of the drawn ones."""
+        for name in ("P", "Q_l"):
+            if getattr(p, name) is not None:
+                setattr(self, name, mx.symmetric(getattr(p, name)))
+        for name in ("c_u", "c_l"):
+            if getattr(p, name) is not None:
+                setattr(self, name, mx.given(getattr(p, name)))
+        c = self.constraints
+        self.constraints = LinearConstraints(*(mx.given(getattr(p, n)) if getattr(p, n) is not None else getattr(c, n)
+                                               for n in ("A", "B", "b")))
 
     @staticmethod
     def _make_constraints(rng: np.random.Generator, p: ConstrainedQuadraticParams) -> LinearConstraints:

@@ -53,6 +53,9 @@ class _CountingView:
     def __init__(self, problem: BilevelProblem | OnlineProblem, counter: OracleCounter | None = None) -> None:
         self._problem = problem
         self.counter = counter if counter is not None else OracleCounter()
+        # Duck-typed problems without `samples_touched` fall back to `batch_size`.
+        touched = getattr(problem, "samples_touched", None)
+        self._touched = touched if touched is not None else lambda kind, batch: problem.batch_size(batch)
 
     def __getattr__(self, name: str) -> Any:
         # Dimensions, constraints, projection, sampling and start point pass through; ground truth not.
@@ -65,9 +68,9 @@ class CountingProblem(_CountingView):
     """Wraps a BilevelProblem, counting every oracle call; ground truth is hidden."""
 
     def _count(self, kind: str, batch: Batch) -> None:
-        # Duck-typed problems without `samples_touched` fall back to `batch_size`.
-        touched = getattr(self._problem, "samples_touched", None)
-        self.counter.add(kind, touched(kind, batch) if touched else self._problem.batch_size(batch))
+        counter = self.counter  # OracleCounter.add, inlined: this runs on every oracle call
+        counter.calls[kind] += 1
+        counter.samples[kind] += self._touched(kind, batch)
 
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
         """Counted f."""
@@ -143,6 +146,15 @@ class CountingProblem(_CountingView):
     def sample_batch(self, rng: np.random.Generator, size: int) -> Batch:
         """Pass-through: drawing indices is not an oracle call."""
         return self._problem.sample_batch(rng, size)
+
+    # Projections run every step: explicit pass-throughs skip __getattr__.
+    def project_x(self, x: Array) -> Array:
+        """Pass-through: projecting is not an oracle call."""
+        return self._problem.project_x(x)
+
+    def project_y(self, y: Array) -> Array:
+        """Pass-through: projecting is not an oracle call."""
+        return self._problem.project_y(y)
 
 
 class CountingOnlineProblem(_CountingView):

@@ -108,7 +108,7 @@ class FunctionalProblem(BilevelProblem):
         self.dim_x, self.dim_y = x0.size, y0.size
         self._data = data
         self.n_samples, self.stochastic = n_samples, n_samples is not None
-        self._bounds = bounds
+        self._box = bounds
         self._user_metrics = metrics
         self.name = name
         # Private: the counting view passes public attributes through to algorithms.
@@ -167,7 +167,7 @@ class FunctionalProblem(BilevelProblem):
     # ---- sets and start ----
     def project_x(self, x: Array) -> Array:
         """Clip onto the box X (identity without bounds)."""
-        return x if self._bounds is None else np.clip(x, *self._bounds)
+        return x if self._box is None else np.clip(x, *self._box)
 
     def initial_point(self) -> tuple[Array, Array]:
         return self._x0.copy(), self._y0.copy()

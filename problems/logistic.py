@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 from scipy.special import expit, log_expit, logsumexp, softmax
-from scipy.stats import rankdata
 
 from problems.base import Array, Batch
 from problems.datasets import SOURCES, DataParams, Split, prepare
+from problems.gather import RowCache
 from problems.registry import register
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
 from problems.validation import param
@@ -109,6 +109,8 @@ def _armijo(value, grad, y, gr, step):
 
 def auc(scores: Array, positive: Array) -> float:
     """Area under the ROC curve of `scores` for the boolean labels `positive` (ties count half)."""
+    from scipy.stats import rankdata  # imported here: scipy.stats costs ~40 MB and a second at start-up
+
     ranks = rankdata(scores)
     n_pos = int(positive.sum())
     n_neg = positive.size - n_pos
@@ -120,6 +122,7 @@ class LogisticBilevel(TwoSetFiniteSum):
     """Ground truth by Newton (memoised at the last x, warm-started) for the logistic problems."""
 
     def _init_cache(self) -> None:
+        self._train_rows, self._val_rows = RowCache(), RowCache()  # minibatch rows, shared by its oracles
         self._memo_x: Array | None = None
         self._memo_y: Array | None = None
         self._memo_grad: Array | None = None
@@ -166,34 +169,40 @@ class RegularizationSelection(LogisticBilevel):
         self.x_init = x_init
         self._init_cache()
 
-    @staticmethod
-    def _rows(D: Array, b: Array, idx: Array | None) -> tuple[Array, Array]:
-        return (D, b) if idx is None else (D[idx], b[idx])
+    def _train(self, idx: Array | None) -> tuple[Array, Array]:
+        if idx is None:
+            return self.D, self.b
+        return self._train_rows.rows("D", self.D, idx), self._train_rows.rows("b", self.b, idx)
+
+    def _val(self, idx: Array | None) -> tuple[Array, Array]:
+        if idx is None:
+            return self.Dv, self.bv
+        return self._val_rows.rows("D", self.Dv, idx), self._val_rows.rows("b", self.bv, idx)
 
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
-        D, b = self._rows(self.Dv, self.bv, outer_index(batch))
+        D, b = self._val(outer_index(batch))
         return float(-np.mean(log_expit(b * (D @ y))))
 
     def g(self, x: Array, y: Array, batch: Batch = None) -> float:
-        D, b = self._rows(self.D, self.b, inner_index(batch))
+        D, b = self._train(inner_index(batch))
         return float(-np.mean(log_expit(b * (D @ y))) + 0.5 * np.exp(x) @ (y * y))
 
     def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
-        D, b = self._rows(self.Dv, self.bv, outer_index(batch))
+        D, b = self._val(outer_index(batch))
         return D.T @ (-b * expit(-b * (D @ y))) / len(b)
 
     def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
         return np.zeros(self.dim_x), self.grad_y_f(x, y, batch)
 
     def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
-        D, b = self._rows(self.D, self.b, inner_index(batch))
+        D, b = self._train(inner_index(batch))
         return D.T @ (-b * expit(-b * (D @ y))) / len(b) + np.exp(x) * y
 
     def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
         return 0.5 * np.exp(x) * y * y, self.grad_y_g(x, y, batch)
 
     def _curvature(self, y: Array, idx: Array | None) -> tuple[Array, Array]:
-        D, b = self._rows(self.D, self.b, idx)
+        D, b = self._train(idx)
         z = b * (D @ y)
         return D, expit(z) * expit(-z)
 
@@ -286,7 +295,13 @@ class HyperCleaning(LogisticBilevel):
         idx = inner_index(batch)
         if idx is None:
             return self.D, self.c, None
-        return self.D[idx], self.c[idx], idx
+        return self._train_rows.rows("D", self.D, idx), self._train_rows.rows("c", self.c, idx), idx
+
+    def _val(self, batch: Batch) -> tuple[Array, Array]:
+        idx = outer_index(batch)
+        if idx is None:
+            return self.Dv, self.cv
+        return self._val_rows.rows("D", self.Dv, idx), self._val_rows.rows("c", self.cv, idx)
 
     def _per_sample_x(self, idx: Array | None, x: Array, values: Array) -> Array:
         """(1/B) σ'(x_i) values_i accumulated on each training index (repeats add up)."""
@@ -295,13 +310,11 @@ class HyperCleaning(LogisticBilevel):
         return w if idx is None else np.bincount(idx, weights=w, minlength=self.dim_x)
 
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
-        idx = outer_index(batch)
-        D, c = (self.Dv, self.cv) if idx is None else (self.Dv[idx], self.cv[idx])
+        D, c = self._val(batch)
         return float(np.mean(self._ce(self._scores(D, y), c)))
 
     def grad_y_f(self, x: Array, y: Array, batch: Batch = None) -> Array:
-        idx = outer_index(batch)
-        D, c = (self.Dv, self.cv) if idx is None else (self.Dv[idx], self.cv[idx])
+        D, c = self._val(batch)
         return (D.T @ self._residual(self._scores(D, y), c)).ravel() / len(c)
 
     def grad_f(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from problems.base import Array, Batch
+from problems.gather import RowCache
 from problems.registry import register
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
 from problems.validation import ParameterError, Params, param
@@ -80,7 +81,11 @@ def _sqrt_psd(rng: np.random.Generator, d: int, eigs: Array) -> Array:
 
 def draw_level(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_yy: float,
                L_xx: float, L_cross: float) -> SampleQuadratics:
-    """One level's n rank-one sample quadratics (the benchmark's gen_matrices)."""
+    """One level's n rank-one sample quadratics (the benchmark's gen_matrices).
+
+    Each n × d draw is released once used (z before l and m are drawn), so building a level holds at
+    most its six sample arrays: with both levels at n = 32768, d = 100 that is 315 MB of samples.
+    """
     S_y = _sqrt_psd(rng, dy, np.geomspace(mu, L_yy, dy))
     a = rng.standard_normal((n, dy)) @ S_y
     # The outer block keeps one zero eigenvalue, as in the benchmark.
@@ -92,6 +97,7 @@ def draw_level(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_
     z = rng.standard_normal((n, dy))
     c = z[:, :k] @ UD.T  # (U D z)ᵀ with D's zero columns dropped
     e = z @ Vh.T  # (Vᵀ z)ᵀ, V = Vhᵀ; E c_i e_iᵀ = U D V
+    del z
     l = rng.standard_normal((n, dy))
     m = rng.standard_normal((n, dx))
     return SampleQuadratics(a, b, c, e, l, m, a.T @ a / n, b.T @ b / n, c.T @ e / n, l.mean(0), m.mean(0))
@@ -104,7 +110,9 @@ class Simulated(TwoSetFiniteSum):
         self.dim_x, self.dim_y = p.dim_x, p.dim_y
         self._set_sizes(p.n_samples_inner, p.n_samples_outer)
         self.x_init = p.x_init
+        self._row_caches = (RowCache(), RowCache())  # inner level, outer level
         for draw in np.random.SeedSequence(seed).spawn(MAX_DRAWS):
+            self.inner = self.outer = None  # a rejected draw's arrays go before the next is drawn
             rng_g, rng_f = (np.random.default_rng(s) for s in draw.spawn(2))
             args = (p.dim_x, p.dim_y, p.mu)
             self.inner = draw_level(rng_g, p.n_samples_inner, *args, p.L_g_yy, p.L_g_xx, p.cross_g)
@@ -130,27 +138,30 @@ class Simulated(TwoSetFiniteSum):
         return True
 
     # ---- per-level pieces: value, ∇x, ∇y of mean_i h_i over the batch ----
-    @staticmethod
-    def _value(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> float:
+    # Minibatch rows come from a per-level RowCache: oracles sharing a batch gather its rows once.
+    def _rows(self, q: SampleQuadratics, idx: Array, name: str) -> Array:
+        return self._row_caches[q is self.outer].rows(name, getattr(q, name), idx)
+
+    def _value(self, q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> float:
         if idx is None:
             return float(0.5 * y @ q.H_yy @ y + 0.5 * x @ q.H_xx @ x + x @ q.C @ y + q.l_mean @ y + q.m_mean @ x)
-        ay, bx = q.a[idx] @ y, q.b[idx] @ x
-        per = 0.5 * ay * ay + 0.5 * bx * bx + (q.c[idx] @ x) * (q.e[idx] @ y) + q.l[idx] @ y + q.m[idx] @ x
+        rows = lambda name: self._rows(q, idx, name)  # noqa: E731
+        ay, bx = rows("a") @ y, rows("b") @ x
+        per = 0.5 * ay * ay + 0.5 * bx * bx + (rows("c") @ x) * (rows("e") @ y) + rows("l") @ y + rows("m") @ x
         return float(per.mean())
 
-    @staticmethod
-    def _grad_y(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
+    def _grad_y(self, q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
         if idx is None:
             return q.H_yy @ y + q.C.T @ x + q.l_mean
-        a, e = q.a[idx], q.e[idx]
-        return ((a @ y) @ a + (q.c[idx] @ x) @ e) / len(idx) + q.l[idx].mean(0)
+        a, e, n = self._rows(q, idx, "a"), self._rows(q, idx, "e"), len(idx)
+        # sum(0) / n is mean(0) operation for operation (numpy's mean divides the same sum), without its overhead.
+        return ((a @ y) @ a + (self._rows(q, idx, "c") @ x) @ e) / n + self._rows(q, idx, "l").sum(0) / n
 
-    @staticmethod
-    def _grad_x(q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
+    def _grad_x(self, q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
         if idx is None:
             return q.H_xx @ x + q.C @ y + q.m_mean
-        b, c = q.b[idx], q.c[idx]
-        return ((b @ x) @ b + (q.e[idx] @ y) @ c) / len(idx) + q.m[idx].mean(0)
+        b, c, n = self._rows(q, idx, "b"), self._rows(q, idx, "c"), len(idx)
+        return ((b @ x) @ b + (self._rows(q, idx, "e") @ y) @ c) / n + self._rows(q, idx, "m").sum(0) / n
 
     # ---- oracles ----
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
@@ -177,14 +188,14 @@ class Simulated(TwoSetFiniteSum):
         idx = inner_index(batch)
         if idx is None:
             return self.inner.H_yy @ v
-        a = self.inner.a[idx]
+        a = self._rows(self.inner, idx, "a")
         return (a @ v) @ a / len(idx)
 
     def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
         idx = inner_index(batch)
         if idx is None:
             return self.inner.C @ v
-        return (self.inner.e[idx] @ v) @ self.inner.c[idx] / len(idx)
+        return (self._rows(self.inner, idx, "e") @ v) @ self._rows(self.inner, idx, "c") / len(idx)
 
     # ---- per-sample oracles (rows: one sample each) ----
     def grad_f_samples(self, x: Array, y: Array, idx: Array) -> tuple[Array, Array]:

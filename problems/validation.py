@@ -12,6 +12,8 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
+
 T = TypeVar("T", bound="Params")
 
 
@@ -46,13 +48,51 @@ _CHECKS = {
     "optional_positive_int": lambda v: None if v is None or (_is_int(v) and v > 0) else "a positive integer or null",
     "optional_positive": lambda v: None if v is None or (_is_real(v) and v > 0) else "a positive number or null",
     "real_vector": lambda v: None if _is_real_vector(v) else "a list of finite numbers",
+    "optional_vector": lambda v: None if v is None or _array_of(v, 1) is not None else "a list of finite numbers or null",
+    "optional_matrix": lambda v: None if v is None or _array_of(v, 2) is not None
+    else "a matrix (a list of equally long rows of finite numbers) or null",
 }
+
+#: Checks whose values are stored as nested lists of floats (a NumPy array given in Python included), so
+#: that a configuration holding one serialises and hashes like any other.
+ARRAY_CHECKS = {"optional_vector": 1, "optional_matrix": 2}
+
+
+def _is_array_like(value: Any) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
 
 
 def _is_real_vector(value: Any) -> bool:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         return False
     return all(_is_real(v) and math.isfinite(v) for v in value)
+
+
+def _array_of(value: Any, ndim: int) -> np.ndarray | None:
+    """`value` as a float array of `ndim` dimensions with finite entries (none empty), else None."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        return None
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # ragged rows, strings inside
+        return None
+    if arr.ndim != ndim or arr.size == 0 or not np.all(np.isfinite(arr)):
+        return None
+    return arr
+
+
+def shape_text(value: Any) -> str:
+    """A short description of an array-like value for error messages (never the whole matrix)."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return "rows of different lengths" if isinstance(value, (list, tuple)) else _describe(value)
+    bad = "" if np.all(np.isfinite(arr)) else " with non-finite entries"
+    if arr.ndim == 1:
+        return f"a vector of length {arr.shape[0]}{bad}"
+    if arr.ndim == 2:
+        return f"a {arr.shape[0]} × {arr.shape[1]} matrix{bad}"
+    return f"an array of shape {arr.shape}"
 
 
 def param(default: Any, check: str, doc: str = "", choices: Sequence[Any] | None = None) -> Any:
@@ -92,14 +132,17 @@ class Params:
             object.__setattr__(self, f.name, float(value))
         problem = _CHECKS[check](value)
         if problem is not None:
-            self.fail(f.name, problem, value)
+            shown = shape_text(value) if check in ARRAY_CHECKS and _is_array_like(value) else None
+            self.fail(f.name, problem, value, shown)
+        if check in ARRAY_CHECKS and value is not None:
+            object.__setattr__(self, f.name, np.asarray(value, dtype=float).tolist())
 
     def validate(self) -> None:
         """Cross-field checks; override and call `self.fail` on a bad combination."""
 
-    def fail(self, field: str, allowed: str, value: Any) -> None:
-        """Raise the one-line error for `field`."""
-        raise ParameterError(f"{self.owner}: '{field}' must be {allowed}, got {_describe(value)}")
+    def fail(self, field: str, allowed: str, value: Any, shown: str | None = None) -> None:
+        """Raise the one-line error for `field` (`shown`: how to name the value instead of its repr)."""
+        raise ParameterError(f"{self.owner}: '{field}' must be {allowed}, got {shown or _describe(value)}")
 
     @classmethod
     def from_dict(cls: type[T], values: Mapping[str, Any] | None = None) -> T:
@@ -111,7 +154,12 @@ class Params:
             raise ParameterError(
                 f"{cls.owner}: unknown parameter '{unknown[0]}'; allowed: {', '.join(names)}"
             )
-        return cls(**values)
+        return cls(**cls.implied(values))
+
+    @classmethod
+    def implied(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """`values` with the fields they imply filled in when not given (e.g. a dimension from a matrix)."""
+        return values
 
     @classmethod
     def describe(cls) -> dict[str, dict[str, Any]]:

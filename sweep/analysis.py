@@ -111,6 +111,60 @@ def quantile_band(curves: Sequence[tuple[Sequence[float], Sequence[float]]], gri
     return out
 
 
+def held_band(curves: Sequence[tuple[Sequence[float], Sequence[float], float]], grid: np.ndarray, log_y: bool = True,
+              quantiles: Sequence[float] = QUANTILES) -> np.ndarray:
+    """Quantiles over runs on a positive (log-spaced) x grid, every run counted at every grid point.
+
+    Each curve is (xs, ys, end): a run's records and the value it keeps once it has ended (its final
+    value, or ±inf when it diverged), so a median never jumps when some runs end before others.
+    Between records a run is interpolated linearly in log x (and in log y when `log_y`: a straight
+    segment on a log–log plot); before its first positive x it has its first value (the start).
+    """
+    rows = [_held_row(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), float(end), grid, log_y)
+            for xs, ys, end in curves]
+    if not rows:
+        return np.full((len(quantiles), grid.size), np.nan)
+    return column_quantiles(np.vstack(rows), quantiles)
+
+
+def _held_row(xs: np.ndarray, ys: np.ndarray, end: float, grid: np.ndarray, log_y: bool) -> np.ndarray:
+    ok = np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log_y else True)
+    xs, ys = xs[ok], ys[ok]
+    row = np.full(grid.shape, np.nan)
+    if not xs.size:
+        return row if np.isnan(end) else np.full(grid.shape, end)
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
+    pos = xs > 0
+    if not pos.any():
+        return np.full(grid.shape, end)
+    px, py = xs[pos], ys[pos]
+    inside = (grid >= px[0]) & (grid <= px[-1])
+    vals = np.interp(np.log(grid[inside]), np.log(px), np.log(py) if log_y else py)
+    row[inside] = np.exp(vals) if log_y else vals
+    row[grid < px[0]] = ys[0]
+    row[grid > px[-1]] = end
+    return row
+
+
+def column_quantiles(data: np.ndarray, quantiles: Sequence[float] = QUANTILES) -> np.ndarray:
+    """Quantiles (linear interpolation) of each column over its non-NaN rows; ±inf rows take part, and an
+    interval touching ±inf gives ±inf. Vectorised: np.nanquantile loops over columns when NaNs are present."""
+    srt = np.sort(data, axis=0)  # NaNs last, ±inf in order before them
+    n = np.sum(~np.isnan(data), axis=0)
+    out = np.full((len(quantiles), data.shape[1]), np.nan)
+    have = n > 0
+    cols = np.nonzero(have)[0]
+    for i, q in enumerate(quantiles):
+        pos = q * (n[have] - 1)
+        lo_i, hi_i = np.floor(pos).astype(int), np.ceil(pos).astype(int)
+        lo, hi = srt[lo_i, cols], srt[hi_i, cols]
+        with np.errstate(invalid="ignore"):
+            lin = lo + (pos - lo_i) * (hi - lo)
+        out[i, have] = np.where(np.isinf(hi), hi, np.where(np.isinf(lo), lo, lin))
+    return out
+
+
 def common_grid(curves: Sequence[tuple[Sequence[float], Sequence[float]]], n: int = 100, log_x: bool = True) -> np.ndarray:
     """An x grid spanning every curve (geometric from the smallest positive x when `log_x`)."""
     xs = np.concatenate([np.asarray(c[0], dtype=float) for c in curves]) if curves else np.array([])

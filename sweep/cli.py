@@ -12,7 +12,6 @@ import argparse
 import atexit
 import json
 import os
-import re
 import subprocess
 import sys
 import webbrowser
@@ -23,43 +22,21 @@ import yaml
 
 import algorithms
 import problems
+from algorithms.run import Divergence
 from problems.validation import ParameterError
 from sweep import kinds, options, spec
 from sweep.limits import MAX_RUNS
 from sweep.lock import StudyLocked
-from sweep.model import DEFAULT_SCALE, scale_names
+from sweep.model import scale_names
 from sweep.report import build_report
-from sweep.sources import builtin_studies, resolve
+from sweep.sources import builtin_studies, results_dir, study_name
 from sweep.store import ResultStore
 from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
 
 
-#: What a study name may be (as `run` checks it): never a path.
-STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
 def _results_dir(args: argparse.Namespace, name: str) -> Path:
     """--results-dir, else ./results/<study> (./results/<study>-<scale> at a named scale other than the default)."""
-    scale = getattr(args, "scale", None)
-    suffix = f"-{scale}" if scale and scale != DEFAULT_SCALE else ""
-    return Path(args.results_dir or Path("results") / f"{name}{suffix}").resolve()
-
-
-def _study_name(study: str) -> str:
-    """The name of a study (built-in, YAML file or bare name), checked like `run` checks it."""
-    try:
-        path = resolve(study)
-    except ParameterError:
-        name = study
-    else:
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError:
-            data = {}
-        name = data.get("name", path.stem) if isinstance(data, dict) else path.stem
-    if not isinstance(name, str) or not STUDY_NAME.fullmatch(name):
-        raise ParameterError(f"study: the name must be letters, digits, '_', '.', '-' (no path), got {name!r}")
-    return name
+    return results_dir(name, getattr(args, "scale", None), args.results_dir)
 
 
 # ---------------------------------------------------------------- commands
@@ -86,14 +63,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
-    root = _results_dir(args, _study_name(args.study))
+    root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
-    rep = build_report(root, force=args.force)
+    rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri))
         if tracker.find_parent(meta["spec_hash"]):
-            tracker.log_report(rep.directory)
+            tracker.log_report(rep.directory, rep.directory.name)
             print(f"report logged to MLflow run {tracker.parent_id} at {uri}")
         else:
             print(f"bisweep: no MLflow parent run for this study at {uri}; report kept on disk", file=sys.stderr)
@@ -102,13 +79,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     """Serve the MLflow UI of a study's tracking store on 127.0.0.1 (until Ctrl-C)."""
+    name = None
     if args.tracking_uri:
         uri = args.tracking_uri
         if uri.startswith(("http://", "https://")):
             print(f"bisweep: {uri} is an MLflow server: open it in a browser, it serves its own UI")
             return 0
     else:
-        name = _study_name(args.study) if args.study else None
+        name = study_name(args.study) if args.study else None
         if name is None:
             raise ParameterError("study: give a study (or --tracking-uri) whose MLflow store to open")
         root = _results_dir(args, name)
@@ -118,7 +96,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
            "--port", str(args.port)]
-    url = f"http://{args.host}:{args.port}"
+    url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
     print(f"bisweep: MLflow UI for {uri} at {url} (Ctrl-C stops it)", flush=True)
     proc = subprocess.Popen(cmd, env=env)
     if args.open:
@@ -129,6 +107,16 @@ def cmd_ui(args: argparse.Namespace) -> int:
         proc.terminate()
         proc.wait(timeout=30)
         return 0
+
+
+def _experiment_page(uri: str, experiment: str | None) -> str:
+    """The URL fragment of the study's runs table (MLflow 3 opens its GenAI overview otherwise), or ''."""
+    if experiment is None:
+        return ""
+    from mlflow import MlflowClient
+
+    exp = MlflowClient(uri).get_experiment_by_name(experiment)
+    return "" if exp is None else f"/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -151,11 +139,22 @@ def _listing(what: str) -> dict[str, Any]:
     for name, path in builtin_studies().items():
         data = yaml.safe_load(path.read_text()) or {}
         out[name] = {"doc": data.get("description", ""), "kind": data.get("kind", kinds.DEFAULT_KIND),
-                     "file": str(path), "algorithms": [a["name"] if isinstance(a, dict) else a
-                                                       for a in data.get("algorithms", [])],
-                     "problems": [p["name"] if isinstance(p, dict) else p for p in data.get("problems", [])],
-                     "scales": scale_names(data)}
+                     "file": str(path), "algorithms": _names(data.get("algorithms", []), "label"),
+                     "problems": _names(data.get("problems", []), "name"),
+                     "scales": scale_names(data), "divergence": _divergence_rule(data.get("divergence"))}
     return out
+
+
+def _names(entries: list[Any], key: str) -> list[str]:
+    """The distinct labels (or names) of a study's algorithm or problem entries, in order."""
+    out = [e if isinstance(e, str) else str(e.get(key) or e.get("name")) for e in entries if isinstance(e, (str, dict))]
+    return list(dict.fromkeys(out))
+
+
+def _divergence_rule(block: Any) -> str:
+    """The divergence rule a study uses, in words (its own block, else the default)."""
+    rule = Divergence.from_dict(block if isinstance(block, dict) else None)
+    return f"a watched quantity past {rule.factor:g} × max(|start|, 1) or non-finite; watched: {', '.join(rule.metrics)}"
 
 
 def _describe(name: str, info: dict[str, Any]) -> str:
@@ -170,7 +169,7 @@ def _describe(name: str, info: dict[str, Any]) -> str:
         extra.append("initial step sizes: " + ", ".join(info["step_sizes"]))
     if info.get("paper"):
         extra.append(info["paper"])
-    for k in ("kind", "algorithms", "problems", "scales", "file"):
+    for k in ("kind", "algorithms", "problems", "scales", "divergence", "file"):
         if k in info:
             extra.append(f"{k}: {info[k] if not isinstance(info[k], list) else ', '.join(info[k])}")
     if "online" in info and "loops" not in info:
@@ -184,6 +183,11 @@ def _describe(name: str, info: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- parser
+STUDY_HELP = "a built-in study name (see `bisweep list studies`) or a study YAML file"
+RESULTS_HELP = "the study's results directory (default ./results/<study>, or ./results/<study>-<scale>)"
+SCALE_HELP = "the scale the study ran at (finds ./results/<study>-<scale>)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of `bisweep`."""
     ap = argparse.ArgumentParser(prog="bisweep", description="Bilevel-optimization sweeps on Ray Tune with MLflow tracking.")
@@ -191,10 +195,13 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a study (a built-in name or a YAML file)")
-    run.add_argument("study", help="built-in study name (see `bisweep list studies`) or a YAML file")
-    run.add_argument("--results-dir", help="where results go (default ./results/<study>)")
-    run.add_argument("--address", help="address of a running Ray cluster (default: start Ray locally)")
-    run.add_argument("--tracking-uri", help="MLflow tracking URI (default: SQLite file in the results directory)")
+    run.add_argument("study", help=STUDY_HELP)
+    run.add_argument("--results-dir", help="where results go (default ./results/<study>, ./results/<study>-<scale> "
+                                           "at a named scale)")
+    run.add_argument("--address", help="HOST:PORT of a running Ray cluster, or 'auto' (default: start Ray locally "
+                                       "with every CPU)")
+    run.add_argument("--tracking-uri", help="MLflow tracking URI, e.g. http://127.0.0.1:5000 (default: SQLite file "
+                                            "mlflow.db in the results directory)")
     run.add_argument("--storage", help="Ray Tune storage path for checkpoints (default <results>/ray; "
                                        "a shared or s3:// path on multi-node clusters)")
     run.add_argument("--resume", action="store_true", help="finish an interrupted study (re-running does the same)")
@@ -206,28 +213,35 @@ def parser() -> argparse.ArgumentParser:
                                      "full); results go to ./results/<study>-<scale> unless it is the default")
     run.set_defaults(func=cmd_run)
 
-    rep = sub.add_parser("report", help="print a study's tables and write its plots")
-    rep.add_argument("study")
-    rep.add_argument("--results-dir")
-    rep.add_argument("--tracking-uri")
+    rep = sub.add_parser("report", help="print a study's tables and write its plots (from the results on disk)")
+    rep.add_argument("study", help=STUDY_HELP)
+    rep.add_argument("--results-dir", help=RESULTS_HELP)
+    rep.add_argument("--tracking-uri", help="the MLflow tracking URI the study ran with (default: the SQLite file "
+                                            "mlflow.db in the results directory)")
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
     rep.add_argument("--force", action="store_true", help="rebuild the report even if nothing changed since it was built")
-    rep.add_argument("--scale", help="the scale the study ran at (finds ./results/<study>-<scale>)")
+    rep.add_argument("--scale", help=SCALE_HELP)
+    rep.add_argument("--metric", help="compare this final value instead of the study's report.metric (e.g. F, "
+                                      "grad_F_sq, y_err_sq, test_accuracy); written to report-<metric>-<goal>/")
+    rep.add_argument("--goal", choices=("min", "max"), help="whether lower or higher --metric is better "
+                                                            "(default: the study's report.goal)")
     rep.set_defaults(func=cmd_report)
 
     ui = sub.add_parser("ui", help="serve the MLflow UI of a study's tracking store on 127.0.0.1")
-    ui.add_argument("study", nargs="?")
-    ui.add_argument("--results-dir")
-    ui.add_argument("--tracking-uri")
-    ui.add_argument("--scale", help="the scale the study ran at (finds ./results/<study>-<scale>)")
-    ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=5000)
+    ui.add_argument("study", nargs="?", help=STUDY_HELP + " whose store to open (or give --tracking-uri)")
+    ui.add_argument("--results-dir", help=RESULTS_HELP)
+    ui.add_argument("--tracking-uri", help="open this store instead (sqlite:///path/mlflow.db; a server URI serves "
+                                           "its own UI)")
+    ui.add_argument("--scale", help=SCALE_HELP)
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    ui.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
     ui.add_argument("--open", action="store_true", help="also open a browser")
     ui.set_defaults(func=cmd_ui)
 
     ls = sub.add_parser("list", help="list algorithms, problems or built-in studies with their parameters")
-    ls.add_argument("what", choices=("algorithms", "problems", "studies"))
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("what", choices=("algorithms", "problems", "studies"), help="what to list")
+    ls.add_argument("--json", action="store_true", help="print JSON (every parameter with its default, check and "
+                                                        "description) instead of text")
     ls.set_defaults(func=cmd_list)
     return ap
 

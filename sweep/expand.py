@@ -67,6 +67,7 @@ class Expansion:
     n_evals: int
     instance_seed: int | None
     errors: Errors
+    seeds: list[int] = dataclasses.field(default_factory=list)  # the study's run seeds
 
     def problem_record(self, j: int) -> type[Params]:
         """The parameter record of problem entry j."""
@@ -128,11 +129,14 @@ class Expansion:
 
 
 def is_grid(value: Any, check: str | None) -> bool:
-    """A list is a grid, except a flat list of numbers for a vector-valued field (then it is one value)."""
+    """A list is a grid, except one value of an array-valued field: a flat list of numbers for a vector,
+    a list of rows for a matrix (a grid of those is a list of them)."""
     if not isinstance(value, list):
         return False
-    if check == "real_vector":
+    if check in ("real_vector", "optional_vector"):
         return bool(value) and all(isinstance(v, list) for v in value)
+    if check == "optional_matrix":
+        return bool(value) and all(isinstance(v, list) and v and all(isinstance(r, list) for r in v) for v in value)
     return True
 
 

@@ -1,17 +1,24 @@
-"""Report figures (matplotlib on the file-only Agg backend, imported only when a figure is drawn)."""
+"""Report figures: shared style rules (matplotlib on the file-only Agg backend, imported only when a figure
+is drawn) and the final metric along a study's axis. Convergence and regret curves are in `sweep.curves`.
+
+Rules every figure follows: every panel has both axis labels; a caption says what the line and band are
+and over how many seeds; legends sit outside the axes, right of the figure; more than 10 series get
+distinct colours and line styles; a log y axis only when the values span more than 1.5 decades.
+"""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep.results import RunData, config_label, problem_label
-
-X_AXES = (("iteration", "iterations"), ("calls/total", "oracle calls"), ("time", "compute seconds"))
+#: Line styles that, combined with the 10 tab10 colours, tell up to 60 series apart.
+LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 4)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: A log y axis only when max / min of the (positive) values is at least this (1.5 decades).
+LOG_SPAN = 30.0
 
 
 def pyplot() -> Any:
@@ -25,145 +32,94 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
-    """Lay out, write and close a figure; returns its path."""
+    """Lay out, write (legends outside the axes included) and close a figure; returns its path."""
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     pyplot().close(fig)
     return path
 
 
-def _curves(runs: list[RunData], x: str, y: str) -> list[tuple[list[float], list[float]]]:
-    out = []
-    for r in runs:
-        pts = [(rec[x], rec[y]) for rec in r.records if x in rec and y in rec]
-        if pts:
-            out.append(([a for a, _ in pts], [b for _, b in pts]))
+def styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Colour and line style per label, the same in every panel: up to 10 colours with solid lines, then
+    each further block of 10 in the next line style (and, past 60, markers)."""
+    plt = pyplot()
+    out = {}
+    for i, lab in enumerate(dict.fromkeys(labels)):
+        style: dict[str, Any] = {"color": plt.cm.tab10(i % 10), "linestyle": LINESTYLES[(i // 10) % len(LINESTYLES)]}
+        if i >= 10 * len(LINESTYLES):
+            style["marker"] = MARKERS[(i // 60) % len(MARKERS)]
+            style["markevery"] = 0.2
+        out[lab] = style
     return out
 
 
-def _band(ax: Any, runs: list[RunData], x: str, y: str, label: str, color: Any) -> np.ndarray | None:
-    """Plot the median and 25–75% band over seeds; the band's values (None when nothing to plot)."""
-    curves = _curves(runs, x, y)
-    ys = np.concatenate([np.asarray(c[1], dtype=float) for c in curves]) if curves else np.array([])
-    log_y = bool(ys.size) and bool(np.all(ys[np.isfinite(ys)] > 0))
-    grid = an.common_grid(curves, log_x=True)  # points at 0 (the start) drop out of log axes
-    if not grid.size:
-        return None
-    q = an.quantile_band(curves, grid, log_y=log_y)
-    ax.plot(grid, q[1], color=color, label=label)
-    ax.fill_between(grid, q[0], q[2], color=color, alpha=0.2, linewidth=0)
-    ax.set_xscale("log")
-    if log_y:
-        ax.set_yscale("log")
-    return q
+def colors(labels: Iterable[str]) -> dict[str, Any]:
+    """One colour per label, the same in every panel (tab10; tab20 past 10 labels)."""
+    plt = pyplot()
+    labs = list(dict.fromkeys(labels))
+    cmap, n = (plt.cm.tab10, 10) if len(labs) <= 10 else (plt.cm.tab20, 20)
+    return {lab: cmap(i % n) for i, lab in enumerate(labs)}
 
 
-def _focus(ax: Any, bands: list[np.ndarray]) -> None:
-    """Limit the y axis to the curves of runs that did not all diverge (a blow-up hides the rest)."""
-    vals = np.concatenate([b[np.isfinite(b)] for b in bands]) if bands else np.array([])
-    if not vals.size:
+def legend(fig: Any, handles: Sequence[Any], labels: Sequence[str], title: str | None = None) -> None:
+    """One legend for the whole figure, right of its panels (never over the data)."""
+    if not handles:
         return
-    lo, hi = vals.min(), vals.max()
-    if ax.get_yscale() == "log" and lo > 0:
-        ax.set_ylim(lo / 2, hi * 2)
-    elif hi > lo:
-        pad = 0.05 * (hi - lo)
-        ax.set_ylim(lo - pad, hi + pad)
+    per_column = 30
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.92), fontsize=8, title=title,
+               title_fontsize=8, ncol=max(1, -(-len(labels) // per_column)), frameon=False)
 
 
-def plot_convergence(runs: list[RunData], metric: str, title: str, path: Path) -> Path:
-    """Median and 25–75% band over seeds against iterations, oracle calls and compute time."""
+def panel_legend(ax: Any, fontsize: int = 7) -> None:
+    """A panel's own legend (entries that differ per panel, such as fitted exponents) below the panel."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                  ncol=2 if len(labels) > 3 else 1, frameon=False)
+
+
+def use_log(values: Iterable[float]) -> bool:
+    """Whether a y axis should be logarithmic: every finite value positive, spanning ≥ LOG_SPAN."""
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(np.all(v > 0)) and float(v.max() / v.min()) >= LOG_SPAN
+
+
+def seeds_text(counts: Iterable[int]) -> str:
+    """'3 seeds', '2–3 seeds' or '1 seed (no band)' for the numbers of runs behind each line."""
+    c = sorted(set(counts))
+    if not c:
+        return "no seeds"
+    if c[-1] == 1:
+        return "1 seed (no band)"
+    return f"{c[0]} seeds" if len(c) == 1 else f"{c[0]}–{c[-1]} seeds (a band where at least 2)"
+
+
+def axis_ticks(ax: Any, values: Iterable[float]) -> None:
+    """Ticks at the axis values themselves (at most 12), written plainly: 10, 20, 40 rather than 2×10¹."""
+    vals = sorted(set(values))
+    if 0 < len(vals) <= 12:
+        ax.set_xticks(vals)
+        ax.set_xticklabels([f"{v:g}" for v in vals])
+        ax.xaxis.set_minor_formatter(pyplot().NullFormatter())
+
+
+def log_ticks(axis: Any) -> None:
+    """Readable ticks on a log axis: labelled 1-2-5 ticks when it spans under 1.5 decades, else powers of
+    ten only (matplotlib otherwise labels minor ticks of a short range, and they overlap)."""
+    from matplotlib import ticker
+
+    lo, hi = sorted(axis.get_view_interval())
+    if lo > 0 and hi / lo < 10 ** 1.5:
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def panels(n: int, width: float = 4.6, height: float = 3.6, cols: int = 2) -> tuple[Any, list[Any]]:
+    """A figure with n panels, at most `cols` per row."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    groups = defaultdict(list)
-    for r in runs:
-        groups[config_label(r.point) + _axis_suffix(r.point)].append(r)
-    colors = [plt.cm.tab10(i % 10) for i in range(len(groups))]
-    kept: dict[int, list[np.ndarray]] = defaultdict(list)
-    for (label, rs), color in zip(sorted(groups.items()), colors):
-        stable = any(r.status == "finished" for r in rs)
-        for i, (ax, (x, xl)) in enumerate(zip(axes, X_AXES)):
-            q = _band(ax, rs, x, metric, label + ("" if stable else " (diverged)"), color)
-            if q is not None and stable:
-                kept[i].append(q)
-            _mark_divergence(ax, rs, x, metric, color)
-            ax.set_xlabel(xl)
-    if any(r.status != "finished" for r in runs):
-        for i, ax in enumerate(axes):
-            _focus(ax, kept[i])
-    axes[0].set_ylabel(metric)
-    axes[0].legend(fontsize=7)
-    if any(r.status == "diverged" for r in runs):
-        title += "   (× marks where a run diverged)"
-    fig.suptitle(title)
-    return save_figure(fig, path)
-
-
-def _mark_divergence(ax: Any, runs: list[RunData], x: str, y: str, color: Any) -> None:
-    """An × at the last finite record of every diverged run: where it blew up."""
-    for r in runs:
-        last = r.records[-1] if r.records else None
-        if r.status == "diverged" and last is not None and x in last and y in last and np.isfinite(last[y]):
-            ax.plot([last[x]], [last[y]], marker="x", markersize=8, markeredgewidth=2, color=color, linestyle="none")
-
-
-def _axis_suffix(point: dict[str, Any]) -> str:
-    a = point["coords"].get("axis")
-    return "" if a is None else f" [{a}]"
-
-
-def plot_axis(rows: list[dict[str, Any]], axis_name: str, metric: str, title: str, path: Path,
-              log_x: bool = True) -> Path:
-    """Median final metric (with its 25–75% range) along the study axis, one line per algorithm."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups = defaultdict(list)
-    for r in rows:
-        groups[(r["problem"], r["algorithm"])].append(r)
-    key = f"median_{metric}"
-    for (prob, alg), rs in sorted(groups.items()):
-        pts = sorted((float(r[axis_name]), r[key], r["q25"], r["q75"]) for r in rs
-                     if isinstance(r[axis_name], (int, float)))
-        if not pts:
-            continue
-        xs, ys, lo, hi = (np.array(v, dtype=float) for v in zip(*pts))
-        line = ax.plot(xs, ys, marker="o", label=f"{alg} on {prob}")[0]
-        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-    if log_x:
-        ax.set_xscale("log")
-    vals = np.array([r[key] for r in rows], dtype=float)
-    if vals.size and np.all(vals[np.isfinite(vals)] > 0):
-        ax.set_yscale("log")
-    ax.set_xlabel(axis_name)
-    ax.set_ylabel(f"final {metric} (median over seeds)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    return save_figure(fig, path)
-
-
-
-
-def plot_regret(runs: list[RunData], title: str, path: Path) -> Path:
-    """Cumulative local regret against t, median and band over seeds."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    groups = defaultdict(list)
-    for r in runs:
-        groups[config_label(r.point) + _axis_suffix(r.point) + " on " + problem_label(r.point)].append(r)
-    for i, (label, rs) in enumerate(sorted(groups.items())):
-        _band(ax, rs, "iteration", "cumulative_regret", label, plt.cm.tab10(i % 10))
-    ax.set_xlabel("t")
-    ax.set_ylabel("cumulative local regret")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    return save_figure(fig, path)
-
-
-
-def panels(n: int, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[Any]]:
-    """A figure with n panels, at most two per row."""
-    plt = pyplot()
-    cols = min(n, 2)
+    cols = max(1, min(n, cols))
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
     flat = [ax for row in axes for ax in row]
@@ -172,7 +128,37 @@ def panels(n: int, width: float = 4.6, height: float = 3.6) -> tuple[Any, list[A
     return fig, flat[:n]
 
 
-def colors(labels: Iterable[str]) -> dict[str, Any]:
-    """One color per label, the same in every panel."""
-    plt = pyplot()
-    return {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(dict.fromkeys(labels))}
+def plot_axis(rows: list[dict[str, Any]], axis_name: str, metric: str, title: str, path: Path,
+              log_x: bool = True) -> Path:
+    """Median final metric and its 25–75% range along the study axis: one panel per problem, one line per
+    configuration (the band only where it has at least two seeds)."""
+    key = f"median_{metric}"
+    probs = list(dict.fromkeys(r["problem"] for r in rows)) or ["(no runs)"]
+    style = styles(r["algorithm"] for r in rows)
+    fig, axes = panels(len(probs), width=5.2, height=3.8, cols=3)
+    handles: dict[str, Any] = {}
+    for ax, prob in zip(axes, probs):
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in rows:
+            if r["problem"] == prob and isinstance(r[axis_name], (int, float)) and not isinstance(r[axis_name], bool):
+                groups[r["algorithm"]].append(r)
+        for alg, rs in groups.items():
+            pts = sorted((float(r[axis_name]), r[key], r["q25"], r["q75"], r["seeds"]) for r in rs)
+            xs, ys, lo, hi, n = (np.array(v, dtype=float) for v in zip(*pts))
+            handles[alg] = ax.plot(xs, ys, marker="o", markersize=4, **{k: v for k, v in style[alg].items()
+                                                                          if k != "markevery"})[0]
+            if np.max(n) >= 2:
+                ax.fill_between(xs, lo, hi, color=style[alg]["color"], alpha=0.15, linewidth=0)
+        if log_x:
+            ax.set_xscale("log")
+        axis_ticks(ax, [float(r[axis_name]) for r in rows if r["problem"] == prob
+                        and isinstance(r[axis_name], (int, float)) and not isinstance(r[axis_name], bool)])
+        if use_log(r[key] for r in rows if r["problem"] == prob):
+            ax.set_yscale("log")
+        ax.set_title(prob, fontsize=9)
+        ax.set_xlabel(axis_name)
+        ax.set_ylabel(f"final {metric}")
+    legend(fig, list(handles.values()), list(handles))
+    fig.suptitle(f"{title}\nmedian and 25–75% over {seeds_text(r['seeds'] for r in rows)} "
+                 "(a diverged run counts as the worst value)", fontsize=10)
+    return save_figure(fig, path)

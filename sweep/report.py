@@ -14,9 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from problems.validation import ParameterError
 from sweep import claims, kinds, report_cache
 from sweep.claims import ClaimReport
-from sweep.figures import plot_convergence, plot_regret
+from sweep.curves import plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
 from sweep.sources import import_plugins
 from sweep.store import ResultStore
@@ -32,36 +33,41 @@ class Report:
     plots: list[Path]
 
 
-def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False,
-                 force: bool = False) -> Report:
+def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
+                 goal: str | None = None, force: bool = False) -> Report:
     """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
 
-    A report whose inputs have not changed since it was built is not built again (sweep/report_cache.py)
-    unless `force`: its summary is printed and its tables are read back from their CSV files.
+    `metric` and `goal` compare another final value than the study's `report:` block names; that report
+    goes to `<results_dir>/report-<metric>-<goal>/` (the study's own report stays as it is) and has no
+    paper-claim section, whose thresholds belong to the study's metric. A report whose inputs have not
+    changed since it was built is not built again (sweep/report_cache.py) unless `force`: its summary is
+    printed and its tables are read back from their CSV files.
     """
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()
     import_plugins((meta.get("source") or {}).get("imports", []))  # a plugin kind or claim
+    meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
-    d = store.report_dir
     fp = report_cache.fingerprint(store, meta, opts)
     if not force and report_cache.up_to_date(d, fp):
         return _cached(d, out, quiet)
     runs = load_runs(store, meta)
+    if d != store.report_dir:
+        _check_metric(runs, opts["metric"])
     d.mkdir(parents=True, exist_ok=True)
     report_cache.forget(d)
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
     kind = kinds.get(meta["kind"])
-    tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, opts["metric"]), "best": best_table(runs, opts)}
+    tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
     plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d))
     if meta.get("online"):
-        plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png"))
+        plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name")))
     text = _summary_text(meta, tables)
-    claim = _claim_section(meta, runs, d)
+    claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
         tables["verdicts"] = [v.row() for v in claim.verdicts]
@@ -91,6 +97,26 @@ def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
     return Report(d, tables, sorted(d.glob("*.png")))
 
 
+def _with_metric(meta: dict[str, Any], metric: str | None, goal: str | None,
+                 report_dir: Path) -> tuple[dict[str, Any], Path]:
+    """The study's metadata with the report's metric and goal replaced, and where that report goes."""
+    opts = meta["report"]
+    metric, goal = metric or opts["metric"], goal or opts["goal"]
+    if goal not in ("min", "max"):
+        raise ParameterError(f"goal: must be min or max, got {goal!r}")
+    if (metric, goal) == (opts["metric"], opts["goal"]):
+        return meta, report_dir
+    return {**meta, "report": {**opts, "metric": metric, "goal": goal}}, report_dir.with_name(f"report-{slug(metric)}-{goal}")
+
+
+def _check_metric(runs: list[RunData], metric: str) -> None:
+    """A --metric the runs' records do not have is an error naming those they have."""
+    known = sorted({k for r in runs for rec in r.records[-1:] for k, v in rec.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if known and metric not in known:
+        raise ParameterError(f"metric: {metric!r} is not in this study's records; they have: {', '.join(known)}")
+
+
 def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimReport | None:
     """The study's paper-claim section, also written to claims.txt (None when it names no claim)."""
     rep = claims.evaluate(meta, runs, d)
@@ -109,8 +135,9 @@ def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str
         if r.status == "failed":
             continue
         by_problem[problem_label(r.point)].append(r)
-    metric = opts["metric"] if not meta.get("online") else "grad_F_sq"
-    return [plot_convergence(rs, metric, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png")
+    metric, goal = (opts["metric"], opts["goal"]) if not meta.get("online") else ("grad_F_sq", "min")
+    return [plot_convergence(rs, metric, goal, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png",
+                             meta.get("axis_name"), bool(meta.get("online")))
             for prob, rs in sorted(by_problem.items())]
 
 

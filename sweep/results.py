@@ -38,6 +38,25 @@ def config_label(point: dict[str, Any]) -> str:
 
 
 
+def axis_text(point: dict[str, Any], axis_name: str | None) -> str:
+    """The axis value as a person reads it: 'step ×2', 'step 4', 'reference', 'batch_size=16' ('' without one)."""
+    coords = point["coords"]
+    value = coords.get("axis")
+    if value is None:
+        return "reference" if coords.get("reference") else ""
+    if axis_name == "step_size_factor":
+        return f"step ×{value:g}" if isinstance(value, (int, float)) else f"step ×{value}"
+    if axis_name == "initial_step_size":
+        return f"step {value:g}" if isinstance(value, (int, float)) else f"step {value}"
+    return f"{axis_name or 'axis'}={value}"
+
+
+def run_name(point: dict[str, Any], seed: int, axis_name: str | None) -> str:
+    """What a person compares, e.g. 'soba · step ×2 · quadratic · seed 2' (the run key stays the identity)."""
+    parts = [config_label(point), axis_text(point, axis_name), problem_label(point), f"seed {seed}"]
+    return " · ".join(p for p in parts if p)
+
+
 def group(runs: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]]:
     """Runs (or rows) grouped by `key`, in first-seen order."""
     out: dict[Any, list[Any]] = defaultdict(list)

@@ -9,9 +9,13 @@ from typing import Any
 
 import yaml
 
+from problems.validation import ParameterError
 from sweep.errors import fail, shown
+from sweep.model import DEFAULT_SCALE
 
 STUDIES_DIR = Path(__file__).parent / "studies"
+#: What a study name may be (as `run` checks it): never a path.
+STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class _Loader(yaml.SafeLoader):
@@ -71,3 +75,27 @@ def import_plugins(modules: Sequence[str]) -> None:
     """Import modules that register further algorithms, problems, kinds or claims."""
     for m in modules:
         importlib.import_module(m)
+
+
+# ---------------------------------------------------------------- where a study's results are
+def study_name(study: str) -> str:
+    """The name of a study (built-in, YAML file or bare name), checked like `run` checks it."""
+    try:
+        path = resolve(study)
+    except ParameterError:
+        name: Any = study
+    else:
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            data = {}
+        name = data.get("name", path.stem) if isinstance(data, dict) else path.stem
+    if not isinstance(name, str) or not STUDY_NAME.fullmatch(name):
+        raise ParameterError(f"study: the name must be letters, digits, '_', '.', '-' (no path), got {name!r}")
+    return name
+
+
+def results_dir(name: str, scale: str | None = None, given: str | Path | None = None) -> Path:
+    """`given`, else ./results/<name> (./results/<name>-<scale> at a named scale other than the default)."""
+    suffix = f"-{scale}" if scale and scale != DEFAULT_SCALE else ""
+    return Path(given or Path("results") / f"{name}{suffix}").resolve()

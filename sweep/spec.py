@@ -60,7 +60,8 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
     errors.raise_if_any()
     probs = [{"name": p.name, "label": p.name, "params": p.params} for p in spec.problems]
     algs = [a.as_dict() for a in spec.algorithms]
-    ctx = Expansion(probs, algs, [algorithms.get(a["name"]) for a in algs], {}, spec.n_evals, spec.instance_seed, errors)
+    ctx = Expansion(probs, algs, [algorithms.get(a["name"]) for a in algs], {}, spec.n_evals, spec.instance_seed, errors,
+                    list(spec.seeds))
 
     compat.check_labels_and_lists(probs, algs, ctx)
     ctx.budget = _budget(spec.budget, errors)

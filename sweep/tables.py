@@ -56,20 +56,67 @@ def slug(text: str) -> str:
 
 
 # ---------------------------------------------------------------- tables
-def runs_table(runs: list[RunData], metric: str) -> list[dict[str, Any]]:
-    """One row per run with its final values."""
+#: Final values shown first in a run's row (then every other number of its final record).
+KEY_METRICS = ("F", "grad_F_sq", "y_err_sq", "F_gap", "cumulative_regret", "test_accuracy")
+#: Where the run ended (before the oracle counts and the rest of the final record).
+PROGRESS = ("iteration", "time", "eval_time", "calls/total", "samples/total")
+
+
+def identity(point: dict[str, Any], seed: int, meta: dict[str, Any]) -> dict[str, Any]:
+    """The columns that say which run a row belongs to: problem, algorithm, configuration, axis value, seed."""
+    row = {"study": meta["name"], "problem": problem_label(point), "algorithm": point["label"],
+           "configuration": config_label(point)}
+    axis_name = meta.get("axis_name")
+    if axis_name:
+        row[axis_name] = point["coords"].get("axis")
+    if "reference" in point["coords"]:
+        row["reference"] = bool(point["coords"]["reference"])
+    row["seed"] = seed
+    return row
+
+
+def final_columns(final: dict[str, Any] | None, metric: str) -> dict[str, Any]:
+    """Every number of a run's final record, the report's metric and the key metrics first."""
+    f = final or {}
+    numbers = {k: v for k, v in f.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    first = [metric, *KEY_METRICS, *PROGRESS]
+    out = {k: numbers[k] for k in dict.fromkeys(first) if k in numbers}
+    out.update((k, v) for k, v in numbers.items() if k not in out)
+    return out
+
+
+def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per run: who it is, its status and convergence, every final value, every parameter.
+
+    Every row has every column, in groups (identity, final values, parameters, where it ran); a column a
+    run does not have (another algorithm's parameter) is None.
+    """
+    opts = meta["report"]
+    parts = []
+    for r in runs:
+        p = r.point
+        head = identity(p, r.seed, meta)
+        head.update({"status": r.status, "converged": an.converged(r.records, r.status, opts["converged_metric"],
+                                                                   opts["converged_below"], opts["converged_relative"])})
+        params = {"algorithm_name": p["algorithm"], "problem_name": p["problem"], "instance_seed": p.get("instance_seed"),
+                  **{f"alg.{k}": v for k, v in p["algorithm_params"].items()},
+                  **{f"problem.{k}": v for k, v in p["problem_params"].items()},
+                  **{f"budget.{k}": v for k, v in p["budget"].items() if v is not None}}
+        tail = {"node": r.where.get("node", ""), "run_key": r.key, "error": r.error or ""}
+        parts.append((head, final_columns(r.final, opts["metric"]), params, tail))
+    groups = [list(dict.fromkeys(k for part in parts for k in part[i])) for i in range(4)]
+    first = [k for k in (opts["metric"], *KEY_METRICS, *PROGRESS) if k in groups[1]]
+    groups[1] = list(dict.fromkeys(first + groups[1]))
+    columns = [c for g in groups for c in g]
+    return [{c: merged.get(c) for c in columns} for merged in ({**a, **b, **c, **d} for a, b, c, d in parts)]
+
+
+def records_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every record of every run (long format: one row per run and evaluation point)."""
     rows = []
     for r in runs:
-        f = r.final or {}
-        row = {"problem": problem_label(r.point), "algorithm": config_label(r.point),
-               "axis": r.point["coords"].get("axis"), "seed": r.seed, "status": r.status,
-               "iteration": f.get("iteration"), "calls": f.get("calls/total"), "samples": f.get("samples/total"),
-               "time": f.get("time"), metric: f.get(metric)}
-        for m in ("F", "grad_F_sq", "y_err_sq", "F_gap", "cumulative_regret"):
-            if m in f and m not in row:
-                row[m] = f[m]
-        row.update({"node": r.where.get("node", ""), "run_key": r.key, "error": r.error or ""})
-        rows.append(row)
+        ident = {"run_key": r.key, **identity(r.point, r.seed, meta)}
+        rows.extend({**ident, **rec} for rec in r.records)
     return rows
 
 

@@ -1,5 +1,11 @@
 """MLflow tracking: one parent run per study, one nested child run per (configuration, seed).
 
+What a person browses: child runs are named by what varies ('soba · step ×2 · quadratic · seed 2'; the
+run key is a tag), the axis value is a parameter, the experiment's description is the study's. Metric
+names put the measured quantities first in a run's charts (MLflow sorts chart sections by name, capitals
+first): F, grad_F_sq, ... go out as 'Metrics/F', ...; oracle counters are not logged while they are zero
+(an oracle an algorithm never calls has no chart). The records on disk keep their own names.
+
 Child runs are written in batches across runs (sweep/mlflow_sinks.py: in bulk into MLflow's database, or
 `log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver
 (sweep/mlflow_writer.py). Everything is idempotent: the parent is found by the study's spec hash, a child
@@ -8,6 +14,7 @@ duplicates runs nor metric points.
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +22,7 @@ from typing import Any
 from sweep import mlflow_store
 from sweep.mlflow_sinks import MAX_PARAMS_PER_BATCH, PARENT, ApiSink, Batch, NewRun, SqlSink, sink_for
 from sweep.model import Point, Study
+from sweep.results import run_name
 from sweep.store import DONE_STATUSES, ResultStore
 
 ROLE = "bisweep.role"
@@ -22,6 +30,29 @@ RUN_KEY = "bisweep.run_key"
 SPEC_HASH = "bisweep.spec_hash"
 FLUSH_METRICS = 1000
 FLUSH_SECONDS = 2.0
+#: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
+DESCRIPTION = "mlflow.note.content"
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+#: The section of a run's charts holding the measured quantities (record keys without a '/').
+MAIN_SECTION = "Metrics"
+#: Record keys that stay as they are: progress (the step is the iteration) and prefixed groups.
+PLAIN = ("iteration", "time", "eval_time")
+#: Counters and flags: a zero means "not yet", so zeros are not logged (a never-called oracle has no series).
+SPARSE = re.compile(r"^(calls|samples)/|_hits$|^gt/not_strongly_convex$")
+
+
+def mlflow_name(key: str) -> str:
+    """The MLflow metric name of a record key: 'F' -> 'Metrics/F'; prefixed and progress keys unchanged."""
+    return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
+
+
+def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
+    """(MLflow name, value) of every number of a record worth a chart point."""
+    out = []
+    for k, v in record.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not (v == 0 and SPARSE.search(k)):
+            out.append((mlflow_name(k), float(v)))
+    return out
 
 
 def default_tracking_uri(results_dir: str | Path) -> str:
@@ -52,6 +83,7 @@ class Tracker:
         self.client = MlflowClient(tracking_uri)
         self.experiment_id = self._experiment(experiment, artifact_location)
         self.parent_id: str | None = None
+        self.axis_name: str | None = None
         self._sink: ApiSink | SqlSink | None = None
         self._ids: dict[str, str] | None = None  # run key -> child run id
         self._before: set[str] = set()  # run keys whose child run existed before this session
@@ -92,6 +124,8 @@ class Tracker:
 
     def start_study(self, study: Study) -> str:
         """Find (by spec hash) or create the study's parent run and mark it running."""
+        self.axis_name = study.axis_name
+        self.describe(study.description or study.name)
         if self.find_parent(study.spec_hash):
             self.client.update_run(self.parent_id, status="RUNNING")
             return self.parent_id
@@ -105,6 +139,15 @@ class Tracker:
         self._log_params(self.parent_id, params)
         return self.parent_id
 
+    def describe(self, description: str) -> None:
+        """Set the experiment's description (its page shows it) and mark it a training experiment.
+
+        MLflow 3.17's UI reads the kind from its GenAI / Model training switch (or `?workflowType=
+        machine_learning` in the URL, which `bisweep ui` opens), not from the tag; other UIs read the tag.
+        """
+        self.client.set_experiment_tag(self.experiment_id, DESCRIPTION, description)
+        self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
+
     def end_study(self, status: str, counts: dict[str, int]) -> None:
         """Close the parent run with counts of finished, diverged and failed runs."""
         from mlflow.entities import RunTag
@@ -113,9 +156,9 @@ class Tracker:
         self.client.log_batch(self.parent_id, tags=[RunTag(f"runs.{k}", str(v)) for k, v in counts.items()])
         self.client.set_terminated(self.parent_id, status)
 
-    def log_report(self, report_dir: Path) -> None:
-        """Upload the report's tables and plots as artifacts of the parent run."""
-        self.client.log_artifacts(self.parent_id, str(report_dir), "report")
+    def log_report(self, report_dir: Path, name: str = "report") -> None:
+        """Upload the report's tables and plots as artifacts of the parent run (under `name`/)."""
+        self.client.log_artifacts(self.parent_id, str(report_dir), name)
 
     # ---- child runs ----
     @property
@@ -145,9 +188,13 @@ class Tracker:
                 "seed": str(seed), "status": "running", **{k: v for k, v in (where or {}).items() if v}}
         if "axis" in point.coords:
             tags["axis"] = repr(point.coords["axis"])
-        name = f"{point.label}/{point.problem}/{point.key.rsplit('.', 1)[-1]}/s{seed}"
-        params = {"algorithm": point.algorithm, "problem": point.problem, "seed": seed,
-                  "instance_seed": point.instance_seed, "n_evals": point.n_evals,
+        name = run_name(point.to_dict(), seed, self.axis_name)
+        axis = {}
+        if self.axis_name and ("axis" in point.coords or point.coords.get("reference")):
+            value = point.coords.get("axis")
+            axis = {f"axis.{self.axis_name}": "reference" if value is None else value}
+        params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
+                  "instance_seed": point.instance_seed, "n_evals": point.n_evals, **axis,
                   **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
                   **{f"problem.{k}": v for k, v in point.problem_params.items()},
                   **{f"budget.{k}": v for k, v in point.budget.items()}}
@@ -177,8 +224,7 @@ class Tracker:
             return
         steps.add(step)
         ts = _now_ms()
-        self._batch.metrics.setdefault(run_key, []).extend(
-            (k, float(v), ts, step) for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in mlflow_metrics(record))
 
     def finish(self, run_key: str, status: str, error: str | None = None) -> None:
         """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED."""

@@ -17,6 +17,7 @@ and the trial goes on. On Ray, BLAS gets as many threads as the trial has CPUs (
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import socket
@@ -245,15 +246,41 @@ def study_trainable(config: dict[str, Any]) -> None:
 _RESERVED = ("seed", "seeds", "problem_params")
 
 
+#: Loggers of the driver kept to warnings (or errors) in a quiet session, and why each says too much.
+_QUIET_LOGGERS = {
+    "ray": logging.WARNING,  # "Started a local Ray instance", "Initializing Ray automatically"
+    "ray.tune": logging.WARNING,  # "Wrote the latest version of all result files ..."
+    "ray.train": logging.WARNING,  # "Checkpoint successfully created at ..."
+    "ray._private.authentication.authentication_token_setup": logging.ERROR,  # the token banner of every start
+    "ray.tune.logger.tensorboardx": logging.ERROR,  # the run metadata dict is no TensorBoard scalar
+}
+
+
+def quiet_ray() -> bool:
+    """Keep Ray's console to warnings: driver loggers, and a local Ray started without forwarding worker logs
+    (whose checkpoint lines and shutdown tracebacks are noise); False when Ray was already running."""
+    import ray
+
+    for name, level in _QUIET_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
+    if ray.is_initialized():
+        return False
+    ray.init(log_to_driver=False, logging_level=logging.WARNING, include_dashboard=False)
+    return True
+
+
 def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params: Mapping[str, Any] | None = None,
                   budget: Mapping[str, Any] | None = None, n_evals: int = 20, instance_seed: int | None = None,
-                  checkpoint_seconds: float = 10.0, imports: Sequence[str] = ()) -> Callable[[dict[str, Any]], None]:
+                  checkpoint_seconds: float = 10.0, imports: Sequence[str] = (),
+                  quiet: bool = True) -> Callable[[dict[str, Any]], None]:
     """A Tune function trainable running `algorithm` on `problem`.
 
     The Tune config sets the algorithm's hyperparameters by name (top-level keys), `seed` (or a list
     `seeds`, run one after another) and `problem_params` (merged over `problem_params`). Every metric
     record (F, grad_F_sq, y_err_sq, calls/*, ...) is reported, so `TuneConfig(metric="grad_F_sq",
-    mode="min")` works.
+    mode="min")` works. With `quiet` (the default) Ray's console is kept to warnings: a local Ray is
+    started here (unless one runs already) without forwarding worker logs; Tune's own progress table is
+    the Tuner's `RunConfig(verbose=0)`.
     """
     import_plugins(imports)
     cls = algorithms.get(algorithm)
@@ -279,4 +306,6 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
 
     trainable.__name__ = f"{algorithm}_on_{problem}"
     trainable.__qualname__ = trainable.__name__
+    if quiet:
+        quiet_ray()
     return trainable

@@ -40,13 +40,13 @@ def functions(q: Quadratic):
         return f, g, None
 
     def g(x, y, batch):
-        uy = jnp.einsum("bdr,d->br", batch["U"], y)
-        vx = jnp.einsum("bxr,x->br", batch["V"], x)
+        uy = jnp.einsum("brd,d->br", batch["U"], y)
+        vx = jnp.einsum("brx,x->br", batch["V"], x)
         per = 0.5 * jnp.sum(uy * uy, axis=1) - jnp.sum(uy * vx, axis=1) + batch["a"] @ y
         return 0.5 * mu0 * y @ y + jnp.mean(per)
 
     def f(x, y, batch):
-        s = jnp.einsum("bdr,d->br", batch["S"], y - e)
+        s = jnp.einsum("brd,d->br", batch["S"], y - e)
         return 0.5 * p0 * (y - e) @ (y - e) + 0.5 * jnp.mean(jnp.sum(s * s, axis=1)) + outer_x(x)
 
     return f, g, {"U": q.U, "V": q.V, "S": q.S, "a": q.a_i}

@@ -115,5 +115,5 @@ def _bome_plot(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xticks(np.arange(len(probs)) + 0.4 - width / 2)
     ax.set_xticklabels(probs, fontsize=7)
     ax.set_ylabel("final distance to the optimum (best config)")
-    ax.legend(fontsize=7, ncol=2)
+    figures.panel_legend(ax)
     return figures.save_figure(fig, path, dpi=80)

@@ -188,7 +188,7 @@ def _f2csa_plot(ds: list[float], per_it: dict[str, list[float]], labels: dict[st
     a1.set_xlabel("d")
     a1.set_ylabel("compute seconds per iteration")
     a1.set_title("Fig. 2: cost per iteration")
-    a1.legend(fontsize=7)
+    figures.panel_legend(a1)
     for lab, rs in labels.items():
         for k, r in enumerate(r for r in rs if dim(r) == d1):
             pts = [(rec["iteration"], rec["F"]) for rec in r.records if "F" in rec and rec["iteration"] > 0]
@@ -198,5 +198,5 @@ def _f2csa_plot(ds: list[float], per_it: dict[str, list[float]], labels: dict[st
     a2.set_xlabel("iteration")
     a2.set_ylabel("F(x)")
     a2.set_title(f"Fig. 1: convergence at d = {d1:g}")
-    a2.legend(fontsize=7)
+    figures.panel_legend(a2)
     return figures.save_figure(fig, path, dpi=80)

@@ -87,5 +87,5 @@ def _noise_plot(rows: list[dict[str, Any]], bs: list[float], metric: str, path: 
         ax.set_title(prob, fontsize=8)
         ax.set_xlabel("batch size b")
         ax.set_ylabel(f"final {metric}")
-        ax.legend(fontsize=6)
+        figures.panel_legend(ax)
     return figures.save_figure(fig, path, dpi=80)

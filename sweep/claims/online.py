@@ -81,5 +81,5 @@ def _regret_plot(rows: list[dict[str, Any]], Ts: list[float], path: Path) -> Pat
         ax.set_title(prob, fontsize=8)
         ax.set_xlabel("horizon T")
         ax.set_ylabel("final cumulative regret")
-        ax.legend(fontsize=6)
+        figures.panel_legend(ax)
     return figures.save_figure(fig, path, dpi=80)

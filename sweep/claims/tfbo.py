@@ -148,5 +148,5 @@ def _tfbo_plot(rows: list[dict[str, Any]], path: Path) -> Path:
             ax.set_title(f"{prob}", fontsize=9)
             ax.set_xlabel("initial value (TFBO's α0 = β0 = γ0)")
             ax.set_ylabel(f"final {m} / value at 5")
-            ax.legend(fontsize=7)
+            figures.panel_legend(ax)
     return figures.save_figure(fig, path, dpi=80)

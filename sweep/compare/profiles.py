@@ -271,12 +271,14 @@ def _panel(ax: Axes, panel: pd.DataFrame, x: str, tau: float, cost_label: str) -
     right = grid.max() * 1.5 if grid.size and grid.max() > 0 else 2.0
     positive = grid[grid > 0]
     left = None if x == "ratio" else (positive.min() / 1.5 if positive.size else 1.0)
+    colours = _pyplot().cm.tab10
     for i, (name, g) in enumerate(panel.groupby("algorithm", sort=True)):
         xs, ys = g[x].to_numpy(float), g["fraction"].to_numpy(float)
         if left is not None and (xs[0] > 0):  # data profile: nothing is solved without a budget
             xs, ys = np.insert(xs, 0, left), np.insert(ys, 0, 0.0)
-        ax.step(np.append(xs, right), np.append(ys, ys[-1]), where="post", label=name,
-                linestyle=_STYLES[i % len(_STYLES)])  # with the 10 default colours: unique up to 20 curves
+        # 10 colours, then the next line style: unique up to 40 curves (cycling both together repeats at 20)
+        ax.step(np.append(xs, right), np.append(ys, ys[-1]), where="post", label=name, color=colours(i % 10),
+                linestyle=_STYLES[(i // 10) % len(_STYLES)])
     if x == "ratio":
         ax.set_xscale("log", base=2)
         ax.set_xlabel("performance ratio α (cost / best cost)")
@@ -285,6 +287,7 @@ def _panel(ax: Axes, panel: pd.DataFrame, x: str, tau: float, cost_label: str) -
             ax.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0)
         else:
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(_pyplot().NullFormatter())  # labelled minor ticks overlap on short ranges
         ax.set_xlabel(f"budget ({cost_label})")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"τ = {tau:g}")

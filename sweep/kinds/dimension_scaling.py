@@ -79,21 +79,33 @@ def _scaling_quantities(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def plot_scaling(rows: list[dict[str, Any]], axis_name: str, path: Path) -> Path:
-    """Log–log scaling of each quantity with the fitted line and exponent."""
-    plt = figures.pyplot()
+    """Log–log scaling of each quantity (one panel each) with the fitted line and exponent per configuration."""
     quantities = sorted({r["quantity"] for r in rows})
-    fig, axes = plt.subplots(1, len(quantities), figsize=(6 * len(quantities), 4.5), squeeze=False)
-    for ax, qn in zip(axes[0], quantities):
+    labels = [f"{r['algorithm']} on {r['problem']}" for r in rows]
+    style = figures.styles(labels)
+    fig, axes = figures.panels(len(quantities), width=5.5, height=4.2, cols=3)
+    handles: dict[str, Any] = {}
+    for ax, qn in zip(axes, quantities):
+        dims_seen = []
         for r in (r for r in rows if r["quantity"] == qn):
             dims = [(float(k.split("=", 1)[1]), v) for k, v in r.items() if k.startswith(f"{axis_name}=")]
             xs, ys = np.array([d for d, _ in dims]), np.array([v for _, v in dims], dtype=float)
-            line = ax.plot(xs, ys, "o", label=f"{r['algorithm']} on {r['problem']}: p = {tables.fmt(r['exponent'])}")[0]
+            dims_seen += list(xs)
+            lab = f"{r['algorithm']} on {r['problem']}"
+            st = {k: v for k, v in style[lab].items() if k in ("color",)}
+            ax.plot(xs, ys, "o", **st)
+            line = None
             if math.isfinite(r["exponent"]):
                 _, c, _ = an.fit_loglog(xs, ys)
-                ax.plot(xs, np.exp(c) * xs ** r["exponent"], "-", color=line.get_color())
+                line = ax.plot(xs, np.exp(c) * xs ** r["exponent"], linestyle=style[lab]["linestyle"], **st)[0]
+            where = f" in {qn}" if len(quantities) > 1 else ""
+            handles.setdefault(f"{lab}: p = {tables.fmt(r['exponent'])}{where}",
+                               line or ax.plot([], [], "o", **st)[0])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        figures.axis_ticks(ax, dims_seen)
         ax.set_xlabel(axis_name)
-        ax.set_ylabel(qn)
-        ax.legend(fontsize=7)
+        ax.set_ylabel(qn.replace("_", " "))
+        ax.set_title(qn, fontsize=9)
+    figures.legend(fig, list(handles.values()), list(handles), title="points: median over seeds; lines: log–log fit")
     return figures.save_figure(fig, path)

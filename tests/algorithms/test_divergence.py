@@ -1,6 +1,8 @@
 """The divergence rule: a watched quantity non-finite or past factor × max(|start|, 1) ends a run as
 diverged; checked against the rule's definition applied to an uninterrupted run's records."""
+import importlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ import problems
 from algorithms.run import Budget, Divergence
 from problems.validation import ParameterError
 from tests.sweep import toy_algorithms  # noqa: F401  (toy_growth)
+
+run_module = importlib.import_module("algorithms.run")  # the package re-exports a function named `run`
 
 NEVER = {"factor": 1e300}
 
@@ -106,3 +110,28 @@ def test_absurd_budgets_are_refused(bad, message):
     with pytest.raises(ParameterError) as err:
         Budget.from_dict(bad)
     assert message in str(err.value)
+
+
+def _reference_norm(v):
+    """The elementwise rule: None unless every entry is finite and below DIVERGENCE_NORM, else ‖v‖."""
+    finite = np.all(np.isfinite(v)) and np.max(np.abs(v), initial=0) < run_module.DIVERGENCE_NORM
+    return float(np.linalg.norm(v)) if finite else None
+
+
+
+def test_one_dot_product_gives_the_elementwise_rule_and_the_norm_to_the_bit():
+    rng = np.random.default_rng(0)
+    cases = [rng.standard_normal(int(rng.integers(1, 300))) * 10.0 ** rng.uniform(-160, 99) for _ in range(3000)]
+    big = np.full(10_000, 2e98)  # every entry in range, yet v·v = 4e200 ≥ 1e200: the elementwise path
+    bad = [np.array([1.0, np.nan]), np.array([np.inf, 1.0]), np.array([-np.inf]), np.array([1.0, 1e100]),
+           np.array([1e160, 1.0]), np.full(3, -2e100)]
+    other = [np.arange(5.0)[::2], np.arange(4), np.ones((2, 2)), np.zeros(0)]  # strided, int, 2-D, empty
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflowing v·v must stay quiet
+        for v in cases + [big] + bad + other:
+            with np.errstate(over="ignore"):
+                got = run_module._checked_norm(v)
+            assert got == _reference_norm(v)
+    with np.errstate(over="ignore"):
+        assert run_module._checked_norm(big) == pytest.approx(2e98 * 100, rel=1e-15)
+        assert all(run_module._checked_norm(v) is None for v in bad)

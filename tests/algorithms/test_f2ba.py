@@ -6,6 +6,7 @@ import pytest
 import algorithms
 import problems
 from problems.base import BilevelProblem
+from tests.algorithms.stepping import build, trajectory
 
 # Deterministic quadratic: inner spectrum [0.5, 1], ∇²F spectrum [1, 3.4].
 QUAD = problems.make("quadratic", seed=0, dim_x=6, dim_y=8, mu=0.5, L=1.0, outer_curvature=1.0)
@@ -59,20 +60,6 @@ class LinearOuter(BilevelProblem):
         return self.J.T @ np.linalg.solve(self.H, self.b) / self.rho
 
 
-def build(name, p, cfg, seed=0):
-    return algorithms.get(name)(problems.counted(p), algorithms.make_config(name, cfg), np.random.default_rng(seed))
-
-
-def run(name, p, cfg, iterations, seed=0):
-    alg = build(name, p, cfg, seed)
-    xs = []
-    for _ in range(iterations):
-        alg.step()
-        alg.iteration += 1
-        xs.append(alg.x.copy())
-    return np.array(xs), alg
-
-
 # ---------------------------------------------------------------------------- f linear in y: exact
 @pytest.mark.parametrize("lam", [0.5, 10.0])
 def test_one_step_is_an_exact_hypergradient_step_when_f_is_linear_in_y(lam):
@@ -89,7 +76,7 @@ def test_one_step_is_an_exact_hypergradient_step_when_f_is_linear_in_y(lam):
 @pytest.mark.parametrize("lam", [0.5, 10.0])
 def test_linear_outer_problem_converges_to_x_star_for_any_penalty(lam):
     p = LinearOuter()
-    xs, _ = run("f2ba", p, {**STEPS, "lam": lam}, 200)
+    xs, _ = trajectory("f2ba", p, {**STEPS, "lam": lam}, 200)
     assert np.linalg.norm(xs[-1] - p.x_opt()) < 1e-12  # measured 1.1e-15 (λ = 0.5), 1.2e-14 (λ = 10)
 
 
@@ -108,7 +95,7 @@ def test_fixed_point_is_x_star_lambda_and_its_bias_halves_when_lambda_doubles():
     lams = (10.0, 20.0, 40.0, 80.0)
     errors = []
     for lam in lams:
-        xs, _ = run("f2ba", QUAD, {**STEPS, "lam": lam}, 300)
+        xs, _ = trajectory("f2ba", QUAD, {**STEPS, "lam": lam}, 300)
         target = x_star_lambda(QUAD, lam)
         assert np.linalg.norm(xs[-1] - target) < 1e-11  # measured ≤ 1.7e-14
         errors.append(np.linalg.norm(target - x_star))
@@ -125,15 +112,15 @@ def test_f2ba_is_f2sa_with_a_constant_penalty(shared):
             "shared_batch": shared}
     f2sa = {"lam0": 7.0, "lam_step": 0.0, "inner_steps": 4, "alpha": 0.3, "beta": 0.6, "gamma": 0.2,
             "batch_size": 4, "shared_batch": shared}
-    a, alg_a = run("f2ba", SUM, f2ba, 25, seed=3)
-    b, alg_b = run("f2sa", SUM, f2sa, 25, seed=3)
+    a, alg_a = trajectory("f2ba", SUM, f2ba, 25, seed=3)
+    b, alg_b = trajectory("f2sa", SUM, f2sa, 25, seed=3)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(alg_a.z, alg_b.z)
 
 
 def test_z_is_carried_over_not_reset_to_y():
     # Algorithm 1: z_0 = y_0 once, then z_{t+1} = z_t^K; after one outer step z ≠ y.
-    _, alg = run("f2ba", QUAD, {**STEPS, "inner_steps": 2}, 1)
+    _, alg = trajectory("f2ba", QUAD, {**STEPS, "inner_steps": 2}, 1)
     assert np.linalg.norm(alg.z - alg.y) > 1e-3
     z = alg.z.copy()
     for _ in range(2):  # the next step starts from z, as plain gradient descent on g(x, ·) would
@@ -166,8 +153,8 @@ def test_flags_declared_step_sizes_and_defaults():
 
 def test_same_seed_same_iterates_other_seed_other_iterates():
     cfg = {"batch_size": 4, "inner_steps": 3}
-    a, _ = run("f2ba", SUM, cfg, 20, seed=2)
-    b, _ = run("f2ba", SUM, cfg, 20, seed=2)
-    c, _ = run("f2ba", SUM, cfg, 20, seed=3)
+    a, _ = trajectory("f2ba", SUM, cfg, 20, seed=2)
+    b, _ = trajectory("f2ba", SUM, cfg, 20, seed=2)
+    c, _ = trajectory("f2ba", SUM, cfg, 20, seed=3)
     np.testing.assert_array_equal(a, b)
     assert np.max(np.abs(a - c)) > 1e-4

@@ -9,6 +9,7 @@ import pytest
 import algorithms
 import problems
 from problems.validation import ParameterError
+from tests.algorithms.stepping import build, trajectory
 
 KINDS = ("grad_f", "grad_g", "hvp", "cross")
 # Strongly convex finite sum: 64 rank-2 samples, inner spectrum [0.5, 1], ∇²F ⪰ I.
@@ -19,21 +20,6 @@ X_STAR = SUM.x_opt()
 TWO = problems.make("simulated", seed=3, dim_x=6, dim_y=9, n_samples_inner=24, n_samples_outer=17)
 STEPS = {"rho": 0.5, "gamma": 0.2}
 SOBA_CONSTANT = {**STEPS, "rho_decay": 0.0, "gamma_decay": 0.0}
-
-
-def build(name, p, cfg, seed=0):
-    return algorithms.get(name)(problems.counted(p), algorithms.make_config(name, cfg), np.random.default_rng(seed))
-
-
-def trajectory(name, p, cfg, iterations, seed=0):
-    """x after every iteration, stepping as the run loop does."""
-    alg = build(name, p, cfg, seed)
-    xs = []
-    for _ in range(iterations):
-        alg.step()
-        alg.iteration += 1
-        xs.append(alg.x.copy())
-    return np.array(xs), alg
 
 
 def per_iteration(name, p, cfg, iterations):

@@ -94,3 +94,29 @@ def test_counting_wrapper_counts_and_hides_ground_truth():
     with pytest.raises(AttributeError, match="ground truth"):
         view.y_star(x)
     assert view.dim_x == 3
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+def test_minibatch_oracles_match_dense_batch_matrices(rank):
+    # Independent: A_b, C_b, P_b, a_b summed sample by sample from the definitions in the docstring.
+    p = problems.make("quadratic", seed=6, dim_x=7, dim_y=9, n_samples=12, rank=rank)
+    rng = np.random.default_rng(6)
+    x, y, v = rng.standard_normal(7), rng.standard_normal(9), rng.standard_normal(9)
+    batch = p.sample_batch(rng, 5)
+    Ui = [p.U[i].T for i in batch]  # U_i ∈ R^{dy×r}
+    A = p.mu0 * np.eye(9) + sum(U @ U.T for U in Ui) / 5
+    C = sum(U @ p.V[i] for U, i in zip(Ui, batch)) / 5  # U_i V_iᵀ with V_i = V[i]ᵀ
+    P = p.p0 * np.eye(9) + sum(p.S[i].T @ p.S[i] for i in batch) / 5
+    a = np.mean([p.a_i[i] for i in batch], axis=0)
+    tol = dict(rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(p.grad_y_g(x, y, batch), A @ y - C @ x + a, **tol)
+    np.testing.assert_allclose(p.hvp_yy_g(x, y, v, batch), A @ v, **tol)
+    np.testing.assert_allclose(p.cross_xy_g(x, y, v, batch), -C.T @ v, **tol)
+    np.testing.assert_allclose(p.grad_y_f(x, y, batch), P @ (y - p.e), **tol)
+    np.testing.assert_allclose(p.hessian_yy_g(x, y, batch), A, **tol)
+    np.testing.assert_allclose(p.jacobian_xy_g(x, y, batch), -C.T, **tol)
+    assert p.g(x, y, batch) == pytest.approx(0.5 * y @ A @ y - y @ C @ x + a @ y, rel=1e-13)
+    r = y - p.e
+    assert p.f(x, y, batch) == pytest.approx(0.5 * r @ P @ r + 0.05 * x @ x + p.c @ x, rel=1e-13)
+    # The same batch again (rows now cached) gives the same bits.
+    assert np.array_equal(p.grad_y_g(x, y, batch), p.grad_y_g(x, y, batch))

@@ -90,7 +90,7 @@ def test_study_on_a_two_node_loopback_cluster(repo, venv_bin, free_port):
         study.write_text(yaml.safe_dump({
             "name": "two", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",
             "axis": {"factors": [0.25, 0.5, 1, 1.5]}, "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
-            "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.05}}], "seeds": 1,
+            "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.15}}], "seeds": 1,  # 6 s a trial: time for both nodes
             "budget": {"iterations": 40}, "n_evals": 5}))
         run = subprocess.run([str(venv_bin / "bisweep"), "run", str(study), "--address", f"{HEAD}:{port}",
                               "--results-dir", str(Path(res) / "out")], cwd=repo, env=env,

@@ -85,7 +85,7 @@ def test_killed_study_resumes_and_finishes_each_run_once(tmp_path, repo, venv_bi
     assert sorted(r.data.tags["bisweep.run_key"] for r in kids) == sorted(st.run_keys)
     n_points = len(eval_points(100, 10))
     for r in kids:
-        steps = [m.step for m in client.get_metric_history(r.info.run_id, "grad_F_sq")]
+        steps = [m.step for m in client.get_metric_history(r.info.run_id, "Metrics/grad_F_sq")]
         assert sorted(steps) == sorted(set(steps)) and len(steps) == n_points  # complete, no duplicates
         assert r.info.status == "FINISHED" and r.data.tags["status"] == "finished"
 

@@ -17,8 +17,8 @@ PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift
 
 
 # ---------------------------------------------------------------- the built-in set
-def test_builtin_set_is_the_five_paper_studies_and_quickstart():
-    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart",))
+def test_builtin_set_is_the_five_paper_studies_quickstart_and_the_benchmark():
+    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart", "bilevel_benchmark"))
 
 
 @pytest.mark.parametrize("name", PAPER_STUDIES)
@@ -183,7 +183,7 @@ def _check_tfbo(rep, rows, runs, read_csv):
     for r in rows:
         assert _finite(r["rel_avg_change_%"]) and 0 <= float(r["rel_avg_change_%"]) < 100
     # Recompute one entry from the report's per-run table: |mean(F at 0.4, 1.2) − F at the reference| / reference.
-    mine = {(r["problem"], r["algorithm"], r["axis"]): float(r["F"]) for r in runs}
+    mine = {(r["problem"], r["algorithm"], r["step_size_factor"]): float(r["F"]) for r in runs}
     prob = "regularization_selection(dataset=breast_cancer)" if any(
         k[0].startswith("regularization_selection(") for k in mine) else "regularization_selection"
     ref = mine[(prob, "dtfbo", "")]

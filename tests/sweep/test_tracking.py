@@ -1,10 +1,11 @@
-"""MLflow tracking without Ray: idempotent parent and child runs, batched requests, backfill after a crash."""
+"""MLflow tracking without Ray: idempotent parent and child runs, batched requests, backfill after a crash,
+and what a person browses: run names, the axis as a parameter, the description, metric names."""
 import pytest
 
 from sweep.mlflow_sinks import ApiSink
 from sweep.mlflow_writer import MlflowCallback
 from sweep.store import ResultStore
-from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
+from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location, mlflow_name
 from sweep.trainable import META
 from tests.sweep import toy_algorithms  # noqa: F401
 
@@ -36,7 +37,7 @@ def index_of(study):
 
 
 def history(t, run_key):
-    return sorted(m.step for m in t.client.get_metric_history(t.children()[run_key], "F"))
+    return sorted(m.step for m in t.client.get_metric_history(t.children()[run_key], "Metrics/F"))
 
 
 @pytest.mark.parametrize("api", [False, True], ids=["sql", "api"])
@@ -72,8 +73,8 @@ def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
         t.add(key, point, 0, r)
     t.finish(key, "diverged")
     t.flush(force=True)
-    assert len(calls) == 1  # 20 records x 4 metrics, the params and the status tag together
-    assert len(calls[0]["metrics"]) == 80 and calls[0]["params"] and calls[0]["tags"][0].value == "diverged"
+    assert len(calls) == 1  # 20 records x 4 metrics (but the zero count at step 0), the params, the status tag
+    assert len(calls[0]["metrics"]) == 79 and calls[0]["params"] and calls[0]["tags"][0].value == "diverged"
     assert t.client.get_run(t.children()[key]).info.status == "FINISHED"
 
 
@@ -124,7 +125,7 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
         for key, r in kids.items():
             hist = {m: sorted((x.step, "nan" if math.isnan(x.value) else x.value)
                               for x in t.client.get_metric_history(r.info.run_id, m))
-                    for m in ("F", "time", "calls/total", "iteration")}
+                    for m in ("Metrics/F", "time", "calls/total", "iteration")}
             view[key] = {"tags": {k: v for k, v in r.data.tags.items() if k != "mlflow.parentRunId"},
                          "params": r.data.params, "latest": r.data.metrics, "status": r.info.status,
                          "name": r.info.run_name, "history": hist, "ended": r.info.end_time is not None,
@@ -134,9 +135,56 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
     sql, api = views
     assert sql == api and len(sql) == 4
     one = sql[st.points[0].run_key(0)]
-    assert [v for _, v in one["history"]["F"]] == [10.0, 9.0, "nan", 1.7976931348623157e308, -1.7976931348623157e308, 5.0]
-    assert one["latest"]["F"] == 5.0 and one["latest"]["iteration"] == 5 and one["status"] == "FINISHED"
+    assert [v for _, v in one["history"]["Metrics/F"]] == [10.0, 9.0, "nan", 1.7976931348623157e308, -1.7976931348623157e308, 5.0]
+    assert one["latest"]["Metrics/F"] == 5.0 and one["latest"]["iteration"] == 5 and one["status"] == "FINISHED"
     failed = sql[st.points[1].run_key(0)]
     assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
     assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
     assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
+
+
+# ---------------------------------------------------------------- what a person browses
+def test_child_runs_are_named_by_what_varies_and_the_axis_is_a_param(tmp_path, toy_study):
+    st = toy_study(name="names", description="toy_aid at two step-size factors", kind="stepsize_sensitivity",
+                   axis={"factors": [0.5, 2]}, algorithms=[{"name": "toy_aid", "params": {"inner_steps": [2, 4]}}],
+                   seeds=2, budget={"iterations": 10})
+    t = tracker(tmp_path, st)
+    for p in st.points:
+        for s in st.seeds:
+            for r in records([0, 1], final="finished"):
+                t.add(p.run_key(s), p, s, r)
+            t.finish(p.run_key(s), "finished")
+    t.flush(force=True)
+    kids = [r for r in t.client.search_runs([t.experiment_id]) if r.data.tags.get("bisweep.role") == "run"]
+    assert len(kids) == 3 * 2 * 2  # factors 0.5, 2 and the unscaled reference; two grid points; two seeds
+    want = {f"toy_aid(inner_steps={n}) · {ax} · quadratic · seed {s}": ax
+            for n in (2, 4) for ax in ("step ×0.5", "step ×2", "reference") for s in (0, 1)}
+    names = {k.info.run_name: k for k in kids}
+    assert set(names) == set(want)
+    for name, kid in names.items():
+        axis = {"step ×0.5": "0.5", "step ×2": "2", "reference": "reference"}[want[name]]
+        assert kid.data.params["axis.step_size_factor"] == axis
+        assert kid.data.params["alg.inner_steps"] == name.split("=")[1][0] and kid.data.params["label"] == "toy_aid"
+    assert len({k.data.tags["bisweep.run_key"] for k in kids}) == 12  # the identity stays a unique tag
+    exp = t.client.get_experiment(t.experiment_id)
+    assert exp.tags["mlflow.note.content"] == "toy_aid at two step-size factors"
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_metric_names_put_measurements_first_and_skip_counters_while_zero(tmp_path, study):
+    point, key = study.points[0], study.run_keys[0]
+    t = tracker(tmp_path, study)
+    for s in range(3):
+        t.add(key, point, 0, {"iteration": s, "status": "running", "time": 0.1 * s, "F": 2.0 - s, "grad_F_sq": 1.0,
+                              "calls/grad_g": 3 * s, "calls/hvp": 0, "samples/hvp": 0, "diag/y_cap_hits": 0,
+                              "diag/alpha": 0.0, "gt/not_strongly_convex": 0.0, "F_gap": 0.0})
+    t.finish(key, "finished")
+    t.flush(force=True)
+    run = t.client.get_run(t.children()[key])
+    assert set(run.data.metrics) == {"iteration", "time", "Metrics/F", "Metrics/grad_F_sq", "Metrics/F_gap",
+                                     "calls/grad_g", "diag/alpha"}
+    steps = [m.step for m in t.client.get_metric_history(run.info.run_id, "calls/grad_g")]
+    assert sorted(steps) == [1, 2]  # the counter's chart starts at its first call
+    assert sorted(m.value for m in t.client.get_metric_history(run.info.run_id, "Metrics/F_gap")) == [0.0] * 3
+    # MLflow orders chart sections by name, capitals first: the measurements come before the counters.
+    assert sorted(["calls", "diag", "samples", "Metrics"])[0] == mlflow_name("F").split("/")[0] == "Metrics"

@@ -181,7 +181,7 @@ def test_trainable_for_validates_before_any_trial():
         trainable_for("toy_ogd", "quadratic", imports=["tests.sweep.toy_algorithms"])
     with pytest.raises(ParameterError, match="problem 'quadratic': 'dim_x' must be a positive integer"):
         trainable_for("toy_aid", "quadratic", problem_params={"dim_x": 0})
-    fn = trainable_for("toy_aid", "quadratic", imports=["tests.sweep.toy_algorithms"])
+    fn = trainable_for("toy_aid", "quadratic", imports=["tests.sweep.toy_algorithms"], quiet=False)  # no Ray here
     assert fn.__name__ == "toy_aid_on_quadratic"
     with pytest.raises(ParameterError, match="unknown config key 'learning_rate'; allowed: batch_size, lr"):
         fn({"learning_rate": 0.1})

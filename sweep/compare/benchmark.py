@@ -1,0 +1,176 @@
+"""The `benchmark` study kind's numbers: its configurations, then, from its runs, the tuning table, the
+configurations each tuning study chose, and the frames the profiles and the ranking are computed from.
+
+A run of a benchmark study is one configuration on one instance (the run's seed builds the problem); each
+configuration fills one or more (study, trial) slots of the tuning plan (`coords["tuning"]`). Tuning reads
+the final value of the target metric on the tuning instances; the chosen configurations are compared on
+the held-out instances, one unit per (problem, held-out instance, tuning study): each study's choice is an
+independent replicate of the protocol. At the one-shot budget every study chooses the same paper-default
+configuration, so only study 1 is used there (its copies would not be independent evidence).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from sweep import analysis
+from sweep.compare import profiles, tuning
+from sweep.results import RunData, problem_label
+
+#: Budget names of the report, in order, and the axis field giving each one's trials per study.
+BUDGETS = ("one-shot", "small", "large")
+#: Statuses that count as a run (anything else is a run that did not end: "missing").
+ENDED = ("finished", "diverged", "failed")
+
+
+# ------------------------------------------------------------------ the configurations
+def plan_configurations(algorithm: str, fixed: Mapping[str, Any],
+                        axis: Mapping[str, Any]) -> dict[tuple, list[list[int]]]:
+    """Each distinct configuration of the tuning plan (sorted (name, value) pairs) -> its [study, trial] slots.
+
+    The plan is `tuning.tuning_plan` for one algorithm with the user's `fixed` values pinned: the paper
+    default as trial 0 and `axis["trials"]` quasi-random draws in each of `axis["studies"]` studies.
+    """
+    plan = tuning.tuning_plan([algorithm], axis["trials"], axis["studies"], axis["seed"], axis["sampler"],
+                              {algorithm: dict(fixed)})
+    out: dict[tuple, list[list[int]]] = {}
+    for row in plan.itertuples(index=False):
+        out.setdefault(tuple(sorted(row.params.items())), []).append([int(row.study), int(row.trial)])
+    return out
+
+
+def budgets(axis: Mapping[str, Any]) -> dict[str, int]:
+    """Budget name -> trials per study (0: the one-shot paper default)."""
+    return {"one-shot": tuning.ONE_SHOT, "small": int(axis["budgets"]["small"]), "large": int(axis["budgets"]["large"])}
+
+
+# ------------------------------------------------------------------ the runs as frames
+def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per (configuration, instance, slot): every planned run, ended or not.
+
+    Columns: problem, algorithm (the entry's label), key (configuration), instance (the run's seed), study,
+    trial, status ("missing" when the run has not ended), score (final metric: ±inf diverged, NaN failed
+    or missing), calls (final gradient-equivalents), seconds (final compute time).
+    """
+    metric, goal = meta["axis"]["metric"], meta["report"]["goal"]
+    by_key = {(r.point["key"], r.seed): r for r in runs}
+    rows = []
+    for point in meta["points"]:
+        for seed in meta["seeds"]:
+            r = by_key.get((point["key"], seed))
+            status = r.status if r is not None and r.status in ENDED else "missing"
+            final = (r.final or {}) if r is not None else {}
+            score = analysis.final_value({"status": status, "final": final}, metric, goal)
+            calls = profiles.gradient_equivalents(final) if final else math.nan
+            base = {"problem": problem_label(point), "algorithm": point["label"], "key": point["key"],
+                    "instance": seed, "status": status, "score": score, "calls": calls,
+                    "seconds": float(final.get("time", math.nan))}
+            rows += [{**base, "study": s, "trial": t} for s, t in point["coords"]["tuning"]]
+    columns = ["problem", "algorithm", "key", "instance", "study", "trial", "status", "score", "calls", "seconds"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def split(frame: pd.DataFrame, axis: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(tuning rows, held-out rows) of a run frame, by the instance seeds the axis assigned."""
+    held = frame["instance"].isin(axis["held_out"])
+    return frame[~held & frame["instance"].isin(axis["tune"])], frame[held]
+
+
+# ------------------------------------------------------------------ tuning
+def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataFrame:
+    """The trial each study chose at each budget, scored on tuning and on held-out instances.
+
+    Columns: problem, algorithm, budget (name), trials (per study), study, trial, key, tune_score,
+    held_out_score, gap (how much worse on held-out instances; `tuning.held_out_gap`).
+    """
+    tune, held = split(frame, axis)
+    named = budgets(axis)
+    out = []
+    for prob, t in tune.groupby("problem", sort=True):
+        h = held[held["problem"] == prob]
+        gaps = tuning.held_out_gap(t, h, sorted(set(named.values())), goal)
+        for name, k in named.items():
+            g = gaps[gaps["budget"] == k].assign(problem=prob, budget=name, trials=k)
+            out.append(g)
+    columns = ["problem", "algorithm", "budget", "trials", "study", "trial", "key", "tune_score", "held_out_score",
+               "gap"]
+    if not out:
+        return pd.DataFrame(columns=columns)
+    chosen = pd.concat(out, ignore_index=True)
+    keys = frame[["problem", "algorithm", "study", "trial", "key"]].drop_duplicates()
+    return chosen.merge(keys, on=["problem", "algorithm", "study", "trial"], how="left")[columns]
+
+
+def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataFrame:
+    """Per problem, algorithm and budget: the protocol's score over studies, held-out score, gap, tuning cost.
+
+    tune_median/q25/q75: median and quartiles over studies of the per-study best on tuning instances
+    (`tuning.tuning_summary`); held_out_median, gap_median: the same choices on held-out instances
+    (`tuning.held_out_summary`); tuning_trials, tuning_calls, tuning_seconds: what the S studies spent
+    on tuning instances up to that budget, each study paying for its own trials.
+    """
+    tune, _ = split(frame, axis)
+    named = budgets(axis)
+    gaps = choices(frame, axis, goal)
+    rows = []
+    for prob, t in tune.groupby("problem", sort=True):
+        summary = tuning.tuning_summary(t, sorted(set(named.values())), goal)
+        for name, k in named.items():
+            s = summary[summary["budget"] == k]
+            h = tuning.held_out_summary(gaps[(gaps["problem"] == prob) & (gaps["budget"] == name)])
+            merged = s.merge(h.drop(columns=["budget", "n_studies"]), on="algorithm", how="left")
+            for r in merged.itertuples(index=False):
+                rows.append({"problem": prob, "algorithm": r.algorithm, "budget": name, "trials_per_study": k,
+                             "tune_median": r.median, "tune_q25": r.q25, "tune_q75": r.q75,
+                             "held_out_median": r.held_out_median, "gap_median": r.gap_median,
+                             "n_studies": r.n_studies, "tuning_trials": r.trials, "tuning_calls": r.calls,
+                             "tuning_seconds": r.seconds})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ what the profiles and the ranking compare
+def chosen_runs(runs: list[RunData], chosen: pd.DataFrame, axis: Mapping[str, Any],
+                budget: str) -> list[dict[str, Any]]:
+    """The held-out runs of the configurations chosen at `budget`, as `profiles.history_frame` reads them.
+
+    Each is a unit (problem, instance = held-out seed, seed = tuning study); one-shot: study 1 only.
+    """
+    by_key = {(r.point["key"], r.seed): r for r in runs}
+    picked = chosen[chosen["budget"] == budget]
+    if budget == "one-shot":
+        picked = picked[picked["study"] == picked["study"].min()]
+    out = []
+    for c in picked.itertuples(index=False):
+        for inst in axis["held_out"]:
+            r = by_key.get((c.key, inst))
+            if r is None or r.status not in ENDED:
+                continue  # not run yet: `hitting_costs` counts the unit as missing (never reached)
+            out.append({"algorithm": c.algorithm, "problem": c.problem, "instance": inst, "seed": int(c.study),
+                        "status": r.status, "records": r.records, "run": r})
+    return out
+
+
+def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any]) -> pd.DataFrame:
+    """`profiles.hitting_costs` problem by problem (an algorithm absent from a problem is not counted there)."""
+    if not units:
+        return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES])
+    hist = profiles.history_frame(units, values=(axis["metric"],))
+    frames = [profiles.hitting_costs(h, axis["taus"], axis["metric"]) for _, h in hist.groupby("problem", sort=True)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def common_problems(costs: pd.DataFrame) -> list[str]:
+    """The problems every algorithm of the study ran on (a family profile pools only these)."""
+    names = set(costs["algorithm"])
+    return sorted(p for p, g in costs.groupby("problem") if set(g["algorithm"]) == names)
+
+
+def pooled(costs: pd.DataFrame, problems_: list[str], label: str = "all") -> pd.DataFrame:
+    """The costs on `problems_` as one family: problem `label`, instance "<problem>/<instance>"."""
+    c = costs[costs["problem"].isin(problems_)].copy()
+    c["instance"] = c["problem"].astype(str) + "/" + c["instance"].astype(str)
+    c["problem"] = label
+    return c

@@ -1,0 +1,198 @@
+"""`benchmark`: a fair comparison — every algorithm gets the same tuning protocol, then profiles and a ranking.
+
+The axis block declares the protocol (sweep.compare.tuning): `trials` quasi-random configurations per
+algorithm and tuning study (scipy Sobol or Halton, seeded), `studies` independent repetitions, the `small`
+and `large` budgets (trials 1..k of each study; budget 0 is the paper default, the one-shot trial 0), the
+instance seeds held out from tuning, and the target `metric` and `taus` of the profiles.
+
+Instances are the study's seeds: a benchmark study leaves `instance_seed` null, so each run's seed builds
+its problem instance. `held_out` (a count, split off by the protocol's seed, or a list of the seeds) names
+the instances no tuning decision sees; the others are the tuning instances. Every configuration runs on
+every seed in one trial — so the chosen configurations are already scored on the held-out instances when
+the tuning ends, without a second expansion after it. The price is that non-chosen configurations run on
+the held-out instances too (a factor (tuning + held-out) / tuning in runs); the gain is that tuning trials
+are ordinary trials of one study: resumable, exactly once, and the choice can be made again at any budget.
+
+A configuration drawn in several (study, trial) slots (the paper default is trial 0 of every study) is one
+point listing its slots in `coords["tuning"]`. Sequential model-based search (e.g. Optuna through
+`ray.tune.search`) is not offered: its configurations depend on earlier results, so they cannot be expanded
+before the study runs, which is how every trial of the platform is made resumable and exactly-once.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+import problems
+from problems.validation import ParameterError
+from sweep.checks import (Block, NonNegativeInt, PositiveInt, after, before, checked, invalid, is_int, is_number,
+                          no_repeats, nonempty_list)
+from sweep.errors import shown
+from sweep.expand import Expansion, is_grid, pairs
+from sweep.kinds.base import Kind, Tables, cartesian, register
+from sweep.results import RunData
+
+#: Metrics the profiles know a lower bound or a start for (sweep.compare.profiles.EXACT).
+METRICS = ("F", "grad_F_sq")
+# sweep.compare (pandas) is imported where a benchmark study expands or reports, not with the platform: every
+# kind is imported by every `bisweep` command. Its constants are restated here and checked by the tests.
+SAMPLERS = ("sobol", "halton")  # sweep.compare.tuning.METHODS
+TAUS = (1e-1, 1e-3, 1e-5)  # sweep.compare.profiles.TAUS
+
+
+def _tau(v: Any) -> bool:
+    return is_number(v) and 0 < v < 1
+
+
+Taus = before(nonempty_list("levels τ in (0, 1)"),
+              after(list[checked("a level τ in (0, 1)", _tau, float)], no_repeats("a level")))
+Sampler = checked(f"one of {', '.join(SAMPLERS)}", lambda v: v in SAMPLERS)
+Metric = checked(f"one of {', '.join(METRICS)}", lambda v: v in METRICS)
+
+
+def _held_out(v: Any) -> Any:
+    if is_int(v) and v > 0:
+        return v
+    if isinstance(v, list) and v and all(is_int(s) and s >= 0 for s in v) and len(set(v)) == len(v):
+        return v
+    raise invalid(f"must be a positive number of held-out instances or a list of distinct seeds, got {shown(v)}")
+
+
+HeldOut = before(_held_out, Any)
+
+
+class Budgets(Block):
+    """Trials per study at the small and large budgets (1 ≤ small ≤ large ≤ trials)."""
+
+    small: PositiveInt = None
+    large: PositiveInt = None
+
+
+class BenchmarkAxis(Block):
+    """The tuning protocol, the held-out instances and the targets of a benchmark study."""
+
+    trials: PositiveInt = Field(8, description="quasi-random configurations per algorithm and tuning study")
+    studies: PositiveInt = Field(3, description="independent tuning studies S")
+    budgets: Budgets = Field(Budgets(), description="{small, large}: trials per study (default trials/4, trials)")
+    sampler: Sampler = Field("sobol", description="sobol or halton")
+    seed: NonNegativeInt = Field(0, description="seed of the draws and of the held-out split")
+    held_out: HeldOut = Field(1, description="number of held-out instance seeds, or the list of them")
+    metric: Metric = Field("F", description="what tuning minimises (final value) and profiles target")
+    taus: Taus = Field(list(TAUS), description="levels τ of the convergence test")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchmarkAxis:
+        small = self.budgets.small or max(1, self.trials // 4)
+        large = self.budgets.large or self.trials
+        if not small <= large <= self.trials:
+            raise invalid(f"budgets: need 1 <= small <= large <= trials ({self.trials}), got small {small}, "
+                          f"large {large}")
+        self.budgets = Budgets(small=small, large=large)
+        return self
+
+
+@register
+class Benchmark(Kind):
+    """Equal tuning budgets, held-out instances, performance and data profiles, a ranking with paired tests."""
+
+    name = "benchmark"
+    doc = ("trials, studies, budgets {small, large}, sampler, seed, held_out, metric, taus: every algorithm "
+           "tuned alike on the tuning seeds, scored on held-out seeds; profiles and a paired-test ranking")
+    Axis = BenchmarkAxis
+
+    def resolve_axis(self, ctx: Expansion, axis: BenchmarkAxis) -> dict[str, Any]:
+        """The protocol as stored: the held-out split made, the entries checked against it."""
+        tune, held = self._split(ctx, axis)
+        if ctx.instance_seed is not None:
+            ctx.errors.add("instance_seed", "must be null in a benchmark study: its seeds are the problem instances")
+        for i, (a, cls) in enumerate(zip(ctx.algorithms, ctx.classes)):
+            for k, v in a["params"].items():
+                if is_grid(v, None):
+                    ctx.errors.add(f"algorithms[{i}].params.{k}", "a benchmark study draws the configurations; give "
+                                                                   "one value (it is then fixed, not tuned)")
+            if not ctx.errors:
+                self._check_space(ctx, i, a)
+        self._check_finite_sum(ctx, tune)
+        out = axis.model_dump()
+        out.update(tune=tune, held_out=held, budgets=axis.budgets.model_dump())
+        return out
+
+    def _split(self, ctx: Expansion, axis: BenchmarkAxis) -> tuple[list[int], list[int]]:
+        seeds = list(ctx.seeds)
+        if isinstance(axis.held_out, list):
+            outside = [s for s in axis.held_out if s not in seeds]
+            if outside:
+                ctx.errors.add("axis.held_out", f"seed {outside[0]} is not one of the study's seeds {seeds}")
+                return seeds, []
+            held = sorted(axis.held_out)
+            tune = [s for s in seeds if s not in held]
+        else:
+            try:
+                from sweep.compare import tuning
+
+                tune, held = tuning.split_seeds(seeds, axis.held_out, axis.seed)
+            except ValueError:
+                tune, held = seeds, seeds
+        if not tune or not held or len(held) >= len(seeds):
+            ctx.errors.add("axis.held_out", f"must leave at least one of the study's {len(seeds)} seeds for tuning "
+                                            f"and hold out at least one (seeds: {seeds})")
+        return tune, held
+
+    def _check_space(self, ctx: Expansion, i: int, a: dict[str, Any]) -> None:
+        """The fixed values must make a valid configuration with every drawn one (checked on a first draw)."""
+        try:
+            from sweep.compare import tuning
+
+            tuning.sample_configurations(a["name"], 1, 0, "sobol", a["params"])
+        except ParameterError as exc:
+            ctx.errors.add(f"algorithms[{i}].params", f"the fixed values and the search space of '{a['name']}' "
+                                                      f"conflict: {str(exc).split(': ', 1)[-1]}")
+
+    def _check_finite_sum(self, ctx: Expansion, seeds: list[int]) -> None:
+        """Algorithms that need a finite sum run only on finite-sum problems (found before any run)."""
+        for j, p in enumerate(ctx.problems):
+            needs = [(i, a) for i, (a, c) in enumerate(zip(ctx.algorithms, ctx.classes))
+                     if c.finite_sum and pairs(a, p)]
+            if not needs or ctx.errors or any(isinstance(v, list) for v in p["params"].values()):
+                continue
+            try:
+                inst = problems.make(p["name"], seed=seeds[0], **p["params"])
+            except ParameterError:
+                continue  # the expansion reports the bad parameter at its path
+            if getattr(inst, "n_samples", None) is None:
+                i, a = needs[0]
+                ctx.errors.add(f"algorithms[{i}].problems", f"'{a['name']}' needs a finite-sum problem, but problems"
+                                                            f"[{j}] '{p['name']}' is not one; list the problems it "
+                                                            "runs on")
+
+    def default_metric(self, online: bool) -> str:
+        """F: the benchmark tunes and profiles final values."""
+        return "F"
+
+    def algorithm_axis(self, ctx: Expansion, axis: dict[str, Any], i: int,
+                       base: dict[str, Any]) -> list[tuple[Any, dict[str, Any] | None, dict[str, Any]]]:
+        """Every distinct configuration of the protocol, with the (study, trial) slots it fills."""
+        a, cls = ctx.algorithms[i], ctx.classes[i]
+        out = []
+        from sweep.compare import benchmark as bench
+
+        for params, slots in bench.plan_configurations(a["name"], a["params"], axis).items():
+            full = ctx.build_on_axis(cls.Config, {**base, **dict(params)}, "axis", f"algorithms[{i}] '{cls.name}'")
+            out.append((None, full, {"tuning": slots}))
+        return out
+
+    def expand(self, ctx: Expansion, axis: dict[str, Any]) -> list:
+        """The protocol's configurations on every problem they pair with (instances: the study's seeds)."""
+        return cartesian(self, ctx, axis)
+
+    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
+        """tuning.csv, ranking.csv, pairwise.csv, the profiles and the convergence of the chosen configurations."""
+        from sweep.compare import report as bench_report
+
+        return bench_report.report(runs, meta, directory)
+
+    def convergence_runs(self, runs: list[RunData]) -> list[RunData]:
+        """None: `report` draws the convergence of the chosen configurations (it knows the protocol)."""
+        return []

@@ -1,0 +1,27 @@
+"""blas_threads: the limit holds inside the block, is restored after, and bad counts are refused."""
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from algorithms.threads import blas_threads
+from problems.validation import ParameterError
+
+
+def blas_counts():
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_limit_inside_and_restored_after():
+    np.ones((2, 2)) @ np.ones((2, 2))  # BLAS is loaded
+    before = blas_counts()
+    assert before
+    with blas_threads(1):
+        assert blas_counts() == [1] * len(before)
+    assert blas_counts() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_thread_counts_give_one_clear_error(bad):
+    with pytest.raises(ParameterError, match="'n' must be a positive integer"):
+        with blas_threads(bad):
+            pass

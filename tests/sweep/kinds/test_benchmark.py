@@ -1,0 +1,226 @@
+"""The benchmark kind: its expansion (equal trials per algorithm, reproducible from the seed, held-out seeds
+disjoint from the tuning seeds), its one-line errors, and its report tables on constructed results checked
+against hand computations (and scipy for the paired test)."""
+import copy
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import algorithms
+from sweep import spec
+from sweep.compare import statistics, tuning
+from sweep.report import build_report
+
+STUDY = {"name": "bench", "kind": "benchmark",
+         "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5]},
+         "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}],
+         "algorithms": [{"name": "soba"}, {"name": "aid_cg"}], "seeds": 6, "budget": {"oracle_calls": 300},
+         "n_evals": 4}
+
+
+def study(**axis):
+    data = copy.deepcopy(STUDY)
+    data["axis"].update(axis)
+    return spec.validate(data)
+
+
+def slots(st, label):
+    return sorted(tuple(s) for p in st.points if p.label == label for s in p.coords["tuning"])
+
+
+# ---------------------------------------------------------------- expansion
+def test_the_kinds_restated_constants_are_the_comparison_machinerys():
+    from sweep.compare import profiles
+    from sweep.kinds import benchmark
+
+    assert benchmark.SAMPLERS == tuning.METHODS and benchmark.TAUS == profiles.TAUS
+
+
+def test_every_algorithm_gets_the_same_slots_and_the_draws_of_the_protocol():
+    data = copy.deepcopy(STUDY)
+    data["axis"] = {"trials": 5, "studies": 3, "seed": 7, "held_out": 2, "sampler": "halton"}
+    data["algorithms"] = [{"name": "soba"}, {"name": "aid_cg", "params": {"inner_steps": 5}}, {"name": "f2ba"}]
+    st = spec.validate(data)
+    want = [(s, t) for s in (1, 2, 3) for t in range(6)]  # trial 0 (one-shot) and 5 draws per study
+    for label in ("soba", "aid_cg", "f2ba"):
+        assert slots(st, label) == want
+    assert st.axis["budgets"] == {"small": 1, "large": 5}  # defaults: trials // 4 (at least 1), trials
+    for p in st.points:
+        cls = algorithms.get(p.algorithm)
+        fixed = {"inner_steps": 5} if p.label == "aid_cg" else {}
+        for s, t in p.coords["tuning"]:
+            if t == 0:
+                tuned = tuning.one_shot(p.algorithm, fixed)
+            else:
+                tuned = tuning.sample_configurations(p.algorithm, 5, tuning.study_seed(7, s), "halton", fixed)[t - 1]
+            assert {k: p.algorithm_params[k] for k in tuned} == tuned
+        assert p.algorithm_params == cls.Config.from_dict({**p.algorithm_params}).as_dict()
+        if p.label == "aid_cg":
+            assert p.algorithm_params["inner_steps"] == 5  # fixed by the user, never tuned
+    # One point per distinct configuration: the paper default fills trial 0 of every study.
+    one_shot = [p for p in st.points if p.label == "soba" and (1, 0) in map(tuple, p.coords["tuning"])]
+    assert len(one_shot) == 1 and sorted(map(tuple, one_shot[0].coords["tuning"])) == [(1, 0), (2, 0), (3, 0)]
+    assert len([p for p in st.points if p.label == "soba"]) == 1 + 3 * 5
+
+
+def test_the_readme_benchmark_block_validates_as_written():
+    """The README's `kind: benchmark` block, completed with a study's required fields, expands as it says."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    (block,) = re.findall(r"```yaml\n(kind: benchmark\n.*?)```", readme, re.S)
+    data = {**yaml.safe_load(block), "name": "readme_bench", "problems": STUDY["problems"],
+            "algorithms": STUDY["algorithms"], "budget": STUDY["budget"]}
+    st = spec.validate(data)
+    assert st.seeds == [0, 1, 2, 3, 4] and st.axis["budgets"] == {"small": 2, "large": 8}
+    for label in ("soba", "aid_cg"):  # trial 0 (the paper default) and 8 draws in each of 3 studies
+        assert slots(st, label) == [(s, t) for s in (1, 2, 3) for t in range(9)]
+
+
+def test_the_expansion_is_reproducible_from_its_seed_and_changes_with_it():
+    params = lambda st: [p.algorithm_params for p in st.points]  # noqa: E731
+    assert params(study(seed=3)) == params(study(seed=3))
+    assert [p.key for p in study(seed=3).points] == [p.key for p in study(seed=3).points]
+    assert params(study(seed=3)) != params(study(seed=4))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_held_out_seeds_never_tune(seed):
+    data = copy.deepcopy(STUDY)
+    data["axis"] = {"trials": 1, "studies": 1, "held_out": 3, "seed": seed}
+    data["seeds"] = [10, 11, 12, 13, 14, 15, 16]
+    st = spec.validate(data)
+    tune, held = st.axis["tune"], st.axis["held_out"]
+    assert not set(tune) & set(held) and sorted(tune + held) == st.seeds and len(held) == 3
+    assert (tune, held) == tuning.split_seeds(st.seeds, 3, seed)
+    assert st.instance_seed is None and all(p.instance_seed is None for p in st.points)  # seeds build instances
+    listed = study(held_out=[1, 4])
+    assert listed.axis["held_out"] == [1, 4] and listed.axis["tune"] == [0, 2, 3, 5]
+
+
+@pytest.mark.parametrize("change, path, words", [
+    ({"axis": {"trials": 2, "budgets": {"large": 3}}}, "axis", ("small <= large <= trials",)),
+    ({"axis": {"held_out": 6}}, "axis.held_out", ("at least one",)),
+    ({"axis": {"held_out": [7]}}, "axis.held_out", ("not one of the study's seeds",)),
+    ({"axis": {"held_out": 0}}, "axis.held_out", ("positive number",)),
+    ({"axis": {"sampler": "grid"}}, "axis.sampler", ("sobol, halton",)),
+    ({"axis": {"taus": [0.1, 1.5]}}, "axis.taus[1]", ("(0, 1)",)),
+    ({"axis": {"metric": "y_err_sq"}}, "axis.metric", ("F, grad_F_sq",)),
+    ({"axis": {"trial": 3}}, "axis.trial", ("unknown field",)),
+    ({"instance_seed": 0}, "instance_seed", ("must be null",)),
+    ({"algorithms": [{"name": "soba", "params": {"rho": [0.1, 0.2]}}]}, "algorithms[0].params.rho", ("one value",)),
+    ({"algorithms": [{"name": "saba"}], "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]},
+     "algorithms[0].problems", ("finite-sum",)),
+])
+def test_bad_protocols_are_one_line_errors(spec_error, change, path, words):
+    spec_error({**copy.deepcopy(STUDY), **change}, path, *words)
+
+
+# ---------------------------------------------------------------- the report on constructed results
+#: Final F of each configuration on the tuning instances, by (study, trial); (0, 0): the paper default.
+FINALS = {"soba": {(0, 0): 5.0, (1, 1): 3.0, (1, 2): 2.0, (2, 1): 4.0, (2, 2): 1.0},
+          "aid_cg": {(0, 0): 8.0, (1, 1): 6.0, (1, 2): 7.0, (2, 1): 9.0, (2, 2): 5.0}}
+
+
+def final_f(point, seed, held):
+    s, t = point.coords["tuning"][0]
+    v = FINALS[point.label][(0, 0) if t == 0 else (s, t)]
+    return 2 * v if seed in held else v + (-0.5 if seed == 0 else 0.5)  # tuning score: the mean, v
+
+
+def records(point, seed, held):
+    """F = F_gap (optimum 0) from 10; soba reaches F <= 1 (τ = 0.1) at 100 + 10 s + seed gradient-equivalents,
+    aid_cg at 200 + 10 s + 3 seed (s: the point's first tuning study); every run ends at 300 calls."""
+    s = point.coords["tuning"][0][0]
+    if point.label == "soba":
+        path = [(0, 10.0), (100 + 10 * s + seed, 0.5), (250, 0.5)]
+    else:
+        path = [(0, 10.0), (100, 2.0), (200 + 10 * s + 3 * seed, 0.9)]
+    path.append((300, final_f(point, seed, held)))
+    return [{"iteration": i, "status": "finished" if i == len(path) - 1 else "running", "F": f, "F_gap": f,
+             "calls/grad_g": c, "calls/total": c, "time": c / 100} for i, (c, f) in enumerate(path)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, write_synthetic):
+    st = study()
+    held = st.axis["held_out"]
+    root = tmp_path_factory.mktemp("bench")
+    write_synthetic(st, root, lambda p, s: ("finished", records(p, s, held)[-1]), lambda p, s: records(p, s, held))
+    return st, build_report(root, quiet=True)
+
+
+def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read_csv):
+    _, rep = built
+    rows = {(r["algorithm"], r["budget"]): r for r in rep.tables["tuning"]}
+    # soba: one-shot 5; small: best of trial 1 = (3, 4) -> 3.5; large: best of trials 1..2 = (2, 1) -> 1.5.
+    # Held-out finals are 2v, so the held-out median doubles the tuning median, and the gap is v.
+    want = {("soba", "one-shot"): (5.0, 5.0, 10.0, 5.0), ("soba", "small"): (3.5, 3.25, 7.0, 3.5),
+            ("soba", "large"): (1.5, 1.25, 3.0, 1.5), ("aid_cg", "one-shot"): (8.0, 8.0, 16.0, 8.0),
+            ("aid_cg", "small"): (7.5, 6.75, 15.0, 7.5), ("aid_cg", "large"): (5.5, 5.25, 11.0, 5.5)}
+    for key, (median, q25, held, gap) in want.items():
+        r = rows[key]
+        assert (r["tune_median"], r["tune_q25"], r["held_out_median"], r["gap_median"]) == (median, q25, held, gap)
+        assert r["n_studies"] == 2
+    # Cost: 300 calls (3 s) per run, 2 tuning instances, 2 studies, k trials each (one-shot: 1).
+    for label in ("soba", "aid_cg"):
+        for budget, trials in (("one-shot", 2), ("small", 2), ("large", 4)):
+            r = rows[(label, budget)]
+            assert (r["tuning_trials"], r["tuning_calls"], r["tuning_seconds"]) == (trials, trials * 600,
+                                                                                      pytest.approx(trials * 6))
+    assert (rep.directory / "tuning.csv").exists()
+    chosen = {(r["algorithm"], r["budget"], r["study"]): int(r["trial"])
+              for r in read_csv(rep.directory / "choices.csv")}
+    assert chosen[("soba", "large", "1")] == 2 and chosen[("aid_cg", "large", "1")] == 1
+    assert chosen[("aid_cg", "large", "2")] == 2 and chosen[("soba", "small", "2")] == 1
+
+
+def test_ranking_has_hand_medians_bootstrap_intervals_and_the_scipy_wilcoxon(built, read_csv):
+    st, rep = built
+    rows = read_csv(rep.directory / "ranking.csv")
+    large = {r["algorithm"]: r for r in rows if r["problem"] == "quadratic" and r["budget"] == "large"
+             and float(r["tau"]) == 0.1}
+    held = st.axis["held_out"]
+    soba = [100 + 10 * s + i for s in (1, 2) for i in held]  # units: held-out instance x tuning study
+    aid = [200 + 10 * s + 3 * i for s in (1, 2) for i in held]
+    assert float(large["soba"]["calls_median"]) == np.median(soba) == 118.5
+    assert float(large["aid_cg"]["calls_median"]) == np.median(aid) == 225.5
+    m, lo, hi = statistics.bootstrap_median(soba, seed=0)
+    assert (float(large["soba"]["calls_low"]), float(large["soba"]["calls_high"])) == pytest.approx((lo, hi), rel=1e-4)
+    assert float(large["soba"]["seconds_median"]) == pytest.approx(1.185)
+    p = stats.wilcoxon(np.array(aid, float) - np.array(soba, float)).pvalue  # the only pair: Holm leaves it
+    pair = [r for r in read_csv(rep.directory / "pairwise.csv") if r["problem"] == "quadratic"
+            and r["budget"] == "large" and float(r["tau"]) == 0.1 and r["cost"] == "calls"]
+    assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-3) and p < 0.05
+    assert pair[0]["verdict"] == "worse" and pair[0]["algorithm_a"] == "aid_cg"
+    assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
+    assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
+    # No run reaches F <= 1e-3 · 10: never reached, not ranked.
+    small_tau = [r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3 and r["problem"] == "quadratic"]
+    assert all(r["reached"] == "0" and r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau)
+    # One-shot: every study chose the same configuration, so study 1 only: 4 units, too few to separate.
+    one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
+    assert {r["units"] for r in one} == {"4"} and {r["rank_calls"] for r in one} == {"1"}
+    # 1 pair, 4 units: the smallest Holm p-value, 2/2^4, is above 0.05, so the group is not tested at all.
+    assert {r["tested"] for r in one} == {"False"} and {large[a]["tested"] for a in large} == {"True"}
+
+
+def test_profiles_and_figures_are_written(built, read_csv):
+    _, rep = built
+    for name in ("performance_profile", "data_profile", "performance_profile_seconds", "data_profile_seconds",
+                 "convergence_quadratic"):
+        assert (rep.directory / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    prof = read_csv(rep.directory / "profiles.csv")
+    perf = {(r["algorithm"], float(r["x"])): float(r["fraction"]) for r in prof
+            if r["profile"] == "performance" and r["cost"] == "calls" and float(r["tau"]) == 0.1}
+    # soba is the best on every unit (ratio 1); aid_cg's ratios aid/soba all lie in (1.8, 2).
+    assert perf[("soba", 1.0)] == 1.0 and perf[("aid_cg", 1.0)] == 0.0
+    ratios = sorted(x for (a, x), f in perf.items() if a == "aid_cg" and x > 1 and f == 1.0)
+    assert 1.8 < ratios[0] < 2.0
+    assert Counter(r["profile"] for r in prof)["data"] > 0 and not math.isnan(ratios[0])

@@ -16,6 +16,7 @@ and the trial goes on. On Ray, BLAS gets as many threads as the trial has CPUs (
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -26,12 +27,11 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from threadpoolctl import threadpool_limits
-
 import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
 from algorithms.run import Budget, Run
+from algorithms.threads import blas_threads
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError
 from sweep.model import Point, RunSpec, Trial, TrialConfig
@@ -216,9 +216,10 @@ def _earlier_checkpoints(paths: Mapping[str, str]) -> Resume | None:
     return state_of
 
 
-def blas_threads() -> int | None:
-    """BLAS threads for this trial: the CPUs Ray assigned it (at least 1), so trials never oversubscribe cores;
-    None (no limit) outside a Ray worker."""
+def trial_cpus() -> int | None:
+    """The CPUs Ray assigned this trial (at least 1): its BLAS threads, so that trials never oversubscribe
+    cores (Ray's OMP_NUM_THREADS default is not enough: a variable set by the user wins over it); None (no
+    limit) outside a Ray worker."""
     import ray
 
     if not ray.is_initialized():
@@ -231,7 +232,8 @@ def run_trial(config: TrialConfig | Mapping[str, Any]) -> None:
     """Ray Tune function trainable of one study trial (a `TrialConfig`, or its `to_dict`)."""
     if not isinstance(config, TrialConfig):
         config = TrialConfig.from_dict(config)
-    with threadpool_limits(limits=blas_threads(), user_api="blas"):
+    cpus = trial_cpus()
+    with blas_threads(cpus) if cpus else contextlib.nullcontext():
         execute_trial(config, _tune_report, _tune_state(), _registry_skip(config.done_registry),
                       _earlier_checkpoints(config.resume))
 

@@ -139,12 +139,12 @@ def check_children(client, name, res, eval_points):
     assert len(parents) == 1 and len(kids) == 4 and parents[0].info.status == "FINISHED"
     for k in kids:
         assert k.data.tags["mlflow.parentRunId"] == parents[0].info.run_id and k.info.status == "FINISHED"
-        hist = sorted((m.step, m.value) for m in client.get_metric_history(k.info.run_id, "F"))
+        hist = sorted((m.step, m.value) for m in client.get_metric_history(k.info.run_id, "Metrics/F"))
         want = [json.loads(line) for line in (res / "records" / f"{k.data.tags['bisweep.run_key']}.jsonl")
                 .read_text().splitlines()]
         assert [s for s, _ in hist] == eval_points(20, 5) == [r["iteration"] for r in want]
         assert [v for _, v in hist] == [r["F"] for r in want]  # the numbers on disk, in PostgreSQL
-        assert k.data.metrics["F"] == want[-1]["F"] and k.data.params["problem.dim_x"] == "3"
+        assert k.data.metrics["Metrics/F"] == want[-1]["F"] and k.data.params["problem.dim_x"] == "3"
     return parents[0]
 
 

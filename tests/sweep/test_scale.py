@@ -1,5 +1,6 @@
 """2,000 tiny runs: the first trial starts as soon as for a 1-run study, trials group many runs, and after a
-SIGKILL of the driver the next session hands Tune nothing that had finished (exactly once, run by run)."""
+SIGKILL of the driver the next session hands Tune nothing that had finished (exactly once, run by run); and a
+trial's BLAS computes with as many threads as the trial has CPUs."""
 import json
 import os
 import signal
@@ -107,3 +108,18 @@ def test_two_thousand_tiny_runs_start_at_once_and_resume_without_redoing_a_finis
     runs = client.search_runs([exp.experiment_id], max_results=5000)
     kids = Counter(r.data.tags["bisweep.run_key"] for r in runs if r.data.tags["bisweep.role"] == "run")
     assert len(kids) == N and set(kids.values()) == {1}
+
+
+@pytest.mark.parametrize("cpu", [1, 2])
+def test_a_trial_computes_with_as_many_blas_threads_as_it_has_cpus(tmp_path, repo, venv_bin, cpu):
+    # OMP_NUM_THREADS=2 set by the user: Ray then leaves it to the workers, and OpenBLAS starts two threads.
+    trace = tmp_path / "trace.jsonl"
+    study = tiny_study(tmp_path, 4, trace)
+    data = yaml.safe_load(study.read_text())
+    study.write_text(yaml.safe_dump({**data, "resources": {"cpu": cpu}}))
+    proc = subprocess.run([str(venv_bin / "bisweep"), "run", str(study), "--results-dir", str(tmp_path / "res"),
+                           "--num-cpus", "2", "--no-report"], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    inits = [d for d in map(json.loads, trace.read_text().splitlines()) if d["event"] == "init"]
+    assert len(inits) == 4 and all(d["blas"] and set(d["blas"]) == {cpu} for d in inits), inits

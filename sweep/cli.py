@@ -47,8 +47,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParameterError(f"max-runs: must be a positive integer, got {args.max_runs}")
     study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS)
     if args.validate_only:
+        k = study.runs_per_trial
+        per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         print(f"study '{study.name}' (scale {study.scale}) is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
-              f"= {len(study.run_keys)} runs in {len(study.trials)} trials")
+              f"= {len(study.run_keys)} runs; {per}")
         return 0
     from sweep.runner import run_study  # imports Ray: not for --validate-only
 

@@ -105,7 +105,10 @@ def test_cli_list_validate_and_report(tmp_path, capsys, toy_study, run_through_p
     path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
                     "budget: {iterations: 5}\n")
     assert main(["run", str(path), "--validate-only"]) == 0
-    assert "1 configurations x 3 seeds = 3 runs in 1 trials" in capsys.readouterr().out
+    assert "1 configurations x 3 seeds = 3 runs; trials sized to about 2 s of runs each" in capsys.readouterr().out
+    path.write_text(path.read_text() + "runs_per_trial: 2\n")
+    assert main(["run", str(path), "--validate-only"]) == 0
+    assert "3 runs; 2 runs per trial" in capsys.readouterr().out
     path.write_text("problems: [quadratic]\nalgorithms: [{name: toy_aid, params: {lr: -1}}]\nbudget: {iterations: 5}\n")
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err

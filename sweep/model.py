@@ -6,6 +6,7 @@ the trainable and the trackers can use it without pulling in the rest of the pla
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -36,9 +37,9 @@ class Point:
     divergence: dict[str, Any] | None = None  # the study's divergence rule when not the default
     blas_threads: int | None = None  # BLAS threads inside the trial (None: the libraries' default)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """Deterministic identity of the configuration (seed excluded)."""
+        """Deterministic identity of the configuration (seed excluded; computed once, a frozen point never changes)."""
         ident = [self.algorithm, self.algorithm_params, self.problem, self.problem_params,
                  self.instance_seed, self.budget, self.n_evals]
         if self.divergence is not None:  # a run judged by another rule is another run
@@ -66,55 +67,89 @@ class Point:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrialConfig:
-    """What one trial runs: built and validated on the driver, read back as-is by the worker.
+class RunSpec:
+    """One run as a trial runs it: a configuration and a seed, plain data built on the driver."""
 
-    It travels through Ray Tune as plain data (`to_dict`); `from_dict` checks only its shape, because
-    every value came from a validated study (or a validated `trainable_for` call).
-    """
-
-    key: str
+    run_key: str
+    seed: int
     algorithm: str
     algorithm_params: dict[str, Any]
     problem: str
     problem_params: dict[str, Any]
     instance_seed: int | None
-    seeds: tuple[int, ...]
-    run_keys: tuple[str, ...]
     budget: dict[str, Any]
     n_evals: int
+    divergence: dict[str, Any] | None = None
+    blas_threads: int | None = None  # the study's BLAS threads per run (None: as many as the trial's CPUs)
+
+    @classmethod
+    def of(cls, point: Point, seed: int) -> RunSpec:
+        """The run of `point` with `seed`."""
+        return cls(point.run_key(seed), seed, point.algorithm, point.algorithm_params, point.problem,
+                   point.problem_params, point.instance_seed, point.budget, point.n_evals, point.divergence,
+                   point.blas_threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialConfig:
+    """What one trial runs (several runs, one after another): built on the driver, read back as-is by the worker.
+
+    It travels through Ray Tune as plain data (`to_dict`); `from_dict` checks only its shape, because
+    every value came from a validated study (or a validated `trainable_for` call). `resume` maps the run
+    key of a run an earlier driver left midway to the checkpoint it continues from.
+    """
+
+    key: str
+    runs: tuple[RunSpec, ...]
     checkpoint_seconds: float = 10.0
     report_seconds: float = 0.0
     imports: tuple[str, ...] = ()
     done_registry: str | None = None
-    divergence: dict[str, Any] | None = None
-    blas_threads: int | None = None
+    resume: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def run_keys(self) -> tuple[str, ...]:
+        """The run keys, in the order the trial runs them."""
+        return tuple(r.run_key for r in self.runs)
+
+    # Tune deep-copies a trial's config and formats it into a tag; an immutable config is its own copy
+    # and its text is its key, so both cost O(1) whatever the number of runs.
+    def __deepcopy__(self, memo: dict[int, Any]) -> TrialConfig:
+        return self
+
+    def __str__(self) -> str:
+        return self.key
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (lists, dicts, numbers, strings) for Tune's param space and experiment state."""
-        out = dataclasses.asdict(self)
-        out.update(seeds=list(self.seeds), run_keys=list(self.run_keys), imports=list(self.imports))
-        return out
+        """Plain data (lists, dicts, numbers, strings) for Tune's config and experiment state."""
+        return {"key": self.key, "runs": [dataclasses.asdict(r) for r in self.runs],
+                "checkpoint_seconds": self.checkpoint_seconds, "report_seconds": self.report_seconds,
+                "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialConfig:
         """The config `to_dict` produced (a missing or unknown field is a one-line error)."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(fields))
-        missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING]
-        if unknown or missing:
-            what = f"unknown field '{unknown[0]}'" if unknown else f"missing field '{missing[0]}'"
-            raise ParameterError(f"trial config: {what}; fields: {', '.join(fields)}")
-        values = dict(data)
-        for name in ("seeds", "run_keys", "imports"):
-            if name in values:
-                values[name] = tuple(values[name])
+        values = dict(_shape_checked(cls, data, "trial config"))
+        values["runs"] = tuple(RunSpec(**_shape_checked(RunSpec, r, "trial config: runs[]")) for r in values["runs"])
+        values["imports"] = tuple(values.get("imports", ()))
         return cls(**values)
+
+
+def _shape_checked(cls: type, data: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    """`data` when its keys are the fields of dataclass `cls` (those with defaults may be missing)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if unknown or missing:
+        field = f"unknown field '{unknown[0]}'" if unknown else f"missing field '{missing[0]}'"
+        raise ParameterError(f"{what}: {field}; fields: {', '.join(fields)}")
+    return data
 
 
 @dataclasses.dataclass(frozen=True)
 class Trial:
-    """One Ray Tune trial: a configuration and the seeds it runs one after another."""
+    """A configuration and the seeds one trial runs one after another (the fixed grouping of `Study.trials`)."""
 
     point: Point
     seeds: tuple[int, ...]
@@ -127,13 +162,9 @@ class Trial:
     def config(self, checkpoint_seconds: float, imports: Sequence[str], done_registry: str | None = None,
                report_seconds: float = 0.0) -> TrialConfig:
         """The typed config of this trial (what `sweep.trainable.run_trial` runs)."""
-        p = self.point
-        return TrialConfig(
-            key=self.key, algorithm=p.algorithm, algorithm_params=p.algorithm_params, problem=p.problem,
-            problem_params=p.problem_params, instance_seed=p.instance_seed, seeds=tuple(self.seeds),
-            run_keys=tuple(p.run_key(s) for s in self.seeds), budget=p.budget, n_evals=p.n_evals,
-            checkpoint_seconds=checkpoint_seconds, report_seconds=report_seconds, imports=tuple(imports),
-            done_registry=done_registry, divergence=p.divergence, blas_threads=p.blas_threads)
+        return TrialConfig(key=self.key, runs=tuple(RunSpec.of(self.point, s) for s in self.seeds),
+                           checkpoint_seconds=checkpoint_seconds, report_seconds=report_seconds,
+                           imports=tuple(imports), done_registry=done_registry)
 
 
 # ---------------------------------------------------------------- the study
@@ -177,6 +208,7 @@ class Study:
     claim: str | None = None
     scale: str = DEFAULT_SCALE
     axis_name: str | None = None  # the sweep axis as tables and plots name it (set by the kind)
+    runs_per_trial: int | None = None  # runs one trial runs one after another (None: sized by their duration)
 
     @property
     def trials(self) -> list[Trial]:
@@ -188,16 +220,15 @@ class Study:
                 out.append(Trial(p, tuple(self.seeds[i:i + k])))
         return out
 
-    @property
+    @functools.cached_property
     def run_keys(self) -> list[str]:
-        """Every (configuration, seed) run key."""
+        """Every (configuration, seed) run key, configuration by configuration (computed once)."""
         return [p.run_key(s) for p in self.points for s in self.seeds]
 
-    @property
+    @functools.cached_property
     def spec_hash(self) -> str:
-        """Identity of the set of trials (changes when anything that defines a run changes)."""
-        keys = sorted(t.key for t in self.trials)
-        return hashlib.sha1("\n".join(keys).encode()).hexdigest()[:12]
+        """Identity of the set of runs (changes when anything that defines a run changes)."""
+        return hashlib.sha1("\n".join(sorted(self.run_keys)).encode()).hexdigest()[:12]
 
 
 # ---------------------------------------------------------------- scales

@@ -1,18 +1,20 @@
-"""Live progress of a study: trials done / running / failed, runs diverged, elapsed and time left.
+"""Live progress of a study: runs done / running / pending / failed, runs diverged, elapsed and time left.
 
 On a terminal one line is rewritten in place twice a second; otherwise a line is printed every few
-seconds, so nothing is silent for long. Failures are printed on their own line when they happen.
+seconds, so nothing is silent for long. Failures are printed on their own line when they happen. Every
+event costs O(what it carries): counts are kept up to date, never recounted over the study's runs.
 """
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ray.tune import Callback
 
-from sweep.model import Study, TrialConfig
-from sweep.trainable import META
+from sweep.model import Study
+from sweep.trainable import META, chunks
 
 
 def format_seconds(seconds: float) -> str:
@@ -24,31 +26,48 @@ def format_seconds(seconds: float) -> str:
 class Progress:
     """Counts and the time-left estimate, independent of Tune (fed by `ProgressCallback`)."""
 
-    def __init__(self, study: Study, already_done: set[str], out: TextIO | None = None,
-                 interval: float | None = None, session: list[str] | None = None) -> None:
+    def __init__(self, study: Study, done_before: int, out: TextIO | None = None,
+                 interval: float | None = None) -> None:
         self.out = out or sys.stdout
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
-        self.total = len(study.trials)
+        self.total = len(study.run_keys)
         self.budget = study.budget
-        done_trials = {t.key for t in study.trials if all(k in already_done for k in (t.point.run_key(s) for s in t.seeds))}
-        self.done_before = len(done_trials)
-        self.diverged: set[str] = set()
-        self.partial: dict[str, float] = {}  # trial key -> fraction of its work done
-        # Trial key -> Tune status for this session's trials (PENDING until Tune has created them).
-        self.status: dict[str, str] = {k: "PENDING" for k in session or ()}
+        self.done_before = done_before
+        self.ended: set[str] = set()  # runs that ended this session (a retried trial may report one again)
+        self.failed = 0
+        self.diverged = 0
+        self.running: dict[str, float] = {}  # trial id -> fraction done of the run it is running
         self.start = time.monotonic()
         self.fraction_at_start: float | None = None
         self._last_print = float("-inf")
         self._width = 0
 
     # ---- feeding ----
-    def result(self, trial_key: str, meta: dict[str, Any], record: dict[str, Any]) -> None:
-        """Account one reported record."""
-        if record["status"] == "diverged":
-            self.diverged.add(meta["run_key"])
-        seed_part = 1.0 if meta["run_done"] else self._run_fraction(record)
-        self.partial[trial_key] = (meta["seed_index"] + seed_part) / meta["n_seeds"]
+    def trial_started(self, trial_id: str) -> None:
+        """A trial is running (its first run has not reported yet)."""
+        self.running[trial_id] = 0.0
+
+    def trial_ended(self, trial_id: str) -> None:
+        """A trial completed or failed."""
+        self.running.pop(trial_id, None)
+
+    def result(self, trial_id: str, run_chunks: list[dict[str, Any]]) -> None:
+        """Account one report: the runs it ends, and how far the trial's current run is."""
+        for chunk in run_chunks:
+            if chunk["done"] and chunk["run_key"] not in self.ended:
+                self.ended.add(chunk["run_key"])
+                self.diverged += chunk["records"][-1]["status"] == "diverged"
+        last = run_chunks[-1]
+        if trial_id in self.running:
+            self.running[trial_id] = 0.0 if last["done"] else self._run_fraction(last["records"][-1])
+
+    def runs_failed(self, run_keys: Iterable[str]) -> None:
+        """The runs a failed trial leaves unfinished."""
+        for key in run_keys:
+            if key not in self.ended:
+                self.ended.add(key)
+                self.failed += 1
 
     def _run_fraction(self, record: dict[str, Any]) -> float:
         b = self.budget
@@ -61,23 +80,18 @@ class Progress:
             parts.append(record.get("time", 0.0) / b["seconds"])
         return min(max(parts, default=0.0), 1.0)
 
-    def trials(self, statuses: dict[str, str]) -> None:
-        """Tune statuses of this session's trials, by trial key."""
-        self.status.update(statuses)
-
     # ---- numbers ----
     def counts(self) -> dict[str, int]:
-        """Trials done, running, pending, failed; runs diverged."""
-        st = list(self.status.values())
-        running, pending, failed = st.count("RUNNING"), st.count("PENDING") + st.count("PAUSED"), st.count("ERROR")
-        return {"done": self.total - running - pending - failed, "running": running, "pending": pending,
-                "failed": failed, "diverged": len(self.diverged), "total": self.total}
+        """Runs done, running, pending, failed and diverged."""
+        done = self.done_before + len(self.ended) - self.failed
+        running = min(len(self.running), self.total - done - self.failed)
+        return {"done": done, "running": running, "pending": self.total - done - self.failed - running,
+                "failed": self.failed, "diverged": self.diverged, "total": self.total}
 
     def fraction(self) -> float:
-        """Fraction of the study's work done (finished trials plus the running trials' progress)."""
-        c = self.counts()
-        running = sum(self.partial.get(k, 0.0) for k, s in self.status.items() if s == "RUNNING")
-        return min((c["done"] + c["failed"] + running) / max(self.total, 1), 1.0)
+        """Fraction of the study's runs ended (plus the running runs' progress)."""
+        ended = self.done_before + len(self.ended)
+        return min((ended + sum(self.running.values())) / max(self.total, 1), 1.0)
 
     def seconds_left(self) -> float | None:
         """Time left from this session's rate, or None before there is a rate."""
@@ -97,8 +111,8 @@ class Progress:
         eta = "estimating" if left is None else f"~{format_seconds(left)} left"
         if c["running"] == c["pending"] == 0:
             eta = "done"
-        return (f"trials {c['done']}/{c['total']} done, {c['running']} running, {c['pending']} pending, "
-                f"{c['failed']} failed | runs diverged {c['diverged']} | "
+        return (f"runs {c['done']}/{c['total']} done, {c['running']} running, {c['pending']} pending, "
+                f"{c['failed']} failed | diverged {c['diverged']} | "
                 f"{format_seconds(time.monotonic() - self.start)} elapsed, {eta}")
 
     # ---- output ----
@@ -134,34 +148,37 @@ class Progress:
 
 
 class ProgressCallback(Callback):
-    """Tune callback feeding a `Progress` and refreshing the display."""
+    """Tune callback feeding a `Progress` and refreshing the display (O(1) per event)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, failed_runs: Callable[[Any], list[str]] | None = None) -> None:
         self.progress = progress
+        self.failed_runs = failed_runs  # trial -> the runs its failure failed (default: all of its runs)
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # not needed in Tune's pickled run config
 
-    @staticmethod
-    def _key(trial: Any) -> str:
-        return TrialConfig.from_dict(trial.config["trial"]).key
-
     def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
-        self.progress.trials({self._key(t): t.status for t in trials})
         self.progress.show()
 
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.progress.trial_started(trial.trial_id)
+
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        meta = result.get(META)
-        if meta is not None:
-            self.progress.result(self._key(trial), meta, {k: result.get(k) for k in ("iteration", "status", "calls/total", "time")})
+        if result.get(META) is not None:
+            self.progress.result(trial.trial_id, chunks(result))
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.progress.trial_ended(trial.trial_id)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        cfg = trial.config["trial"]
+        self.progress.trial_ended(trial.trial_id)
+        self.progress.runs_failed(self.failed_runs(trial) if self.failed_runs else cfg.run_keys)
         where = getattr(trial, "error_file", None)
-        self.progress.message(f"bisweep: trial {self._key(trial)} failed: {trial_error(trial)}"
+        self.progress.message(f"bisweep: trial {cfg.key} failed: {trial_error(trial)}"
                               + (f" (traceback: {where})" if where else ""))
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
-        self.progress.trials({self._key(t): t.status for t in trials})
         self.progress.close()
 
 

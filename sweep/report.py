@@ -7,6 +7,7 @@ tables and figures (sweep/kinds/), and a study that names a claim gets its secti
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import sys
 from collections import defaultdict
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from problems.validation import ParameterError
-from sweep import claims, kinds
+from sweep import claims, kinds, report_cache
 from sweep.claims import ClaimReport
 from sweep.curves import palette, plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
@@ -33,21 +34,29 @@ class Report:
 
 
 def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
-                 goal: str | None = None) -> Report:
+                 goal: str | None = None, force: bool = False) -> Report:
     """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
 
     `metric` and `goal` compare another final value than the study's `report:` block names; that report
     goes to `<results_dir>/report-<metric>-<goal>/` (the study's own report stays as it is) and has no
-    paper-claim section, whose thresholds belong to the study's metric.
+    paper-claim section, whose thresholds belong to the study's metric. A report whose inputs have not
+    changed since it was built is not built again (sweep/report_cache.py) unless `force`: its summary is
+    printed and its tables are read back from their CSV files.
     """
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()
     import_plugins((meta.get("source") or {}).get("imports", []))  # a plugin kind or claim
-    runs = load_runs(store, meta)
-    meta, d = _with_metric(meta, runs, metric, goal, store.report_dir)
+    meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
+    fp = report_cache.fingerprint(store, meta, opts)
+    if not force and report_cache.up_to_date(d, fp):
+        return _cached(d, out, quiet)
+    runs = load_runs(store, meta)
+    if d != store.report_dir:
+        _check_metric(runs, opts["metric"])
     d.mkdir(parents=True, exist_ok=True)
+    report_cache.forget(d)
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
     kind = kinds.get(meta["kind"])
@@ -68,6 +77,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     for name, rows in tables.items():
         write_csv(d / f"{name}.csv", rows)
     (d / "summary.txt").write_text(text)
+    report_cache.remember(d, fp)
     if not quiet:
         out.write(text)
         out.write(f"report written to {d}\n")
@@ -75,7 +85,20 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     return Report(d, tables, plots)
 
 
-def _with_metric(meta: dict[str, Any], runs: list[RunData], metric: str | None, goal: str | None,
+def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
+    """The report already in `d` (its tables as the CSV files hold them)."""
+    tables = {}
+    for path in sorted(d.glob("*.csv")):
+        with open(path, newline="") as fh:
+            tables[path.stem] = list(csv.DictReader(fh))
+    if not quiet:
+        out.write((d / "summary.txt").read_text())
+        out.write(f"report up to date in {d} (nothing changed since it was built; --force rebuilds it)\n")
+        out.flush()
+    return Report(d, tables, sorted(d.glob("*.png")))
+
+
+def _with_metric(meta: dict[str, Any], metric: str | None, goal: str | None,
                  report_dir: Path) -> tuple[dict[str, Any], Path]:
     """The study's metadata with the report's metric and goal replaced, and where that report goes."""
     opts = meta["report"]
@@ -84,11 +107,15 @@ def _with_metric(meta: dict[str, Any], runs: list[RunData], metric: str | None, 
         raise ParameterError(f"goal: must be min or max, got {goal!r}")
     if (metric, goal) == (opts["metric"], opts["goal"]):
         return meta, report_dir
+    return {**meta, "report": {**opts, "metric": metric, "goal": goal}}, report_dir.with_name(f"report-{slug(metric)}-{goal}")
+
+
+def _check_metric(runs: list[RunData], metric: str) -> None:
+    """A --metric the runs' records do not have is an error naming those they have."""
     known = sorted({k for r in runs for rec in r.records[-1:] for k, v in rec.items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)})
     if known and metric not in known:
         raise ParameterError(f"metric: {metric!r} is not in this study's records; they have: {', '.join(known)}")
-    return {**meta, "report": {**opts, "metric": metric, "goal": goal}}, report_dir.with_name(f"report-{slug(metric)}-{goal}")
 
 
 def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimReport | None:

@@ -1,18 +1,22 @@
-"""Run a study: one Ray Tune experiment, driver-side recording to disk and MLflow, then the report.
+"""Run a study: one Ray Tune experiment per session, driver-side recording to disk and MLflow, then the report.
 
-Re-running a study (or `--resume`) finishes only what is missing: runs already finished on disk are
-skipped (trials ask a registry of finished runs before each seed), an interrupted Tune experiment is
-restored with `Tuner.restore(..., resume_errored=True)` so running trials continue from their last
-checkpoint, and MLflow child runs are found by key instead of created again.
+Re-running a study (or `--resume`) finishes only what is missing, from the study's own records: the
+runs finished on disk are never handed to Tune again; the others go to a fresh Tune experiment, through
+a searcher that makes each trial's config when Tune asks for it (sweep/dispatch.py), so the first trial
+starts at once at any number of runs. A run an earlier driver left midway continues from its last
+checkpoint, MLflow child runs are found by key instead of created again, and MLflow is connected on a
+thread while Ray starts.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import shutil
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,16 +25,18 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from problems.validation import ParameterError
-from sweep import options
+from sweep import mlflow_store, options
+from sweep.dispatch import RunQueue, StudySearcher
 from sweep.lock import StudyLock
-from sweep.model import Study, TrialConfig
+from sweep.mlflow_writer import MlflowCallback
+from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.processes import ProcessGuard
-from sweep.progress import Progress, ProgressCallback, trial_error
+from sweep.progress import Progress, ProgressCallback
+from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.report import build_report
-from sweep.store import DONE_STATUSES, ResultStore
-from sweep.tracking import (MlflowCallback, SyncLog, Tracker, default_tracking_uri, local_artifact_location, record_of,
-                            records_in)
-from sweep.trainable import META, run_trial
+from sweep.store import ResultStore
+from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
+from sweep.trainable import study_trainable
 
 NAMESPACE = "bisweep"
 
@@ -57,86 +63,35 @@ class Outcome:
         return self.counts["failed"] == 0 and self.counts["missing"] == 0
 
 
-def study_trainable(config: dict[str, Any]) -> None:
-    """The Tune trainable of every study trial (its config holds one `TrialConfig.to_dict()` under "trial")."""
-    run_trial(config["trial"])
-
-
-def trial_config(trial: Any) -> TrialConfig:
-    """The study trial config of a Tune trial."""
-    return TrialConfig.from_dict(trial.config["trial"])
-
-
 def _trial_name(trial: Any) -> str:
-    return trial_config(trial).key
+    return config_of(trial).key
 
 
 def _trial_dirname(trial: Any) -> str:
     return trial.trial_id
 
 
-# ---------------------------------------------------------------- driver-side recording
-class StoreCallback(Callback):
-    """Writes every record to the on-disk store and each run's summary when it ends."""
+class Timeline(Callback):
+    """When this session's phases happened (seconds after the driver started), kept in sessions.jsonl."""
 
-    def __init__(self, store: ResultStore, study: Study, registry: Any) -> None:
-        self.store = store
-        self.registry = registry
-        self.index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.marks: dict[str, float] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {}  # Tune pickles its run config; this callback lives only in the driver
+        return {}
+
+    def mark(self, name: str) -> None:
+        """Wall seconds since the driver started, and the driver's CPU seconds (all its threads) then."""
+        if name not in self.marks:
+            self.marks[name] = round(time.time() - self.start, 3)
+            self.marks[f"{name}_cpu"] = round(time.process_time(), 3)
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.mark("first_trial_started")
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        meta = result.get(META)
-        if meta is None:
-            return
-        key = meta["run_key"]
-        for record in records_in(result):
-            self.store.append(key, record)
-        record = record_of(result)
-        if record["status"] != "running":
-            point, seed = self.index[key]
-            where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
-            self.store.finish(key, {"run_key": key, "trial_key": meta["trial_key"], "seed": seed,
-                                    "status": record["status"], "final": record, "where": where,
-                                    "point": point.to_dict()})
-            if self.registry is not None:
-                self.registry.add.remote(key)
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        error = trial_error(trial)
-        cfg = trial_config(trial)
-        for key, seed in zip(cfg.run_keys, cfg.seeds):
-            prev = self.store.summary(key)
-            if prev is not None and prev["status"] in DONE_STATUSES:
-                continue
-            point, _ = self.index[key]
-            self.store.finish(key, {"run_key": key, "trial_key": cfg.key, "seed": seed, "status": "failed",
-                                    "final": None, "error": error, "where": {}, "point": point.to_dict()})
-
-
-def _done_registry(name: str, keys: set[str]) -> Any:
-    """A named actor (no CPU) that trials ask whether a run already finished."""
-    import ray
-
-    @ray.remote(num_cpus=0)
-    class DoneRegistry:
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        def add(self, key: str) -> None:
-            self.keys.add(key)
-
-        def add_all(self, keys: list[str]) -> None:
-            self.keys.update(keys)
-
-        def is_done(self, key: str) -> bool:
-            return key in self.keys
-
-    actor = DoneRegistry.options(name=name, get_if_exists=True).remote()
-    ray.get(actor.add_all.remote(sorted(keys)))
-    return actor
+        self.mark("first_result")
 
 
 # ---------------------------------------------------------------- Ray
@@ -168,19 +123,20 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
     return True
 
 
-_QUIET_ENV = {
+_TUNE_ENV = {
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # the platform records results itself
     "RAY_AIR_NEW_OUTPUT": "0",  # the new console output prints a banner even at verbose=0
-    # Checkpoints at seed ends force experiment snapshots; with many tiny trials that is expected.
-    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # many short trials checkpoint often
 }
 
 
 @contextlib.contextmanager
-def _quiet_tune() -> Iterator[None]:
+def _tune_env(max_pending: int) -> Iterator[None]:
     """Tune settings read from the environment, set for this experiment only (then restored)."""
-    saved = {k: os.environ.get(k) for k in _QUIET_ENV}
-    for k, v in _QUIET_ENV.items():
+    # A custom searcher gets one pending trial by default: Tune would start trials one step at a time.
+    env = {**_TUNE_ENV, "TUNE_MAX_PENDING_TRIALS_PG": str(max_pending)}
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
         os.environ.setdefault(k, v)
     try:
         yield
@@ -193,9 +149,10 @@ def _quiet_tune() -> Iterator[None]:
 
 
 def _quiet_logs() -> None:
-    """Keep Ray's, Tune's and MLflow's console chatter to warnings."""
-    import mlflow  # noqa: F401  (it configures its logger on import; quiet it afterwards)
-
+    """Keep Ray's, Tune's and MLflow's console chatter to warnings (MLflow is not imported for it)."""
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read by MLflow when it configures its logger
+    # MLflow's usage telemetry asks a server at start and joins its threads at exit (seconds without a network).
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # Ray announces its default token authentication on every local start.
@@ -207,21 +164,17 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _tuner(study: Study, trials: list[dict[str, Any]], exp_path: str, callbacks: list[Callback], restore: bool) -> Any:
+def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback]) -> Any:
+    """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
     from ray import tune
     from ray.tune import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 
     trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
-    if restore:
-        tuner = tune.Tuner.restore(exp_path, trainable, resume_errored=True)
-        # The run config was pickled with the experiment; the live callbacks are this session's.
-        tuner._local_tuner.get_run_config().callbacks = callbacks
-        return tuner
     storage, name = exp_path.rsplit("/", 1)
     return tune.Tuner(
         trainable,
-        param_space={"trial": tune.grid_search(trials)},
-        tune_config=TuneConfig(reuse_actors=True, max_concurrent_trials=study.max_concurrent,
+        tune_config=TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True,
+                               max_concurrent_trials=study.max_concurrent,
                                trial_name_creator=_trial_name, trial_dirname_creator=_trial_dirname),
         run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks,
                              failure_config=FailureConfig(max_failures=study.max_failures),
@@ -249,33 +202,47 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
         return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
 
 
+@dataclasses.dataclass
+class _Session:
+    """What one driver session works with."""
+
+    study: Study
+    store: ResultStore
+    index: dict[str, tuple[Point, int]]
+    exp_path: str
+    timeline: Timeline
+    out: TextIO
+
+
 def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
                 num_cpus: int | None, report: bool, out: TextIO) -> Outcome:
     """`run_study` once the options are checked and the results directory is ours."""
+    timeline = Timeline(_process_start())
+    timeline.mark("validated")
     store = ResultStore(root)
     storage = storage_path or str(root / "ray")
-    exp_path = f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}"
-    store.write_study(study)
+    written = mlflow_store.Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
     uri = tracking_uri or default_tracking_uri(root)
-    say = Progress(study, set(), out).message
+    say = Progress(study, 0, out).message
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
-        f"= {len(study.run_keys)} runs in {len(study.trials)} trials; results in {root}")
+        f"= {len(study.run_keys)} runs; results in {root}")
     say(f"bisweep: MLflow tracking at {uri}")
-    tracker = connect_tracking(uri, study.name)
-    parent = tracker.start_study(study)
-    synced = SyncLog(store, parent)
-    for key in tracker.sync(store, study, synced.keys):
-        synced.add(key)
-    done = store.done(study.run_keys)
-    pending = [t for t in study.trials if not all(t.point.run_key(s) in done for s in t.seeds)]
+    index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+    session = _Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out)
+    connecting = connect_tracking(uri, study, store, index)  # on a thread, while Ray starts
+    done = store.done(index)
+    pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    writer = None
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        _run_pending(study, pending, done, store, tracker, synced, exp_path, address, num_cpus, out)
-        for key in tracker.sync(store, study, synced.keys):  # anything MLflow missed while running
-            synced.add(key)
+        tracker, synced, writer = _run_pending(session, pending, len(done), connecting, address, num_cpus)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
+        tracker, synced = connecting.result()
+    synced.add_many(tracker.sync(store, index, synced.keys))  # anything MLflow missed while running
+    timeline.mark("synced")
+    written.result()
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
     report_dir = None
@@ -284,75 +251,137 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         rep = build_report(root, out=out)
         report_dir = rep.directory
         tracker.log_report(report_dir)
+        timeline.mark("reported")
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     tracker.end_study(status, counts)
+    timeline.mark("end")
+    _write_session(store, timeline, writer, len(pending))
     say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
-        f"{counts['missing']} not run | MLflow parent run {parent}")
-    return Outcome(study, root, uri, parent, counts, report_dir, interrupted)
+        f"{counts['missing']} not run | MLflow parent run {tracker.parent_id}")
+    if counts["missing"] == 0 and "://" not in session.exp_path:
+        shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
+    return Outcome(study, root, uri, tracker.parent_id, counts, report_dir, interrupted)
 
 
-def _run_pending(study: Study, pending: list, done: set[str], store: ResultStore, tracker: Tracker, synced: SyncLog,
-                 exp_path: str, address: str | None, num_cpus: int | None, out: TextIO) -> None:
-    """Run the pending trials in one Tune experiment (restored when one was interrupted)."""
+def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
+                 address: str | None, num_cpus: int | None) -> tuple[Tracker, SyncLog, MlflowCallback]:
+    """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
     import ray
-    from ray import tune
 
-    progress = Progress(study, done, out, session=[t.key for t in pending])
+    study, store = session.study, session.store
+    progress = Progress(study, done_before, session.out)
     where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
     progress.message(f"bisweep: starting {where}")
     guard = None if address else ProcessGuard(str(store.root))
     if guard is not None and guard.start():
         progress.message("bisweep: stopped processes a killed earlier driver of this study left running")
     started = start_ray(address, num_cpus)
-    if address:
-        warning = options.cluster_cpu_warning(study.resources["cpu"], ray.cluster_resources().get("CPU", 0.0))
-        if warning:
-            progress.message(warning)
+    session.timeline.mark("ray_ready")
     try:
+        cpus = ray.cluster_resources().get("CPU", 0.0)
+        if address and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
+            progress.message(warning)
+        tracker, synced = connecting.result()
+        session.timeline.mark("mlflow_ready")
         registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
-        registry = _done_registry(registry_name, done)
-        mlflow_cb = MlflowCallback(tracker, study, synced, store)
-        callbacks = [StoreCallback(store, study, registry), mlflow_cb, ProgressCallback(progress)]
-        restore = tune.Tuner.can_restore(exp_path)
-        if not restore and "://" not in exp_path and Path(exp_path).exists():
-            shutil.rmtree(exp_path)  # an experiment killed before its first snapshot: start it again
-        configs = [t.config(study.checkpoint_seconds, study.imports, registry_name, study.report_seconds).to_dict()
-                   for t in pending]
-        progress.message("bisweep: restoring the interrupted Tune experiment" if restore
-                         else f"bisweep: running {len(pending)} trials")
+        registry = done_registry(registry_name)
+        slots = max(1, int(cpus // study.resources["cpu"]))
+        if study.max_concurrent:
+            slots = min(slots, study.max_concurrent)
+        queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial,
+                         slots)
+        writer = MlflowCallback(tracker, session.index, synced, store)
+        recorder = StoreCallback(store, session.index, registry, queue)
+        callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
+                     session.timeline, Slim()]
+        if "://" not in session.exp_path and Path(session.exp_path).exists():
+            _drop_old_trials(session.exp_path, store)
+        progress.message(f"bisweep: running {len(pending)} runs")
+        session.timeline.mark("tune_started")
         try:
-            with _quiet_tune():
-                _tuner(study, configs, exp_path, callbacks, restore).fit()
+            with _tune_env(max_pending=slots + 1):
+                _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
         finally:
-            if mlflow_cb.backlog:
-                progress.message(f"bisweep: finishing MLflow logging ({mlflow_cb.backlog} results queued)")
-            mlflow_cb.close()
+            session.timeline.mark("fit_done")
+            if writer.backlog:
+                progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
+            writer.close()
+            session.timeline.marks["trials"] = queue.trials_made
+        return tracker, synced, writer
     finally:
         if started:
             ray.shutdown()
         if guard is not None:
             guard.stop()
+        session.timeline.mark("ray_down")
 
 
-def connect_tracking(uri: str, experiment: str) -> Tracker:
-    """The study's Tracker, or a one-line error when the tracking store cannot be used."""
+def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:
+    """make(key, runs) -> the TrialConfig of a trial (with the midway checkpoints of its runs, if any)."""
+    def make(key: str, runs: tuple[RunSpec, ...]) -> TrialConfig:
+        resume = {r.run_key: checkpoints[r.run_key] for r in runs if r.run_key in checkpoints}
+        return TrialConfig(key, runs, study.checkpoint_seconds, study.report_seconds, tuple(study.imports), registry,
+                           resume)
+
+    return make
+
+
+def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
+    """Delete the trial directories of earlier sessions, except those holding a checkpoint a run resumes from."""
+    keep = {Path(c).resolve() for c in store.checkpoints().values()}
+    for d in Path(exp_path).iterdir():
+        if d.is_dir() and not any(d.resolve() in k.parents for k in keep):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _process_start() -> float:
+    """When this process started (epoch seconds; on Linux its /proc entry's time, elsewhere now)."""
+    try:
+        return os.stat(f"/proc/{os.getpid()}").st_ctime
+    except OSError:
+        return time.time()
+
+
+def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int) -> None:
+    """One line per session in sessions.jsonl: its phases, runs and how MLflow kept up."""
+    line = {"started": timeline.start, "runs": runs, **timeline.marks}
+    if writer is not None:
+        line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
+    with open(store.root / "sessions.jsonl", "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str, tuple[Point, int]]) -> Any:
+    """The study's Tracker, parent run and sync log, made on a thread (`.result()`); a one-line error when
+    the tracking store cannot be used (a server that does not answer: at once, before Ray starts)."""
     if uri.startswith(("http://", "https://")):
         try:  # the MLflow client would retry for minutes; ask the server once, quickly
             urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).close()
         except OSError as exc:
             raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from exc
-    try:
-        return Tracker(uri, experiment, local_artifact_location(uri))
-    except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
-        raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} ({type(exc).__name__}: {exc})") from exc
+
+    def connect() -> tuple[Tracker, SyncLog]:
+        try:
+            tracker = Tracker(uri, study.name, local_artifact_location(uri))
+            parent = tracker.start_study(study)
+        except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
+            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} "
+                                 f"({type(exc).__name__}: {exc})") from exc
+        synced = SyncLog(store, parent)
+        synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
+        return tracker, synced
+
+    return mlflow_store.Background(connect, "bisweep-mlflow-connect")
 
 
 def count_runs(store: ResultStore, study: Study) -> dict[str, int]:
-    """Runs finished, diverged, failed and not run, from the on-disk summaries."""
+    """Runs finished, diverged, failed and not run, from the store's index of ended runs."""
     counts = {"finished": 0, "diverged": 0, "failed": 0}
     seen = 0
-    for s in store.summaries(study.run_keys):
-        counts[s["status"] if s["status"] in counts else "failed"] += 1
-        seen += 1
+    for key in study.run_keys:
+        status = store.status(key)
+        if status is not None:
+            counts[status if status in counts else "failed"] += 1
+            seen += 1
     counts["missing"] = len(study.run_keys) - seen
     return counts

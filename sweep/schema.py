@@ -217,7 +217,9 @@ class StudyBase(Block):
     algorithms: Algorithms = Field(None, validate_default=True, description="list of {name, label, params, problems}")
     seeds: Seeds = Field(3, validate_default=True, description="number of seeds, or a list")
     instance_seed: OptionalNonNegativeInt = Field(None, description="null: each run's seed builds the problem; an integer fixes it")
-    seeds_per_trial: OptionalPositiveInt = Field(None, description="seeds run one after another inside one trial")
+    seeds_per_trial: OptionalPositiveInt = Field(None, description="older name of runs_per_trial (when that is not set)")
+    runs_per_trial: OptionalPositiveInt = Field(None, description="runs one trial runs one after another (null: as many "
+                                                                  "as take about 2 s, judged from the runs done so far)")
     budget: Budget = Field(None, validate_default=True, description="{iterations, oracle_calls, seconds}")
     divergence: Divergence = Field(None, description="{factor, metrics}: when a run counts as diverged")
     n_evals: NEvals = Field(20, description="log-spaced evaluation points")

@@ -3,9 +3,13 @@
     <results>/study.json              the validated study: kind, axis, report options, configurations
     <results>/records/<run>.jsonl     every metric record of a run, appended as it arrives
     <results>/runs/<run>.json         a run's summary, written when it ends (finished, diverged or failed)
+    <results>/ended.txt               "<status> <run>" per ended run, appended after its summary (the last wins)
+    <results>/resume.txt              "<run> <checkpoint>" for runs checkpointed midway (the last wins)
 
 A run counts as done when its summary says finished or diverged; failed runs run again on resume.
-Appends are idempotent: a record already stored (same iteration and status) is not stored twice.
+`ended.txt` lets a driver learn what ended from one file instead of one per run; a summary written
+just before a crash but missing from it is found by listing runs/. Appends are idempotent: a record
+already stored (same iteration and status) is not stored twice.
 """
 from __future__ import annotations
 
@@ -20,15 +24,19 @@ from sweep.model import Study
 DONE_STATUSES = ("finished", "diverged")
 
 
-def study_meta(study: Study) -> dict[str, Any]:
-    """The study as study.json records it and reports read it."""
+def study_head(study: Study) -> dict[str, Any]:
+    """Everything study.json records of a study but its points."""
     return {
         "name": study.name, "description": study.description, "kind": study.kind, "axis": study.axis,
         "axis_name": study.axis_name, "seeds": study.seeds, "online": study.online,
         "spec_hash": study.spec_hash, "report": vars(study.report),
-        "claim": study.claim, "scale": study.scale,
-        "points": [p.to_dict() for p in study.points], "source": study.source,
+        "claim": study.claim, "scale": study.scale, "source": study.source,
     }
+
+
+def study_meta(study: Study) -> dict[str, Any]:
+    """The study as study.json records it and reports read it."""
+    return {**study_head(study), "points": [p.to_dict() for p in study.points]}
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -43,6 +51,7 @@ class ResultStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
         self._seen: dict[str, set[tuple[int, str]]] = {}
+        self._ended: dict[str, str] | None = None
 
     # ---- layout ----
     @property
@@ -64,9 +73,23 @@ class ResultStore:
 
     # ---- the study ----
     def write_study(self, study: Study) -> None:
-        """Record the validated study (so reports need neither the YAML nor MLflow)."""
+        """Record the validated study (so reports need neither the YAML nor MLflow).
+
+        Written point by point: at 10⁵ configurations the whole text at once took ~70 MB and seconds.
+        """
         self.ensure()
-        _atomic_write(self.root / "study.json", json.dumps(study_meta(study), indent=1, default=repr))
+        head = study_head(study)
+        path = self.root / "study.json"
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "w") as fh:
+            fh.write("{\n")
+            for k, v in head.items():
+                fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
+            fh.write(' "points": [')
+            for i, point in enumerate(study.points):
+                fh.write(("\n  " if i == 0 else ",\n  ") + json.dumps(point.to_dict(), default=repr))
+            fh.write("\n ]\n}\n")
+        os.replace(tmp, path)
 
     def read_study(self) -> dict[str, Any]:
         """The study recorded by `write_study`."""
@@ -83,15 +106,22 @@ class ResultStore:
 
     def append(self, run_key: str, record: dict[str, Any]) -> bool:
         """Store one metric record unless it is already stored; True when it was new."""
-        ident = (int(record["iteration"]), str(record["status"]))
+        return self.append_many(run_key, [record]) == 1
+
+    def append_many(self, run_key: str, records: Iterable[dict[str, Any]]) -> int:
+        """Store a run's records not stored yet, in one write; how many were new."""
         seen = self._seen_for(run_key)
-        if ident in seen:
-            return False
-        self.records_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.records_dir / f"{run_key}.jsonl", "a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        seen.add(ident)
-        return True
+        lines = []
+        for record in records:
+            ident = (int(record["iteration"]), str(record["status"]))
+            if ident not in seen:
+                seen.add(ident)
+                lines.append(json.dumps(record) + "\n")
+        if lines:
+            self.records_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.records_dir / f"{run_key}.jsonl", "a") as fh:
+                fh.write("".join(lines))
+        return len(lines)
 
     def _read_lines(self, run_key: str) -> list[dict[str, Any]]:
         path = self.records_dir / f"{run_key}.jsonl"
@@ -116,9 +146,14 @@ class ResultStore:
 
     # ---- summaries ----
     def finish(self, run_key: str, summary: dict[str, Any]) -> None:
-        """Write a run's summary (status finished, diverged or failed)."""
+        """Write a run's summary (status finished, diverged or failed), then note it in ended.txt."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         _atomic_write(self.runs_dir / f"{run_key}.json", json.dumps(summary, default=repr))
+        with open(self.root / "ended.txt", "a") as fh:
+            fh.write(f"{summary['status']} {run_key}\n")
+        self._seen.pop(run_key, None)  # an ended run gets no more records: keep memory flat at any N
+        if self._ended is not None:
+            self._ended[run_key] = summary["status"]
 
     def summary(self, run_key: str) -> dict[str, Any] | None:
         """A run's summary, or None when it has not ended."""
@@ -132,6 +167,51 @@ class ResultStore:
             return [json.loads(p.read_text()) for p in paths]
         return [s for s in (self.summary(k) for k in run_keys) if s is not None]
 
+    def ended(self) -> dict[str, str]:
+        """Run key -> status of every ended run (from ended.txt, plus summaries it does not list yet)."""
+        return dict(self._load_ended())
+
+    def status(self, run_key: str) -> str | None:
+        """How a run ended (finished, diverged, failed), or None while it has not."""
+        return self._load_ended().get(run_key)
+
+    def _load_ended(self) -> dict[str, str]:
+        if self._ended is None:
+            ended: dict[str, str] = {}
+            path = self.root / "ended.txt"
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    status, _, key = line.partition(" ")
+                    if key:  # a line cut short by a killed driver has no key
+                        ended[key] = status
+            if self.runs_dir.exists():
+                for name in os.listdir(self.runs_dir):
+                    key = name[:-5] if name.endswith(".json") else None
+                    if key is not None and key not in ended and (s := self.summary(key)) is not None:
+                        ended[key] = s["status"]
+            self._ended = ended
+        return self._ended
+
     def done(self, run_keys: Iterable[str]) -> set[str]:
         """The runs among `run_keys` that finished or diverged."""
-        return {s["run_key"] for s in self.summaries(run_keys) if s["status"] in DONE_STATUSES}
+        ended = self._load_ended()
+        return {k for k in run_keys if ended.get(k) in DONE_STATUSES}
+
+    # ---- midway checkpoints ----
+    def note_checkpoint(self, run_key: str, checkpoint: str) -> None:
+        """Remember where a running run was last checkpointed (a later driver resumes it from there)."""
+        with open(self.root / "resume.txt", "a") as fh:
+            fh.write(f"{run_key} {checkpoint}\n")
+
+    def checkpoints(self) -> dict[str, str]:
+        """Run key -> its last midway checkpoint, for runs not ended."""
+        path = self.root / "resume.txt"
+        if not path.exists():
+            return {}
+        ended = self._load_ended()
+        out = {}
+        for line in path.read_text().splitlines():
+            key, _, where = line.partition(" ")
+            if where:
+                out[key] = where
+        return {k: v for k, v in out.items() if k not in ended or ended[k] not in DONE_STATUSES}

@@ -1,9 +1,13 @@
 """Ray Tune trainables wrapping the run loop.
 
-A trial runs one configuration for one or more seeds, one after another, reporting every metric record
-of `algorithms.Run` to Tune (flat metric keys, plus a `bisweep` entry with the seed, run key and node).
-It checkpoints the finished seeds and the running `Run` state, so a retried or resumed trial continues
-where it stopped; a divergence ends that seed with status `diverged` and the trial goes on.
+A trial runs several runs (configurations and seeds) one after another. Its reports to Tune carry the
+latest metric record as flat keys (so `TuneConfig(metric="grad_F_sq")` works) and, under `bisweep`, every
+record since the last report, grouped by run (`chunks`): records closer together than `report_seconds`
+travel in one report, across runs too, which keeps Tune's per-result cost off tiny runs. A report carries
+a checkpoint (the runs done and the running run's state) when `checkpoint_seconds` have passed since the
+last one, so a retried trial continues where it stopped; a run an earlier driver left midway continues
+from the checkpoint named in the config's `resume`; a divergence ends that run with status `diverged`
+and the trial goes on. On Ray, BLAS gets as many threads as the trial has CPUs (one for a 1-CPU trial).
 
     from ray import tune
     from sweep import trainable_for
@@ -15,11 +19,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 
@@ -30,13 +35,17 @@ from algorithms.run import Budget, Run
 from algorithms.threads import blas_threads
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError
-from sweep.model import Point, Trial, TrialConfig
+from sweep.model import Point, RunSpec, Trial, TrialConfig
 from sweep.sources import import_plugins
 
 #: Key of the run metadata in every reported result.
 META = "bisweep"
 
 Report = Callable[[dict[str, Any], "dict[str, Any] | None"], None]
+#: skip(run_keys) -> the run keys among them already finished elsewhere (a resumed study, a retried trial).
+Skip = Callable[[Sequence[str]], Collection[str]]
+#: resume(run_key) -> the state of that run an earlier driver checkpointed midway, or None.
+Resume = Callable[[str], "dict[str, Any] | None"]
 
 
 def node_identity() -> dict[str, str]:
@@ -52,87 +61,111 @@ def node_identity() -> dict[str, str]:
     return {"node": ip, "host": socket.gethostname(), "pid": str(os.getpid())}
 
 
-def make_run(config: TrialConfig, seed: int) -> Run:
-    """The `Run` of one seed of a trial (the problem is rebuilt from its name, params, seed)."""
-    inst_seed = config.instance_seed
-    problem = problems.make(config.problem, seed=seed if inst_seed is None else inst_seed, **config.problem_params)
-    return Run(config.algorithm, problem, config.algorithm_params, seed=seed, budget=config.budget,
-               n_evals=config.n_evals, divergence=config.divergence)
+def make_run(spec: RunSpec) -> Run:
+    """The `Run` of one run spec (the problem is rebuilt from its name, params and seed)."""
+    inst_seed = spec.instance_seed
+    problem = problems.make(spec.problem, seed=spec.seed if inst_seed is None else inst_seed, **spec.problem_params)
+    return Run(spec.algorithm, problem, spec.algorithm_params, seed=spec.seed, budget=spec.budget,
+               n_evals=spec.n_evals, divergence=spec.divergence)
+
+
+def chunks(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-run chunks of a reported result: run_key, seed, index, records (oldest first), done, span."""
+    return result[META]["runs"]
+
+
+class _Reporter:
+    """Gathers records by run and sends them in one report when due (or with a checkpoint, or at the end)."""
+
+    def __init__(self, config: TrialConfig, report: Report) -> None:
+        self.config, self.report = config, report
+        self.where = node_identity()
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.last: dict[str, Any] | None = None
+        self.last_report = time.monotonic()
+
+    def add(self, index: int, spec: RunSpec, record: dict[str, Any], span: list[float] | None = None) -> None:
+        chunk = self.pending.get(spec.run_key)
+        if chunk is None:
+            chunk = self.pending[spec.run_key] = {"run_key": spec.run_key, "seed": spec.seed, "index": index,
+                                                  "records": [], "done": False}
+        chunk["records"].append(record)
+        if span is not None:
+            chunk.update(done=True, span=span)
+        self.last = record
+
+    def due(self, now: float) -> bool:
+        return now - self.last_report >= self.config.report_seconds
+
+    def send(self, checkpoint: dict[str, Any] | None = None) -> None:
+        if not self.pending:
+            return
+        meta = {"trial_key": self.config.key, "runs": list(self.pending.values()), **self.where}
+        self.pending = {}
+        self.last_report = time.monotonic()
+        self.report({**self.last, META: meta}, checkpoint)
 
 
 def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state: dict[str, Any] | None = None,
-                  skip: Callable[[str], bool] | None = None) -> None:
-    """Run every seed of a trial not done yet, calling `report(result, checkpoint_state_or_None)`.
+                  skip: Skip | None = None, resume: Resume | None = None) -> None:
+    """Run every run of a trial not done yet, calling `report(result, checkpoint_state_or_None)`.
 
-    `state` is the last checkpointed state (None for a fresh trial); `skip(run_key)` says whether a run
-    is already finished elsewhere (a resumed study) and must not run again. With `report_seconds` in the
-    config, records closer together than that travel in one report (in `bisweep.earlier`), which keeps
-    Tune's per-result cost off tiny runs.
+    `state` is the trial's last checkpointed state (None for a fresh trial); `skip` names the runs already
+    finished elsewhere, which must not run again; `resume` gives the midway state of a run an earlier
+    driver left (see the module docstring for what a report carries).
     """
     if not isinstance(config, TrialConfig):
         config = TrialConfig.from_dict(config)
     import_plugins(config.imports)
     state = dict(state or {"done": [], "current": None})
-    where = node_identity()
-    with blas_limit(config.blas_threads):
-        for index, (seed, run_key) in enumerate(zip(config.seeds, config.run_keys)):
-            if run_key in state["done"]:
+    finished = set(skip(config.run_keys)) if skip is not None else set()
+    out = _Reporter(config, report)
+    clock = {"last_save": time.monotonic()}
+    try:
+        for index, spec in enumerate(config.runs):
+            if spec.run_key in state["done"]:
                 continue
-            if skip is not None and skip(run_key):
-                state["done"] = [*state["done"], run_key]
+            if spec.run_key in finished:
+                state = {**state, "done": [*state["done"], spec.run_key]}
                 continue
-            state = _run_seed(config, index, seed, run_key, state, report, where)
+            with _study_blas_limit(spec.blas_threads):
+                state = _run_one(config, index, spec, state, out, clock, resume)
+    finally:
+        out.send()  # what was measured, also before a failure, reaches the driver
 
 
-def blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
-    """At most `threads` BLAS threads inside the block (threadpoolctl); no limit for None.
-
-    Timing studies set it to 1 so that trials running side by side do not compete for cores through
-    multithreaded linear algebra, which would make one trial's seconds depend on its neighbours.
-    """
+def _study_blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
+    """The study's own BLAS-thread setting for a run (timing studies set 1, so that trials running side by
+    side do not compete for cores through multithreaded linear algebra); without it, the trial's limit."""
     return contextlib.nullcontext() if threads is None else blas_threads(threads)
 
 
-def _run_seed(config: TrialConfig, index: int, seed: int, run_key: str, state: dict[str, Any],
-              report: Report, where: dict[str, str]) -> dict[str, Any]:
-    """Step one seed's run to its end, reporting (batched) and checkpointing; the trial state after it."""
-    run = make_run(config, seed)
+def _run_one(config: TrialConfig, index: int, spec: RunSpec, state: dict[str, Any], out: _Reporter,
+             clock: dict[str, float], resume: Resume | None) -> dict[str, Any]:
+    """Step one run to its end, reporting (batched) and checkpointing; the trial state after it."""
+    run = make_run(spec)
     current = state.get("current")
-    if current is not None and current["run_key"] == run_key:
+    if current is not None and current["run_key"] == spec.run_key:
         run.load_state_dict(current["run"])
+    elif resume is not None and (earlier := resume(spec.run_key)) is not None:
+        run.load_state_dict(earlier)
+    started = time.time()
     every = float(config.checkpoint_seconds)
-    report_every = float(config.report_seconds)
-    last_save = last_report = time.monotonic()
-    earlier: list[dict[str, Any]] = []
-
-    def send(record: dict[str, Any], before: list[dict[str, Any]], checkpoint: dict[str, Any] | None) -> None:
-        meta = {"trial_key": config.key, "run_key": run_key, "seed": seed, "seed_index": index,
-                "n_seeds": len(config.seeds), "run_done": run.done, "keys": list(record), "earlier": before,
-                **where}
-        report({**record, META: meta}, checkpoint)
-
     while not run.done:
-        try:
-            record = run.advance()
-        except Exception:
-            if earlier:  # what was measured before the failure still reaches the driver
-                send(earlier[-1], earlier[:-1], None)
-            raise
+        record = run.advance()
         if record is None:
             break
         now = time.monotonic()
+        out.add(index, spec, record, [started, time.time()] if run.done else None)
         checkpoint = None
         if run.done:
-            state = {"done": [*state["done"], run_key], "current": None}
-            checkpoint = state
-        elif now - last_save >= every:
-            state = {"done": state["done"], "current": {"run_key": run_key, "run": run.state_dict()}}
-            checkpoint, last_save = state, now
-        if checkpoint is None and now - last_report < report_every:
-            earlier.append(record)  # travels with the next report (a checkpoint always reports)
-            continue
-        send(record, earlier, checkpoint)
-        earlier, last_report = [], now
+            state = {"done": [*state["done"], spec.run_key], "current": None}
+        if now - clock["last_save"] >= every:
+            if not run.done:
+                state = {"done": state["done"], "current": {"run_key": spec.run_key, "run": run.state_dict()}}
+            checkpoint, clock["last_save"] = state, now
+        if checkpoint is not None or out.due(now):
+            out.send(checkpoint)
     return state
 
 
@@ -159,7 +192,7 @@ def _tune_state() -> dict[str, Any] | None:
         return load_state(d)
 
 
-def _registry_skip(name: str | None) -> Callable[[str], bool] | None:
+def _registry_skip(name: str | None) -> Skip | None:
     """Ask the study's registry of finished runs (a named actor the runner starts), if there is one."""
     if not name:
         return None
@@ -169,14 +202,54 @@ def _registry_skip(name: str | None) -> Callable[[str], bool] | None:
         actor = ray.get_actor(name)
     except ValueError:
         return None
-    return lambda run_key: bool(ray.get(actor.is_done.remote(run_key)))
+    return lambda run_keys: set(ray.get(actor.done_among.remote(list(run_keys))))
+
+
+def _earlier_checkpoints(paths: Mapping[str, str]) -> Resume | None:
+    """The midway states of runs an earlier driver left, read from the checkpoints it recorded."""
+    if not paths:
+        return None
+    from ray.tune import Checkpoint
+
+    def state_of(run_key: str) -> dict[str, Any] | None:
+        if run_key not in paths:
+            return None
+        try:
+            with Checkpoint(paths[run_key]).as_directory() as d:
+                current = load_state(d).get("current")
+        except (OSError, ValueError):
+            return None  # gone (cleaned up or never synced): the run starts again from its beginning
+        return current["run"] if current is not None and current["run_key"] == run_key else None
+
+    return state_of
+
+
+def trial_cpus() -> int | None:
+    """The CPUs Ray assigned this trial (at least 1): its BLAS threads, so that trials never oversubscribe
+    cores (Ray's OMP_NUM_THREADS default is not enough: a variable set by the user wins over it); None (no
+    limit) outside a Ray worker."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    return None if cpus is None else max(1, math.floor(cpus))
 
 
 def run_trial(config: TrialConfig | Mapping[str, Any]) -> None:
     """Ray Tune function trainable of one study trial (a `TrialConfig`, or its `to_dict`)."""
     if not isinstance(config, TrialConfig):
         config = TrialConfig.from_dict(config)
-    execute_trial(config, _tune_report, _tune_state(), _registry_skip(config.done_registry))
+    cpus = trial_cpus()
+    with blas_threads(cpus) if cpus else contextlib.nullcontext():
+        execute_trial(config, _tune_report, _tune_state(), _registry_skip(config.done_registry),
+                      _earlier_checkpoints(config.resume))
+
+
+def study_trainable(config: dict[str, Any]) -> None:
+    """The Tune trainable of every study trial (its config holds the `TrialConfig` under "trial"); it lives
+    here so that a worker unpickling it imports only the run loop, not the driver's modules."""
+    run_trial(config["trial"])
 
 
 # ---------------------------------------------------------------- for a user's own Tuner

@@ -99,14 +99,14 @@ def toy_study() -> Callable[..., Any]:
 @pytest.fixture(scope="session")
 def run_through_platform() -> Callable[..., Any]:
     """run_through_platform(study, root): every trial body fed to the driver's store callback, as under Tune."""
-    from sweep.runner import StoreCallback
+    from sweep.recording import StoreCallback
     from sweep.store import ResultStore
     from sweep.trainable import execute_trial
 
     def run(st: Any, root: Path) -> ResultStore:
         store = ResultStore(root)
         store.write_study(st)
-        cb = StoreCallback(store, st, registry=None)
+        cb = StoreCallback(store, {p.run_key(s): (p, s) for p in st.points for s in st.seeds})
         for t in st.trials:
             execute_trial(t.config(0.0, st.imports), lambda res, ck: cb.on_trial_result(0, [], None, res))
         return store

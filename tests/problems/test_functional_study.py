@@ -35,8 +35,10 @@ def test_the_study_validates_and_its_trials_match_plain_runs():
         results = []
         execute_trial(cfg, lambda res, ckpt: results.append(res))
         for res in results:
-            if res[META]["run_done"]:
-                finals[(cfg.algorithm, res[META]["seed"])] = (res, cfg.algorithm_params)
+            for chunk in res[META]["runs"]:
+                if chunk["done"]:
+                    run = cfg.runs[chunk["index"]]
+                    finals[(run.algorithm, run.seed)] = (chunk["records"][-1], run.algorithm_params)
     assert sorted(finals) == [("f2sa", 0), ("f2sa", 1), ("soba", 0), ("soba", 1)]
     for (alg, seed), (res, params) in finals.items():
         ref = plain_final(alg, params, seed, st)

@@ -140,7 +140,7 @@ def test_an_unexpected_exception_is_one_line_with_a_debug_hint(monkeypatch, caps
 # ---------------------------------------------------------------- fuzz: study files
 FIELDS = ["name", "kind", "axis", "problems", "algorithms", "seeds", "budget", "n_evals", "resources",
           "max_concurrent", "max_failures", "checkpoint_seconds", "report_seconds", "report", "divergence",
-          "instance_seed", "seeds_per_trial", "bogus_field"]
+          "instance_seed", "seeds_per_trial", "runs_per_trial", "bogus_field"]
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                     st.floats(allow_nan=True, allow_infinity=True), st.text(string.printable, max_size=12))
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),

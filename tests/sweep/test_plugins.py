@@ -65,4 +65,4 @@ def test_the_cli_validates_a_study_of_the_plugin_kind(tmp_path, capsys):
                     "axis: {values: [5, 10]}\nproblems: [quadratic]\nalgorithms: [toy_aid]\nbudget: {iterations: 5}\n"
                     "seeds: 2\n")
     assert main(["run", str(path), "--validate-only"]) == 0
-    assert "2 configurations x 2 seeds = 4 runs in 2 trials" in capsys.readouterr().out
+    assert "2 configurations x 2 seeds = 4 runs; trials sized to about 2 s of runs each" in capsys.readouterr().out

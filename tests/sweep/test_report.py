@@ -52,6 +52,46 @@ def test_best_configuration_from_platform_records_matches_plain_runs(tmp_path, t
     assert "== best ==" in (rep.directory / "summary.txt").read_text()
 
 
+def test_store_knows_what_ended_from_one_file_and_from_summaries_it_misses(tmp_path):
+    store = ResultStore(tmp_path)
+    store.finish("a", {"run_key": "a", "status": "finished"})
+    store.finish("b", {"run_key": "b", "status": "failed"})
+    store.finish("b", {"run_key": "b", "status": "diverged"})  # a failed run that ran again: the last line wins
+    (tmp_path / "runs" / "c.json").write_text(json.dumps({"run_key": "c", "status": "finished"}))  # killed before
+    with open(tmp_path / "ended.txt", "a") as fh:                                                 # its line
+        fh.write("finis")  # ... or killed mid-line
+    again = ResultStore(tmp_path)
+    assert again.ended() == {"a": "finished", "b": "diverged", "c": "finished"}
+    assert again.done(["a", "b", "c", "d"]) == {"a", "b", "c"} and again.status("d") is None
+    store.note_checkpoint("d", "/ckpt/1")
+    store.note_checkpoint("d", "/ckpt/2")
+    store.note_checkpoint("a", "/ckpt/0")
+    assert ResultStore(tmp_path).checkpoints() == {"d": "/ckpt/2"}  # ended runs need none
+
+
+def test_a_report_is_not_rebuilt_when_nothing_changed(tmp_path, toy_study, run_through_platform, monkeypatch, capsys):
+    import sweep.report as report
+
+    st = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": [0.05, 0.2]}}])
+    store = run_through_platform(st, tmp_path)
+    first = build_report(tmp_path, quiet=True)
+    png = first.directory / "convergence_quadratic.png"
+    stamp = png.stat().st_mtime_ns
+    loads = []
+    real = report.load_runs
+    monkeypatch.setattr(report, "load_runs", lambda *a: loads.append(1) or real(*a))
+    again = build_report(tmp_path)
+    assert not loads and png.stat().st_mtime_ns == stamp
+    assert "report up to date" in capsys.readouterr().out
+    assert [r["best_config"] for r in again.tables["best"]] == [r["best_config"] for r in first.tables["best"]]
+    build_report(tmp_path, quiet=True, force=True)
+    assert len(loads) == 1 and png.stat().st_mtime_ns != stamp
+    key = st.points[0].run_key(0)  # a run ends differently (say it was re-run): the report is rebuilt
+    store.finish(key, {**store.summary(key), "status": "diverged"})
+    build_report(tmp_path, quiet=True)
+    assert len(loads) == 2
+
+
 def test_cli_list_validate_and_report(tmp_path, capsys, toy_study, run_through_platform):
     assert main(["list", "algorithms", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
@@ -65,7 +105,10 @@ def test_cli_list_validate_and_report(tmp_path, capsys, toy_study, run_through_p
     path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
                     "budget: {iterations: 5}\n")
     assert main(["run", str(path), "--validate-only"]) == 0
-    assert "1 configurations x 3 seeds = 3 runs in 1 trials" in capsys.readouterr().out
+    assert "1 configurations x 3 seeds = 3 runs; trials sized to about 2 s of runs each" in capsys.readouterr().out
+    path.write_text(path.read_text() + "runs_per_trial: 2\n")
+    assert main(["run", str(path), "--validate-only"]) == 0
+    assert "3 runs; 2 runs per trial" in capsys.readouterr().out
     path.write_text("problems: [quadratic]\nalgorithms: [{name: toy_aid, params: {lr: -1}}]\nbudget: {iterations: 5}\n")
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err

@@ -158,9 +158,10 @@ def test_trial_config_is_plain_data_naming_every_run():
     typed = st.trials[1].config(5.0, st.imports, "registry")
     cfg = typed.to_dict()
     assert TrialConfig.from_dict(cfg) == typed  # what the worker reads back is what the driver built
-    assert cfg["seeds"] == [0, 1, 2]
-    assert cfg["run_keys"] == [st.points[1].run_key(s) for s in (0, 1, 2)]
-    assert cfg["algorithm_params"]["lr"] == 0.5 and cfg["imports"] == ["tests.sweep.toy_algorithms"]
+    assert [r["seed"] for r in cfg["runs"]] == [0, 1, 2]
+    assert [r["run_key"] for r in cfg["runs"]] == [st.points[1].run_key(s) for s in (0, 1, 2)]
+    assert cfg["runs"][0]["algorithm_params"]["lr"] == 0.5 and cfg["imports"] == ["tests.sweep.toy_algorithms"]
+    assert str(typed) == typed.key and copy.deepcopy(typed) is typed  # what keeps Tune's tags and copies O(1)
     yaml.safe_dump(cfg)  # plain data only: it travels to Ray workers and into Tune's experiment state
 
 
@@ -226,6 +227,16 @@ def test_a_trial_config_with_a_missing_or_unknown_field_is_refused():
     cfg = spec.validate(BASE).trials[0].config(1.0, []).to_dict()
     with pytest.raises(ParameterError, match="trial config: unknown field 'colour'"):
         TrialConfig.from_dict({**cfg, "colour": 1})
-    del cfg["seeds"]
-    with pytest.raises(ParameterError, match="trial config: missing field 'seeds'"):
+    del cfg["runs"][0]["seed"]
+    with pytest.raises(ParameterError, match=r"trial config: runs\[\]: missing field 'seed'"):
         TrialConfig.from_dict(cfg)
+    del cfg["runs"]
+    with pytest.raises(ParameterError, match="trial config: missing field 'runs'"):
+        TrialConfig.from_dict(cfg)
+
+
+def test_runs_per_trial_with_seeds_per_trial_as_its_older_name(spec_error):
+    assert spec.validate(BASE).runs_per_trial is None  # sized by the runs' durations
+    assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2}).runs_per_trial == 2
+    assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2, "runs_per_trial": 50}).runs_per_trial == 50
+    spec_error({**copy.deepcopy(BASE), "runs_per_trial": 0}, "runs_per_trial", "got 0")

@@ -2,9 +2,11 @@
 and what a person browses: run names, the axis as a parameter, the description, metric names."""
 import pytest
 
+from sweep.mlflow_sinks import ApiSink
+from sweep.mlflow_writer import MlflowCallback
 from sweep.store import ResultStore
-from sweep.tracking import (META, MlflowCallback, SyncLog, Tracker, default_tracking_uri, local_artifact_location,
-                            mlflow_name)
+from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location, mlflow_name
+from sweep.trainable import META
 from tests.sweep import toy_algorithms  # noqa: F401
 
 
@@ -21,28 +23,37 @@ def records(steps, final=None):
     return out
 
 
-def tracker(root, study):
+def tracker(root, study, api=False):
     uri = default_tracking_uri(root)
     t = Tracker(uri, study.name, local_artifact_location(uri))
     t.start_study(study)
+    if api:  # the path a tracking server takes
+        t._sink = ApiSink(t.client, t.experiment_id, t.parent_id)
     return t
+
+
+def index_of(study):
+    return {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
 
 
 def history(t, run_key):
     return sorted(m.step for m in t.client.get_metric_history(t.children()[run_key], "Metrics/F"))
 
 
-def test_parent_and_child_runs_are_found_again_and_steps_logged_once(tmp_path, study):
+@pytest.mark.parametrize("api", [False, True], ids=["sql", "api"])
+def test_parent_and_child_runs_are_found_again_and_steps_logged_once(tmp_path, study, api):
     point, key = study.points[0], study.run_keys[0]
-    a = tracker(tmp_path, study)
+    a = tracker(tmp_path, study, api)
     for r in records([0, 1, 2]):
         a.add(key, point, 0, r)
     a.finish(key, "finished")
-    b = tracker(tmp_path, study)  # a new driver: same parent, same child, nothing logged twice
+    a.flush(force=True)
+    b = tracker(tmp_path, study, api)  # a new driver: same parent, same child, nothing logged twice
     assert b.parent_id == a.parent_id
     for r in records([0, 1, 2, 3]):
         b.add(key, point, 0, r)
     b.finish(key, "finished")
+    b.flush(force=True)
     assert history(b, key) == [0, 1, 2, 3]
     runs = b.client.search_runs([b.experiment_id])
     assert len(runs) == 2
@@ -54,14 +65,15 @@ def test_parent_and_child_runs_are_found_again_and_steps_logged_once(tmp_path, s
 
 def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
     point, key = study.points[0], study.run_keys[0]
-    t = tracker(tmp_path, study)
+    t = tracker(tmp_path, study, api=True)
     calls = []
     real = t.client.log_batch
     monkeypatch.setattr(t.client, "log_batch", lambda *a, **k: (calls.append(k), real(*a, **k))[1])
     for r in records(range(20)):
         t.add(key, point, 0, r)
     t.finish(key, "diverged")
-    assert len(calls) == 1  # 20 records x 4 metrics (but the zero count at step 0), the params and the status tag
+    t.flush(force=True)
+    assert len(calls) == 1  # 20 records x 4 metrics (but the zero count at step 0), the params, the status tag
     assert len(calls[0]["metrics"]) == 79 and calls[0]["params"] and calls[0]["tags"][0].value == "diverged"
     assert t.client.get_run(t.children()[key]).info.status == "FINISHED"
 
@@ -73,19 +85,62 @@ def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp
     for r in records([0, 1, 2, 3]):
         store.append(key, r)
         first.add(key, point, 0, r)
-    first._flush_run(key)  # steps 0..3 sent
+    first.flush(force=True)  # steps 0..3 sent
     for r in records([5, 8]):  # stored on disk, then the driver died before sending them
         store.append(key, r)
     second = tracker(tmp_path, study)
-    cb = MlflowCallback(second, study, SyncLog(store, second.parent_id), store)
+    cb = MlflowCallback(second, index_of(study), SyncLog(store, second.parent_id), store)
     final = records([13], final="finished")[0]  # the trial resumed from a checkpoint at step 8
     store.append(key, final)
-    meta = {"run_key": key, "keys": list(final), "earlier": []}
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
     cb.on_trial_result(0, [], None, {**final, META: meta})
     cb.close()
     assert cb.error is None
     assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]
     assert key in SyncLog(store, second.parent_id).keys
+
+
+def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study):
+    import math
+
+    st = toy_study(name="same", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=2, budget={"iterations": 10}, n_evals=20)
+    recs = records(range(6))
+    recs[2]["F"], recs[3]["F"], recs[4]["F"] = float("nan"), float("inf"), -float("inf")
+    views = []
+    for api in (False, True):
+        t = tracker(tmp_path / ("api" if api else "sql"), st, api)
+        for i, (p, s) in enumerate((p, s) for p in st.points for s in st.seeds):
+            key = p.run_key(s)
+            for r in recs[:3]:
+                t.add(key, p, s, r, {"node": "10.0.0.1"})
+            t.flush(force=True)  # a run spread over two writes
+            for r in recs[3:] if i != 3 else recs[3:5]:
+                t.add(key, p, s, r, {"node": "10.0.0.1"})
+            t.finish(key, ["finished", "diverged", "failed", "finished"][i], "boom" if i == 2 else None)
+        t.flush(force=True)
+        runs = t.client.search_runs([t.experiment_id], max_results=100)
+        kids = {r.data.tags["bisweep.run_key"]: r for r in runs if r.data.tags.get("bisweep.role") == "run"}
+        view = {}
+        for key, r in kids.items():
+            hist = {m: sorted((x.step, "nan" if math.isnan(x.value) else x.value)
+                              for x in t.client.get_metric_history(r.info.run_id, m))
+                    for m in ("Metrics/F", "time", "calls/total", "iteration")}
+            view[key] = {"tags": {k: v for k, v in r.data.tags.items() if k != "mlflow.parentRunId"},
+                         "params": r.data.params, "latest": r.data.metrics, "status": r.info.status,
+                         "name": r.info.run_name, "history": hist, "ended": r.info.end_time is not None,
+                         "parent": r.data.tags["mlflow.parentRunId"] == t.parent_id,
+                         "artifacts": r.info.artifact_uri.endswith(f"{r.info.run_id}/artifacts")}
+        views.append(view)
+    sql, api = views
+    assert sql == api and len(sql) == 4
+    one = sql[st.points[0].run_key(0)]
+    assert [v for _, v in one["history"]["Metrics/F"]] == [10.0, 9.0, "nan", 1.7976931348623157e308, -1.7976931348623157e308, 5.0]
+    assert one["latest"]["Metrics/F"] == 5.0 and one["latest"]["iteration"] == 5 and one["status"] == "FINISHED"
+    failed = sql[st.points[1].run_key(0)]
+    assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
+    assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
+    assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
 
 
 # ---------------------------------------------------------------- what a person browses
@@ -99,6 +154,7 @@ def test_child_runs_are_named_by_what_varies_and_the_axis_is_a_param(tmp_path, t
             for r in records([0, 1], final="finished"):
                 t.add(p.run_key(s), p, s, r)
             t.finish(p.run_key(s), "finished")
+    t.flush(force=True)
     kids = [r for r in t.client.search_runs([t.experiment_id]) if r.data.tags.get("bisweep.role") == "run"]
     assert len(kids) == 3 * 2 * 2  # factors 0.5, 2 and the unscaled reference; two grid points; two seeds
     want = {f"toy_aid(inner_steps={n}) · {ax} · quadratic · seed {s}": ax
@@ -123,6 +179,7 @@ def test_metric_names_put_measurements_first_and_skip_counters_while_zero(tmp_pa
                               "calls/grad_g": 3 * s, "calls/hvp": 0, "samples/hvp": 0, "diag/y_cap_hits": 0,
                               "diag/alpha": 0.0, "gt/not_strongly_convex": 0.0, "F_gap": 0.0})
     t.finish(key, "finished")
+    t.flush(force=True)
     run = t.client.get_run(t.children()[key])
     assert set(run.data.metrics) == {"iteration", "time", "Metrics/F", "Metrics/grad_F_sq", "Metrics/F_gap",
                                      "calls/grad_g", "diag/alpha"}

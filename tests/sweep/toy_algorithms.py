@@ -18,6 +18,13 @@ from problems.registry import register as register_problem
 from problems.validation import Params, param
 
 
+def blas_thread_counts() -> list[int]:
+    """Threads of every BLAS library loaded in this process (what a trial's runs compute with)."""
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
 @dataclasses.dataclass(frozen=True)
 class ToyAidConfig(StochasticConfig):
     """Step sizes and loop lengths of toy_aid, plus test hooks."""
@@ -54,7 +61,8 @@ class ToyAid(Algorithm):
             # The untouched generator state identifies the seed: tests map lines back to runs.
             with open(config.trace, "a") as fh:
                 fh.write(json.dumps({"event": "init", "lr": config.lr,
-                                     "rng": int(rng.bit_generator.state["state"]["state"])}) + "\n")
+                                     "rng": int(rng.bit_generator.state["state"]["state"]),
+                                     "blas": blas_thread_counts()}) + "\n")
 
     def step(self) -> None:
         c, p = self.config, self.problem

@@ -152,10 +152,22 @@ def _fig1_verdicts(prob: str, rows: list[dict[str, Any]]) -> list[Verdict]:
     return out
 
 
+def _method_colours(labels: list[str]) -> dict[str, Any]:
+    """One colour per method in every panel: the tuning-free methods black and grey (drawn thick and solid),
+    each baseline its own tab10 colour but grey (dashed): nine colours for the nine baselines, none repeated."""
+    plt = figures.pyplot()
+    fixed = dict(zip(sorted(TUNING_FREE), ("black", "0.55")))
+    baselines = [lab for lab in dict.fromkeys(labels) if lab not in fixed]
+    out = {lab: fixed[lab] for lab in dict.fromkeys(labels) if lab in fixed}
+    palette = [plt.cm.tab10(i) for i in range(10) if i != 7] if len(baselines) <= 9 else \
+        [plt.cm.tab20(i) for i in range(20) if i not in (14, 15)]  # tab10's 7 / tab20's 14-15 are greys
+    return {**out, **{lab: palette[i % len(palette)] for i, lab in enumerate(baselines)}}
+
+
 def _fig1_plot(curves: dict[str, dict[str, list[RunData]]], path: Path) -> Path:
     plt = figures.pyplot()
     fig, axes = plt.subplots(2, len(curves), figsize=(6 * len(curves), 8), squeeze=False)
-    color = figures.colors(lab for chosen in curves.values() for lab in chosen)  # one colour per method everywhere
+    color = _method_colours([lab for chosen in curves.values() for lab in chosen])
     handles: dict[str, Any] = {}
     for j, (prob, chosen) in enumerate(curves.items()):
         for lab, rs in chosen.items():

@@ -70,7 +70,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
-        tracker = Tracker(uri, meta["name"], local_artifact_location(uri))
+        tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))
         if tracker.find_parent(meta["spec_hash"]):
             tracker.log_report(rep.directory, rep.directory.name)
             print(f"report logged to MLflow run {tracker.parent_id} at {uri}")

@@ -362,7 +362,7 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
 
     def connect() -> tuple[Tracker, SyncLog]:
         try:
-            tracker = Tracker(uri, study.name, local_artifact_location(uri))
+            tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root))
             parent = tracker.start_study(study)
         except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
             raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} "

@@ -60,11 +60,19 @@ def default_tracking_uri(results_dir: str | Path) -> str:
     return "sqlite:///" + str((Path(results_dir) / "mlflow.db").resolve())
 
 
-def local_artifact_location(tracking_uri: str) -> str | None:
-    """Artifacts beside a local SQLite store (a server chooses its own location)."""
+#: Database stores MLflow's SQLAlchemy store accepts (besides sqlite), e.g. postgresql+psycopg://.
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
+
+
+def local_artifact_location(tracking_uri: str, results_dir: str | Path | None = None) -> str | None:
+    """Where a study's artifacts go when the driver writes to a database itself: beside a SQLite store, or
+    under the results directory for another database (MLflow's own default, ./mlruns, is the current
+    directory, wherever the command was started). None for a server, which chooses its own location."""
     if tracking_uri.startswith("sqlite:///"):
         db = Path(tracking_uri[len("sqlite:///"):])
         return (db.parent / "mlartifacts").resolve().as_uri()
+    if results_dir is not None and tracking_uri.split("://", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
+        return (Path(results_dir) / "mlartifacts").resolve().as_uri()
     return None
 
 

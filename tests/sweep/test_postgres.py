@@ -159,5 +159,9 @@ def test_studies_tracked_in_postgresql_through_a_server_and_directly(tmp_path, r
     assert {"report/sensitivity.csv", "report/sensitivity.png"} <= arts
     # The driver can also write to the database itself (runs in bulk); the server shows what it wrote.
     res = run_study(tmp_path, repo, venv_bin, "direct_pg", postgres)
-    check_children(client, "direct_pg", res, eval_points)
+    parent = check_children(client, "direct_pg", res, eval_points)
     check_children(MlflowClient(postgres), "direct_pg", res, eval_points)
+    # Its artifacts go under the results directory, not into ./mlruns of wherever the command ran.
+    assert MlflowClient(postgres).get_experiment_by_name("direct_pg").artifact_location == (res / "mlartifacts").as_uri()
+    assert MlflowClient(postgres).get_run(parent.info.run_id).info.artifact_uri.startswith((res / "mlartifacts").as_uri())
+    assert {"report/sensitivity.csv"} <= {a.path for a in MlflowClient(postgres).list_artifacts(parent.info.run_id, "report")}

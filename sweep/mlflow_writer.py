@@ -104,8 +104,10 @@ class MlflowCallback(Callback):
             for record in chunk["records"]:
                 self.tracker.add(key, point, seed, record, where)
             if chunk["done"]:
-                if self.tracker.existed_before(key):
-                    # A run an earlier driver started may have records it stored but never sent.
+                if self.tracker.existed_before(key) or not self.tracker.has_step(key, 0):
+                    # A run an earlier driver started (its child in MLflow already, or a run continued from a
+                    # midway checkpoint whose start this session never saw) may have records stored but never
+                    # sent: log them from disk (steps already logged are skipped).
                     for record in self.store.records(key):
                         self.tracker.add(key, point, seed, record, where)
                 self.tracker.finish(key, chunk["records"][-1]["status"])

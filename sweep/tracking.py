@@ -210,6 +210,10 @@ class Tracker:
                                           {k: str(v)[:6000] for k, v in params.items()}, _now_ms())
         self._steps[run_key] = set()
 
+    def has_step(self, run_key: str, step: int) -> bool:
+        """Whether this session has logged (or buffered) the run's record at `step`."""
+        return step in self._steps.get(run_key, ())
+
     def existed_before(self, run_key: str) -> bool:
         """Whether the run's child was created by an earlier session (which may have missed records)."""
         self.children()

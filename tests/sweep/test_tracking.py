@@ -188,3 +188,23 @@ def test_metric_names_put_measurements_first_and_skip_counters_while_zero(tmp_pa
     assert sorted(m.value for m in t.client.get_metric_history(run.info.run_id, "Metrics/F_gap")) == [0.0] * 3
     # MLflow orders chart sections by name, capitals first: the measurements come before the counters.
     assert sorted(["calls", "diag", "samples", "Metrics"])[0] == mlflow_name("F").split("/")[0] == "Metrics"
+
+
+def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_nothing_of_it(tmp_path, study):
+    # The killed driver stored steps 0..8 on disk but its writer had not yet created the run's child in
+    # MLflow; the next session continues the run from its checkpoint at step 8 and sees only 13.
+    point, key = study.points[0], study.run_keys[0]
+    store = ResultStore(tmp_path)
+    tracker(tmp_path, study)  # the first driver's parent run, nothing of this run sent
+    for r in records([0, 1, 2, 3, 5, 8]):
+        store.append(key, r)
+    second = tracker(tmp_path, study)
+    assert not second.existed_before(key)
+    cb = MlflowCallback(second, index_of(study), SyncLog(store, second.parent_id), store)
+    final = records([13], final="finished")[0]
+    store.append(key, final)
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
+    cb.on_trial_result(0, [], None, {**final, META: meta})
+    cb.close()
+    assert cb.error is None
+    assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]

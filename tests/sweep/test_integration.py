@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 import urllib.request
 from collections import Counter
 
@@ -18,20 +17,10 @@ import problems
 from sweep import spec
 from sweep.runner import run_study, start_ray
 from tests.sweep import toy_algorithms  # noqa: F401
+from tests.sweep.servers import wait_http
 
 pytestmark = pytest.mark.integration
 
-
-def wait_http(url: str, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(url)
 
 
 def stop_group(proc: subprocess.Popen) -> None:

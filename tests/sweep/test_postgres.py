@@ -8,14 +8,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.sweep import toy_algorithms  # noqa: F401
+from tests.sweep.servers import wait_http
 
 pytestmark = pytest.mark.integration
 
@@ -46,17 +45,6 @@ def as_server_user(cmd: list[str]) -> list[str]:
     """PostgreSQL refuses to run as root: run its commands as the `postgres` user then."""
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
-
-def wait_http(url: str, timeout: float = 300.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(url)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +94,7 @@ def mlflow_server(postgres, free_port, venv_bin, tmp_path_factory):
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/health")
+        wait_http(url + "/health", timeout=300)  # the server migrates a fresh PostgreSQL schema first
         yield url
     finally:
         os.killpg(server.pid, signal.SIGTERM)

@@ -78,6 +78,18 @@ def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
     assert t.client.get_run(t.children()[key]).info.status == "FINISHED"
 
 
+def finish_resumed_run(t, study, store, key):
+    """The next session's writer receives the run's last record (step 13, the trial continued from a
+    checkpoint at step 8) and ends the run."""
+    cb = MlflowCallback(t, index_of(study), SyncLog(store, t.parent_id), store)
+    final = records([13], final="finished")[0]
+    store.append(key, final)
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
+    cb.on_trial_result(0, [], None, {**final, META: meta})
+    cb.close()
+    assert cb.error is None
+
+
 def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp_path, study):
     point, key = study.points[0], study.run_keys[0]
     store = ResultStore(tmp_path)
@@ -89,13 +101,7 @@ def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp
     for r in records([5, 8]):  # stored on disk, then the driver died before sending them
         store.append(key, r)
     second = tracker(tmp_path, study)
-    cb = MlflowCallback(second, index_of(study), SyncLog(store, second.parent_id), store)
-    final = records([13], final="finished")[0]  # the trial resumed from a checkpoint at step 8
-    store.append(key, final)
-    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
-    cb.on_trial_result(0, [], None, {**final, META: meta})
-    cb.close()
-    assert cb.error is None
+    finish_resumed_run(second, study, store, key)
     assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]
     assert key in SyncLog(store, second.parent_id).keys
 
@@ -200,11 +206,5 @@ def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_noth
         store.append(key, r)
     second = tracker(tmp_path, study)
     assert not second.existed_before(key)
-    cb = MlflowCallback(second, index_of(study), SyncLog(store, second.parent_id), store)
-    final = records([13], final="finished")[0]
-    store.append(key, final)
-    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
-    cb.on_trial_result(0, [], None, {**final, META: meta})
-    cb.close()
-    assert cb.error is None
+    finish_resumed_run(second, study, store, key)
     assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]

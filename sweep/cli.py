@@ -51,6 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         print(f"study '{study.name}' (scale {study.scale}) is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
               f"= {len(study.run_keys)} runs; {per}")
+        if growth := kinds.get(study.kind).growth(study):
+            print(f"  {growth}")
         return 0
     from sweep.runner import run_study  # imports Ray: not for --validate-only
 

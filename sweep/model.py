@@ -53,6 +53,15 @@ class Point:
         """Identity of one run (configuration, seed): the MLflow child-run key."""
         return f"{self.key}.s{seed}"
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        """The point `to_dict` wrote (its key is derived again, and checked)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        point = cls(**{k: v for k, v in data.items() if k in names})
+        if "key" in data and point.key != data["key"]:
+            raise ValueError(f"point: its data gives key {point.key}, not the recorded {data['key']}")
+        return point
+
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain data (what study.json and run summaries hold)."""
         out = {"key": self.key, "algorithm": self.algorithm, "label": self.label,
@@ -209,6 +218,7 @@ class Study:
     scale: str = DEFAULT_SCALE
     axis_name: str | None = None  # the sweep axis as tables and plots name it (set by the kind)
     runs_per_trial: int | None = None  # runs one trial runs one after another (None: sized by their duration)
+    identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
 
     @property
     def trials(self) -> list[Trial]:
@@ -227,7 +237,14 @@ class Study:
 
     @functools.cached_property
     def spec_hash(self) -> str:
-        """Identity of the set of runs (changes when anything that defines a run changes)."""
+        """Identity of the set of runs (changes when anything that defines a run changes).
+
+        A study that grows in rounds keeps the identity of its first round: the rounds after it are a
+        function of that round's results, so they belong to the same study (same MLflow parent, same Tune
+        experiment directory).
+        """
+        if self.identity is not None:
+            return self.identity
         return hashlib.sha1("\n".join(sorted(self.run_keys)).encode()).hexdigest()[:12]
 
 

@@ -11,8 +11,9 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("problems", "algorithms", "sweep")
 #: Imported inside functions on purpose, so that importing the platform (and `bisweep list`, `--validate-only`)
 #: starts neither Ray nor MLflow nor matplotlib, and problems load scikit-learn only for its datasets.
-HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas")  # jax: the optional [jax] extra; pandas:
-# reading results (sweep.frames) and the comparison machinery (sweep.compare), loaded only where used
+HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas", "optuna")  # jax: the optional [jax]
+# extra; pandas: reading results (sweep.frames) and the comparison machinery (sweep.compare), loaded only where used;
+# optuna (0.16 s): only a benchmark study's model-based tuning rounds
 HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("sweep.kinds", "sweep.claims")

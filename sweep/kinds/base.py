@@ -7,6 +7,8 @@ A kind owns everything that differs between studies of different kinds:
 - `expand`: the study's configurations (default: every algorithm configuration on every problem
   configuration, the axis applied through `problem_axis` / `algorithm_axis`);
 - `default_metric` and `axis_name`;
+- `next_points`: for a kind whose study grows in rounds (an adaptive search), the configurations of the
+  next round from the results of the earlier ones (default: none, the study is what `expand` made);
 - `report`: its tables and figures, and `convergence_runs`: the runs its convergence plots show.
 
 Register a kind with `@register` on a subclass; `sweep.kinds` imports every module of its package, and
@@ -14,7 +16,7 @@ a study's `imports:` can bring more.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -23,7 +25,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 from sweep.checks import invalid
 from sweep.errors import shown
 from sweep.expand import Expansion, pairs
-from sweep.model import Point
+from sweep.model import Point, Study
 from sweep.results import RunData
 
 Tables = dict[str, list[dict[str, Any]]]
@@ -81,6 +83,20 @@ class Kind:
     def expand(self, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
         """Every configuration of the study (errors go to `ctx.errors`)."""
         return cartesian(self, ctx, axis)
+
+    def growth(self, study: Study) -> str | None:
+        """How the study grows in rounds after the first (`next_points`), in words; None when it does not."""
+        return None
+
+    def next_points(self, study: Study, summary: Callable[[str], dict[str, Any] | None]) -> list[Point] | None:
+        """Every configuration of the study's next round, or None when the study is complete.
+
+        Called by the runner once every run of `study` has ended; `summary(run_key)` is a run's summary as
+        stored (status, final record). The list keeps every point of `study` (their slots may grow) and adds
+        the new ones; it must be a function of the study and those summaries alone, so that a resumed study
+        proposes again exactly what the killed one did.
+        """
+        return None
 
     # ---- the report ----
     def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:

@@ -14,12 +14,16 @@ the held-out instances too (a factor (tuning + held-out) / tuning in runs); the 
 are ordinary trials of one study: resumable, exactly once, and the choice can be made again at any budget.
 
 A configuration drawn in several (study, trial) slots (the paper default is trial 0 of every study) is one
-point listing its slots in `coords["tuning"]`. Sequential model-based search (e.g. Optuna through
-`ray.tune.search`) is not offered: its configurations depend on earlier results, so they cannot be expanded
-before the study runs, which is how every trial of the platform is made resumable and exactly-once.
+point listing its slots in `coords["tuning"]`.
+
+`sampler: optuna` tunes by sequential model-based search instead (Optuna's TPE through Ray Tune's
+`OptunaSearch`, sweep.compare.adaptive): the study grows in rounds of `batch` trials per tuning study, each
+round proposed from the results of the earlier ones (`next_points`). Its rounds are ordinary trials of the
+same study (one MLflow parent, resumable, exactly once): the runner runs a round, then asks for the next.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ from sweep.checks import (Block, NonNegativeInt, PositiveInt, after, before, che
 from sweep.errors import shown
 from sweep.expand import Expansion, is_grid, pairs
 from sweep.kinds.base import Kind, Tables, cartesian, register
+from sweep.model import Point, Study
 from sweep.results import RunData
 
 #: Metrics the profiles know a lower bound or a start for (sweep.compare.profiles.EXACT).
@@ -39,6 +44,7 @@ METRICS = ("F", "grad_F_sq")
 # sweep.compare (pandas) is imported where a benchmark study expands or reports, not with the platform: every
 # kind is imported by every `bisweep` command. Its constants are restated here and checked by the tests.
 SAMPLERS = ("sobol", "halton")  # sweep.compare.tuning.METHODS
+ADAPTIVE = ("optuna",)  # sweep.compare.adaptive.SAMPLERS
 TAUS = (1e-1, 1e-3, 1e-5)  # sweep.compare.profiles.TAUS
 
 
@@ -48,7 +54,7 @@ def _tau(v: Any) -> bool:
 
 Taus = before(nonempty_list("levels τ in (0, 1)"),
               after(list[checked("a level τ in (0, 1)", _tau, float)], no_repeats("a level")))
-Sampler = checked(f"one of {', '.join(SAMPLERS)}", lambda v: v in SAMPLERS)
+Sampler = checked(f"one of {', '.join(SAMPLERS + ADAPTIVE)}", lambda v: v in SAMPLERS + ADAPTIVE)
 Metric = checked(f"one of {', '.join(METRICS)}", lambda v: v in METRICS)
 
 
@@ -73,10 +79,12 @@ class Budgets(Block):
 class BenchmarkAxis(Block):
     """The tuning protocol, the held-out instances and the targets of a benchmark study."""
 
-    trials: PositiveInt = Field(8, description="quasi-random configurations per algorithm and tuning study")
+    trials: PositiveInt = Field(8, description="tuning trials per algorithm and tuning study")
     studies: PositiveInt = Field(3, description="independent tuning studies S")
     budgets: Budgets = Field(Budgets(), description="{small, large}: trials per study (default trials/4, trials)")
-    sampler: Sampler = Field("sobol", description="sobol or halton")
+    sampler: Sampler = Field("sobol", description="sobol or halton (drawn before the study), or optuna (TPE, "
+                                                  "in rounds from the earlier results)")
+    batch: PositiveInt = Field(None, description="optuna: trials per tuning study and round (default trials/4)")
     seed: NonNegativeInt = Field(0, description="seed of the draws and of the held-out split")
     held_out: HeldOut = Field(1, description="number of held-out instance seeds, or the list of them")
     metric: Metric = Field("F", description="what tuning minimises (final value) and profiles target")
@@ -90,6 +98,13 @@ class BenchmarkAxis(Block):
             raise invalid(f"budgets: need 1 <= small <= large <= trials ({self.trials}), got small {small}, "
                           f"large {large}")
         self.budgets = Budgets(small=small, large=large)
+        if self.sampler in ADAPTIVE:
+            self.batch = self.batch or max(1, self.trials // 4)
+            if self.batch > self.trials:
+                raise invalid(f"batch: need batch <= trials ({self.trials}), got {self.batch}")
+        elif self.batch is not None:
+            raise invalid(f"batch: only an adaptive sampler ({', '.join(ADAPTIVE)}) runs in rounds; "
+                          f"{self.sampler} draws every trial before the study")
         return self
 
 
@@ -115,7 +130,7 @@ class Benchmark(Kind):
             if not ctx.errors:
                 self._check_space(ctx, i, a)
         self._check_finite_sum(ctx, tune)
-        out = axis.model_dump()
+        out = axis.model_dump(exclude_none=True)
         out.update(tune=tune, held_out=held, budgets=axis.budgets.model_dump())
         return out
 
@@ -178,6 +193,8 @@ class Benchmark(Kind):
         out = []
         from sweep.compare import benchmark as bench
 
+        if axis["sampler"] in ADAPTIVE:  # round 0: the paper default and the first `batch` Sobol draws
+            axis = {**axis, "trials": axis["batch"], "sampler": "sobol"}
         for params, slots in bench.plan_configurations(a["name"], a["params"], axis).items():
             full = ctx.build_on_axis(cls.Config, {**base, **dict(params)}, "axis", f"algorithms[{i}] '{cls.name}'")
             out.append((None, full, {"tuning": slots}))
@@ -186,6 +203,23 @@ class Benchmark(Kind):
     def expand(self, ctx: Expansion, axis: dict[str, Any]) -> list:
         """The protocol's configurations on every problem they pair with (instances: the study's seeds)."""
         return cartesian(self, ctx, axis)
+
+    def growth(self, study: Study) -> str | None:
+        """An adaptive sampler's rounds after the first (the paper default and `batch` Sobol draws)."""
+        axis = study.axis
+        if axis["sampler"] not in ADAPTIVE:
+            return None
+        rounds = -(-(axis["trials"] - axis["batch"]) // axis["batch"])
+        return (f"round 0 of {rounds + 1}: {axis['sampler']} then proposes {axis['batch']} trials per algorithm, "
+                f"problem and tuning study a round, up to {axis['trials']}, from the results of the rounds before")
+
+    def next_points(self, study: Study, summary: Callable[[str], dict[str, Any] | None]) -> list[Point] | None:
+        """The next round of an adaptive sampler (sweep.compare.adaptive); None when it has none."""
+        if self.growth(study) is None:
+            return None
+        from sweep.compare import adaptive
+
+        return adaptive.next_round(study.points, study.axis, study.algorithms, study.report.goal, summary)
 
     def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
         """tuning.csv, ranking.csv, pairwise.csv, the profiles and the convergence of the chosen configurations."""

@@ -67,3 +67,73 @@ def test_running_the_study_again_runs_nothing(benchmark_ci):
     again = run_study(spec.load("bilevel_benchmark", scale="ci"), benchmark_ci.results_dir, num_cpus=2, out=out,
                       report=False)
     assert "all 32 runs already done" in out.getvalue() and again.counts == benchmark_ci.counts
+
+
+# ---------------------------------------------------------------- model-based tuning in rounds
+def optuna_ci():
+    """bilevel_benchmark at ci scale tuned by Optuna's TPE: trials 1 (round 0: a Sobol draw), 2 and 3 (rounds 1, 2)."""
+    from sweep.sources import builtin_studies, read
+
+    data = read(builtin_studies()["bilevel_benchmark"])
+    data["scales"]["ci"]["axis"].update(sampler="optuna", trials=3, batch=1, budgets={"small": 1, "large": 3})
+    return spec.load(data, scale="ci")
+
+
+@pytest.fixture(scope="module")
+def optuna_run(tmp_path_factory):
+    import io
+
+    root = tmp_path_factory.mktemp("bench-optuna") / "results"
+    out = io.StringIO()
+    return run_study(optuna_ci(), root, num_cpus=2, out=out), out.getvalue()
+
+
+def test_an_optuna_benchmark_runs_its_rounds_as_trials_of_one_study(optuna_run, read_csv):
+    from mlflow import MlflowClient
+
+    from sweep.compare import adaptive
+    from sweep.kinds import get
+    from sweep.store import ResultStore
+
+    outcome, printed = optuna_run
+    st = outcome.study
+    # 2 algorithms x 4 problems x (one-shot + 3 trials) x 2 instance seeds, every run ended.
+    assert len(st.points) == 32 and len(st.run_keys) == 64 and outcome.complete
+    assert printed.count("bisweep: next tuning round: 8 new configurations") == 2
+    assert len({adaptive.problem_id(p) for p in st.points}) == 4
+    for label in ("soba", "saba"):
+        for prob in {adaptive.problem_id(p) for p in st.points}:
+            got = sorted(t for p in st.points if p.label == label and adaptive.problem_id(p) == prob
+                         for _, t in p.coords["tuning"])
+            assert got == [0, 1, 2, 3]
+    # Each round is what the searcher proposes from the stored results of the rounds before it.
+    store = ResultStore(outcome.results_dir)
+    first = spec.load(optuna_ci().source, scale=None)  # round 0, as validated
+    again = get("benchmark").next_points(first, store.summary)
+    later = {p.key for p in st.points} - {p.key for p in first.points}
+    assert {p.key for p in again} - {p.key for p in first.points} <= later and len(again) == 24
+    # One MLflow parent for every round, 64 child runs, the report attached.
+    client = MlflowClient(outcome.tracking_uri)
+    exp = client.get_experiment_by_name("bilevel_benchmark")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    assert len([r for r in runs if r.data.tags.get("bisweep.role") == "study"]) == 1
+    assert len([r for r in runs if r.data.tags.get("bisweep.role") == "run"]) == 64
+    assert "report/tuning.csv" in {a.path for a in client.list_artifacts(outcome.parent_run_id, "report")}
+    rows = read_csv(outcome.report_dir / "tuning.csv")
+    assert {(r["budget"], r["trials_per_study"]) for r in rows} == {("one-shot", "0"), ("small", "1"), ("large", "3")}
+    assert json.loads((outcome.results_dir / "study.json").read_text())["spec_hash"] == first.spec_hash
+
+
+def test_an_optuna_benchmark_resumed_without_its_record_of_later_rounds_proposes_them_again(optuna_run):
+    import io
+
+    from sweep.store import ResultStore
+
+    outcome, _ = optuna_run
+    # study.json back at round 0, as if the driver died before recording round 1: the rounds are proposed
+    # again from the stored results, equal to the first time, so nothing runs.
+    ResultStore(outcome.results_dir).write_study(optuna_ci())
+    out = io.StringIO()
+    again = run_study(optuna_ci(), outcome.results_dir, num_cpus=2, out=out, report=False)
+    assert "all 64 runs already done" in out.getvalue() and again.counts == outcome.counts
+    assert [p.to_dict() for p in again.study.points] == [p.to_dict() for p in outcome.study.points]

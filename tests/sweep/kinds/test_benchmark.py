@@ -33,10 +33,11 @@ def slots(st, label):
 
 # ---------------------------------------------------------------- expansion
 def test_the_kinds_restated_constants_are_the_comparison_machinerys():
-    from sweep.compare import profiles
+    from sweep.compare import adaptive, profiles
     from sweep.kinds import benchmark
 
     assert benchmark.SAMPLERS == tuning.METHODS and benchmark.TAUS == profiles.TAUS
+    assert benchmark.ADAPTIVE == adaptive.SAMPLERS
 
 
 def test_every_algorithm_gets_the_same_slots_and_the_draws_of_the_protocol():
@@ -109,7 +110,10 @@ def test_held_out_seeds_never_tune(seed):
     ({"axis": {"held_out": 6}}, "axis.held_out", ("at least one",)),
     ({"axis": {"held_out": [7]}}, "axis.held_out", ("not one of the study's seeds",)),
     ({"axis": {"held_out": 0}}, "axis.held_out", ("positive number",)),
-    ({"axis": {"sampler": "grid"}}, "axis.sampler", ("sobol, halton",)),
+    ({"axis": {"sampler": "grid"}}, "axis.sampler", ("sobol, halton, optuna",)),
+    ({"axis": {"batch": 2}}, "axis", ("batch: only an adaptive sampler (optuna)",)),
+    ({"axis": {"trials": 2, "sampler": "optuna", "batch": 3}}, "axis", ("batch <= trials (2)",)),
+    ({"axis": {"sampler": "optuna", "batch": 0}}, "axis.batch", ("positive integer",)),
     ({"axis": {"taus": [0.1, 1.5]}}, "axis.taus[1]", ("(0, 1)",)),
     ({"axis": {"metric": "y_err_sq"}}, "axis.metric", ("F, grad_F_sq",)),
     ({"axis": {"trial": 3}}, "axis.trial", ("unknown field",)),

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from problems.validation import ParameterError
-from sweep import kinds, mlflow_store, options
+from sweep import kinds, mlflow_store, options, rounds
 from sweep.dispatch import RunQueue, StudySearcher
 from sweep.lock import StudyLock
 from sweep.mlflow_writer import MlflowCallback
@@ -199,47 +199,12 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
     _quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
     with StudyLock(str(root)):  # one driver per results directory
+        def session(st: Study, with_report: bool) -> Outcome:
+            return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out)
+
         if kinds.get(study.kind).growth(study) is None:
-            return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
-        return _run_rounds(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
-
-
-def _run_rounds(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
-                num_cpus: int | None, report: bool, out: TextIO) -> Outcome:
-    """A study that grows in rounds (an adaptive search): run a round, ask the kind for the next, repeat; report.
-
-    The rounds an earlier session proposed come back from study.json, so nothing is proposed twice; a round
-    whose runs all ended (failed ones too) is not run again in this session, and the next is proposed from it.
-    """
-    kind, store = kinds.get(study.kind), ResultStore(root)
-    study = _proposed_before(study, store)
-    run: tuple[str, ...] = ()
-    while True:
-        if set(study.run_keys) - store.done(study.run_keys) - set(run):
-            outcome = _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, False, out)
-            if outcome.counts["missing"]:
-                return outcome  # interrupted: the next `bisweep run` continues this round
-            run = tuple(study.run_keys)
-        points = kind.next_points(study, store.summary)
-        if points is None:
-            break
-        Progress(study, 0, out).message(f"bisweep: next tuning round: {len(points) - len(study.points)} new "
-                                        f"configurations proposed from {len(study.run_keys)} runs")
-        study = dataclasses.replace(study, points=points, identity=study.spec_hash)
-    return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
-
-
-def _proposed_before(study: Study, store: ResultStore) -> Study:
-    """The study with every round an earlier session of it recorded in study.json (same identity)."""
-    if not (store.root / "study.json").exists():
-        return study
-    meta = store.read_study()
-    if meta.get("spec_hash") != study.spec_hash or len(meta["points"]) <= len(study.points):
-        return study
-    points = [Point.from_dict(d) for d in meta["points"]]
-    if not {p.key for p in study.points} <= {p.key for p in points}:
-        return study
-    return dataclasses.replace(study, points=points, identity=study.spec_hash)
+            return session(study, report)
+        return rounds.run_rounds(study, ResultStore(root), session, report, out)
 
 
 @dataclasses.dataclass

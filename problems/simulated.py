@@ -11,9 +11,15 @@ Gaussian matrix whose singular values are replaced by geomspace(μ, L_cross); l_
 Instances are redrawn (at most 20 times) until the value function F is strongly convex, as the
 benchmark intends; its own test halves the cross terms of ∇²F and so also accepts slightly non-convex F
 (e.g. at d = 400 with 1024 samples), which `convexity='benchmark'` reproduces. A minibatch oracle costs O(batch · d); full-batch oracles use the dense means.
+
+`sample_dtype='float32'` keeps the per-sample arrays in single precision (half the memory; the benchmark's
+JAX arrays are float32 by default): the instance is then the float64 draw rounded to float32, its dense
+means are computed from the rounded samples in float64, and every oracle computes in float64, so the
+ground truth stays exact for the stored instance.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +52,8 @@ class SimulatedParams(Params):
     cross_g: float = param(0.1, "positive", "largest singular value of E ∇²xy g (L_cross_inner)")
     cross_f: float = param(0.1, "positive", "largest singular value of E ∇²xy f (L_cross_outer)")
     x_init: float = param(-2.0, "real", "every coordinate of the starting x (the benchmark's −2)")
+    sample_dtype: str = param("float64", "str", "storage of the per-sample arrays; 'float32' halves their memory "
+                              "(oracles still compute in float64)", choices=("float64", "float32"))
     convexity: str = param("exact", "str", "redraw until ∇²F ≻ 0 ('exact'), until the benchmark's test "
                            "F_xx + ½(C_f J + JᵀC_fᵀ) + JᵀF_yy J ≻ 0 passes ('benchmark'), or keep the first "
                            "draw ('none')", choices=("exact", "benchmark", "none"))
@@ -80,12 +88,14 @@ def _sqrt_psd(rng: np.random.Generator, d: int, eigs: Array) -> Array:
 
 
 def draw_level(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_yy: float,
-               L_xx: float, L_cross: float) -> SampleQuadratics:
-    """One level's n rank-one sample quadratics (the benchmark's gen_matrices).
+               L_xx: float, L_cross: float, dtype: str = "float64") -> SampleQuadratics:
+    """One level's n rank-one sample quadratics (the benchmark's gen_matrices), stored as `dtype`.
 
     Each n × d draw is released once used (z before l and m are drawn), so building a level holds at
     most its six sample arrays: with both levels at n = 32768, d = 100 that is 315 MB of samples.
     """
+    if dtype != "float64":
+        return _draw_level_rounded(rng, n, dx, dy, mu, L_yy, L_xx, L_cross, np.dtype(dtype))
     S_y = _sqrt_psd(rng, dy, np.geomspace(mu, L_yy, dy))
     a = rng.standard_normal((n, dy)) @ S_y
     # The outer block keeps one zero eigenvalue, as in the benchmark.
@@ -103,6 +113,55 @@ def draw_level(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_
     return SampleQuadratics(a, b, c, e, l, m, a.T @ a / n, b.T @ b / n, c.T @ e / n, l.mean(0), m.mean(0))
 
 
+#: Rows drawn at a time by the rounded (float32) generator: its float64 temporaries stay a few MB.
+CHUNK_ROWS = 4096
+
+
+def _draw_level_rounded(rng: np.random.Generator, n: int, dx: int, dy: int, mu: float, L_yy: float,
+                        L_xx: float, L_cross: float, dtype: np.dtype) -> SampleQuadratics:
+    """draw_level's samples rounded to `dtype`, drawn in blocks of rows from the same random stream.
+
+    A normal matrix fills row by row, so drawing it in blocks of rows gives the same numbers; each block
+    is transformed in float64 and rounded, and the means are accumulated in float64 from the rounded rows.
+    """
+    def fill(d: int, *maps: tuple[Array, object]) -> None:
+        for start in range(0, n, CHUNK_ROWS):
+            block = rng.standard_normal((min(CHUNK_ROWS, n - start), d))
+            for out, transform in maps:
+                out[start:start + len(block)] = transform(block)
+
+    new = lambda d: np.empty((n, d), dtype)  # noqa: E731
+    a, b, c, e, l, m = new(dy), new(dx), new(dx), new(dy), new(dy), new(dx)
+    S_y = _sqrt_psd(rng, dy, np.geomspace(mu, L_yy, dy))
+    fill(dy, (a, lambda z: z @ S_y))
+    S_x = _sqrt_psd(rng, dx, np.r_[0.0, np.geomspace(mu, L_xx, dx - 1)])
+    fill(dx, (b, lambda z: z @ S_x))
+    U, _, Vh = np.linalg.svd(rng.standard_normal((dx, dy)))
+    k = min(dx, dy)
+    UD = U[:, :k] * np.geomspace(mu, L_cross, k)
+    fill(dy, (c, lambda z: z[:, :k] @ UD.T), (e, lambda z: z @ Vh.T))
+    fill(dy, (l, lambda z: z))
+    fill(dx, (m, lambda z: z))
+    return SampleQuadratics(a, b, c, e, l, m, _mean_outer(a, a), _mean_outer(b, b), _mean_outer(c, e),
+                            _mean_rows(l), _mean_rows(m))
+
+
+def _blocks(u: Array) -> Iterator[Array]:
+    """u's rows in float64 blocks of CHUNK_ROWS."""
+    for start in range(0, len(u), CHUNK_ROWS):
+        yield u[start:start + CHUNK_ROWS].astype(np.float64)
+
+
+def _mean_outer(u: Array, v: Array) -> Array:
+    """mean_i u_i v_iᵀ in float64, accumulated over blocks of rows."""
+    return sum(bu.T @ bv for bu, bv in zip(_blocks(u), _blocks(v))) / len(u)
+
+
+def _mean_rows(u: Array) -> Array:
+    """mean_i u_i in float64."""
+    return u.sum(0, dtype=np.float64) / len(u)
+
+
 class Simulated(TwoSetFiniteSum):
     """The benchmark_bilevel quadratic; see the module docstring."""
 
@@ -115,8 +174,8 @@ class Simulated(TwoSetFiniteSum):
             self.inner = self.outer = None  # a rejected draw's arrays go before the next is drawn
             rng_g, rng_f = (np.random.default_rng(s) for s in draw.spawn(2))
             args = (p.dim_x, p.dim_y, p.mu)
-            self.inner = draw_level(rng_g, p.n_samples_inner, *args, p.L_g_yy, p.L_g_xx, p.cross_g)
-            self.outer = draw_level(rng_f, p.n_samples_outer, *args, p.L_f_yy, p.L_f_xx, p.cross_f)
+            self.inner = draw_level(rng_g, p.n_samples_inner, *args, p.L_g_yy, p.L_g_xx, p.cross_g, p.sample_dtype)
+            self.outer = draw_level(rng_f, p.n_samples_outer, *args, p.L_f_yy, p.L_f_xx, p.cross_f, p.sample_dtype)
             if self._inner_invertible() and self._accepted(p.convexity):
                 return
         raise ParameterError(
@@ -155,13 +214,15 @@ class Simulated(TwoSetFiniteSum):
             return q.H_yy @ y + q.C.T @ x + q.l_mean
         a, e, n = self._rows(q, idx, "a"), self._rows(q, idx, "e"), len(idx)
         # sum(0) / n is mean(0) operation for operation (numpy's mean divides the same sum), without its overhead.
-        return ((a @ y) @ a + (self._rows(q, idx, "c") @ x) @ e) / n + self._rows(q, idx, "l").sum(0) / n
+        l_sum = self._rows(q, idx, "l").sum(0, dtype=np.float64)  # float64 even over float32 samples
+        return ((a @ y) @ a + (self._rows(q, idx, "c") @ x) @ e) / n + l_sum / n
 
     def _grad_x(self, q: SampleQuadratics, x: Array, y: Array, idx: Array | None) -> Array:
         if idx is None:
             return q.H_xx @ x + q.C @ y + q.m_mean
         b, c, n = self._rows(q, idx, "b"), self._rows(q, idx, "c"), len(idx)
-        return ((b @ x) @ b + (self._rows(q, idx, "e") @ y) @ c) / n + self._rows(q, idx, "m").sum(0) / n
+        m_sum = self._rows(q, idx, "m").sum(0, dtype=np.float64)
+        return ((b @ x) @ b + (self._rows(q, idx, "e") @ y) @ c) / n + m_sum / n
 
     # ---- oracles ----
     def f(self, x: Array, y: Array, batch: Batch = None) -> float:
@@ -221,14 +282,15 @@ class Simulated(TwoSetFiniteSum):
         idx = inner_index(batch)
         if idx is None:
             return self.inner.H_yy.copy()
-        a = self.inner.a[idx]
+        a = self.inner.a[idx].astype(np.float64, copy=False)  # float32 samples: a float64 product
         return a.T @ a / len(idx)
 
     def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
         idx = inner_index(batch)
         if idx is None:
             return self.inner.C.copy()
-        return self.inner.c[idx].T @ self.inner.e[idx] / len(idx)
+        c, e = (u[idx].astype(np.float64, copy=False) for u in (self.inner.c, self.inner.e))
+        return c.T @ e / len(idx)
 
     def initial_point(self) -> tuple[Array, Array]:
         return np.full(self.dim_x, self.x_init), np.zeros(self.dim_y)

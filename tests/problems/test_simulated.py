@@ -136,3 +136,47 @@ def test_convexity_acceptance_modes():
     with pytest.raises(ParameterError, match="no instance with a strongly convex value function in 20 draws") as err:
         problems.make("simulated", convexity="exact", **{**kw, "n_samples_inner": 44, "n_samples_outer": 44})
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("chunk", [5, 4096])
+def test_float32_samples_are_the_float64_draw_rounded_with_exact_float64_means(monkeypatch, chunk):
+    import problems.simulated as sim
+
+    monkeypatch.setattr(sim, "CHUNK_ROWS", chunk)  # 5: several blocks of rows, a partial last one
+    wide, narrow = (problems.make("simulated", seed=3, **SMALL, sample_dtype=t) for t in ("float64", "float32"))
+    for w, q in ((wide.inner, narrow.inner), (wide.outer, narrow.outer)):
+        for name in "abcelm":
+            got, ref = getattr(q, name), getattr(w, name)
+            assert got.dtype == np.float32 and got.nbytes * 2 == ref.nbytes
+            np.testing.assert_array_equal(got, ref.astype(np.float32))
+        # The dense means are those of the stored (rounded) samples, accumulated in float64.
+        s = {name: getattr(q, name).astype(np.float64) for name in "abcelm"}
+        np.testing.assert_allclose(q.H_yy, s["a"].T @ s["a"] / len(s["a"]), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(q.H_xx, s["b"].T @ s["b"] / len(s["b"]), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(q.C, s["c"].T @ s["e"] / len(s["c"]), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(q.l_mean, s["l"].mean(0), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(q.m_mean, s["m"].mean(0), rtol=0, atol=1e-15)
+        assert all(getattr(q, k).dtype == np.float64 for k in ("H_yy", "H_xx", "C", "l_mean", "m_mean"))
+    # Rounding moves the instance by float32's resolution, not more.
+    np.testing.assert_allclose(narrow.x_opt(), wide.x_opt(), rtol=1e-5)
+
+
+def test_float32_samples_oracles_compute_in_float64():
+    p = problems.make("simulated", seed=4, **SMALL, sample_dtype="float32")
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal(6), rng.standard_normal(9)
+    check_oracles(p, x, y, rng)
+    check_oracles(p, x, y, rng, batch=p.sample_batch(rng, 5))
+    check_minibatch_mean(p, x, y, rng, full_pass=p.full_pass(), single=p.single)
+    check_grad_F_fd(p, x)
+    assert np.linalg.norm(p.grad_F(p.x_opt())) < 1e-10
+    batch = p.sample_batch(rng, 7)
+    outs = (p.grad_y_g(x, y, batch), p.hvp_yy_g(x, y, y, batch), p.cross_xy_g(x, y, y, batch),
+            p.hessian_yy_g(x, y, batch), p.jacobian_xy_g(x, y, batch), *p.grad_f(x, y, batch))
+    assert all(o.dtype == np.float64 for o in outs)
+    # Against the same minibatch computed by hand from the samples cast to float64.
+    idx = batch.inner
+    a, c, e, l = (getattr(p.inner, k)[idx].astype(np.float64) for k in "acel")
+    np.testing.assert_allclose(p.grad_y_g(x, y, batch), ((a @ y) @ a + (c @ x) @ e + l.sum(0)) / len(idx),
+                               rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(p.hessian_yy_g(x, y, batch), a.T @ a / len(idx), rtol=1e-13, atol=1e-15)

@@ -9,40 +9,34 @@ thread while Ray starts.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import logging
 import os
 import shutil
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from ray.tune import Callback
 
 from problems.validation import ParameterError
-from sweep import kinds, mlflow_store, options, rounds
+from sweep import figures, kinds, mlflow_store, options, rounds
 from sweep.dispatch import RunQueue, StudySearcher
 from sweep.lock import StudyLock
 from sweep.mlflow_writer import MlflowCallback
 from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.processes import ProcessGuard
 from sweep.progress import Progress, ProgressCallback
+from sweep.ray_session import ClusterError, quiet_logs, start_ray, stop_ray, tune_env
 from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.report import build_report
 from sweep.store import ResultStore
 from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
 from sweep.trainable import study_trainable
 
-NAMESPACE = "bisweep"
-
-
-class ClusterError(ParameterError):
-    """The Ray cluster at --address could not be reached (a bad address or token)."""
+__all__ = ["ClusterError", "Outcome", "run_study", "start_ray"]
 
 
 @dataclasses.dataclass
@@ -94,76 +88,7 @@ class Timeline(Callback):
         self.mark("first_result")
 
 
-# ---------------------------------------------------------------- Ray
-def start_ray(address: str | None, num_cpus: int | None) -> bool:
-    """Connect to `address`, or start Ray locally; False when Ray was already initialised."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    common = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING}
-    if address:
-        try:
-            ray.init(address=address, **common)
-        except ConnectionError as exc:
-            raise ClusterError(f"address: cannot connect to the Ray cluster at {address} ({exc}); is it running, "
-                               "and is RAY_AUTH_TOKEN (or ~/.ray/auth_token) the cluster's token?") from exc
-    else:
-        # Trials import study plugins by name: let local workers see the caller's directory.
-        cwd, saved = os.getcwd(), os.environ.get("PYTHONPATH")
-        paths = [p for p in (saved or "").split(os.pathsep) if p]
-        os.environ["PYTHONPATH"] = os.pathsep.join([cwd] + [p for p in paths if p != cwd])
-        try:
-            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **common)
-        finally:
-            if saved is None:
-                os.environ.pop("PYTHONPATH", None)
-            else:
-                os.environ["PYTHONPATH"] = saved
-    return True
-
-
-_TUNE_ENV = {
-    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # the platform records results itself
-    "RAY_AIR_NEW_OUTPUT": "0",  # the new console output prints a banner even at verbose=0
-    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # many short trials checkpoint often
-}
-
-
-@contextlib.contextmanager
-def _tune_env(max_pending: int) -> Iterator[None]:
-    """Tune settings read from the environment, set for this experiment only (then restored)."""
-    # A custom searcher gets one pending trial by default: Tune would start trials one step at a time.
-    env = {**_TUNE_ENV, "TUNE_MAX_PENDING_TRIALS_PG": str(max_pending)}
-    saved = {k: os.environ.get(k) for k in env}
-    for k, v in env.items():
-        os.environ.setdefault(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _quiet_logs() -> None:
-    """Keep Ray's, Tune's and MLflow's console chatter to warnings (MLflow is not imported for it)."""
-    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read by MLflow when it configures its logger
-    # MLflow's usage telemetry asks a server at start and joins its threads at exit (seconds without a network).
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    for name in ("ray", "ray.tune", "ray.train", "mlflow", "alembic"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    # Ray announces its default token authentication on every local start.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    # Without Tune's file loggers the result grid cannot read per-trial metrics: they are in our store.
-    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
-    # A failed trial is reported on one line by the progress display (with the path of its traceback).
-    for name in ("ray.tune.execution.tune_controller", "ray.tune.tune"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
+# ---------------------------------------------------------------- Tune
 def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback]) -> Any:
     """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
     from ray import tune
@@ -196,7 +121,7 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
     options.check_address(address)
     if resume and not (root / "study.json").exists():
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
-    _quiet_logs()
+    quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
     with StudyLock(str(root)):  # one driver per results directory
         def session(st: Study, with_report: bool) -> Outcome:
@@ -217,6 +142,7 @@ class _Session:
     exp_path: str
     timeline: Timeline
     out: TextIO
+    tracking_uri: str
 
 
 def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
@@ -233,18 +159,32 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         f"= {len(study.run_keys)} runs; results in {root}")
     say(f"bisweep: MLflow tracking at {uri}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
-    session = _Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out)
+    session = _Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
+                       uri)
     connecting = connect_tracking(uri, study, store, index)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
-    writer = None
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        tracker, synced, writer = _run_pending(session, pending, len(done), connecting, address, num_cpus)
+        tracker, synced, writer, stopping = _run_pending(session, pending, len(done), connecting, address, num_cpus,
+                                                          report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
-        tracker, synced = connecting.result()
+        (tracker, synced), writer, stopping = connecting.result(), None, None
+    try:
+        return _finish(session, tracker, synced, writer, stopping, written, report, len(pending))
+    finally:
+        if stopping is not None:
+            stopping.result()
+
+
+def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, stopping: Any,
+            written: Any, report: bool, runs: int) -> Outcome:
+    """After the runs: sync MLflow, build the report, end the parent run, record the session."""
+    study, store, index, timeline = session.study, session.store, session.index, session.timeline
+    root, out = store.root, session.out
+    say = Progress(study, 0, out).message
     synced.add_many(tracker.sync(store, index, synced.keys))  # anything MLflow missed while running
     timeline.mark("synced")
     written.result()
@@ -260,17 +200,23 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     tracker.end_study(status, counts)
     timeline.mark("end")
-    _write_session(store, timeline, writer, len(pending))
+    if stopping is not None:
+        stopping.result()  # the session's line says when Ray was down
+    _write_session(store, timeline, writer, runs)
     say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
         f"{counts['missing']} not run | MLflow parent run {tracker.parent_id}")
     if counts["missing"] == 0 and "://" not in session.exp_path:
         shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
-    return Outcome(study, root, uri, tracker.parent_id, counts, report_dir, interrupted)
+    return Outcome(study, root, session.tracking_uri, tracker.parent_id, counts, report_dir, interrupted)
 
 
 def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
-                 address: str | None, num_cpus: int | None) -> tuple[Tracker, SyncLog, MlflowCallback]:
-    """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
+                 address: str | None, num_cpus: int | None,
+                 report: bool) -> tuple[Tracker, SyncLog, MlflowCallback, Any]:
+    """Run the pending runs in one fresh Tune experiment.
+
+    Returns the tracker, its sync log, the MLflow writer and Ray's shutdown under way (`.result()` waits).
+    """
     import ray
 
     study, store = session.study, session.store
@@ -282,6 +228,16 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
         progress.message("bisweep: stopped processes a killed earlier driver of this study left running")
     started = start_ray(address, num_cpus)
     session.timeline.mark("ray_ready")
+    if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
+        mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")
+
+    def stop() -> None:
+        if started:
+            stop_ray()
+        if guard is not None:
+            guard.stop()
+        session.timeline.mark("ray_down")
+
     try:
         cpus = ray.cluster_resources().get("CPU", 0.0)
         if address and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
@@ -304,7 +260,7 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
         progress.message(f"bisweep: running {len(pending)} runs")
         session.timeline.mark("tune_started")
         try:
-            with _tune_env(max_pending=slots + 1):
+            with tune_env(max_pending=slots + 1):
                 _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
         finally:
             session.timeline.mark("fit_done")
@@ -312,13 +268,12 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
                 progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
             writer.close()
             session.timeline.marks["trials"] = queue.trials_made
-        return tracker, synced, writer
-    finally:
-        if started:
-            ray.shutdown()
-        if guard is not None:
-            guard.stop()
-        session.timeline.mark("ray_down")
+    except BaseException:
+        stop()
+        raise
+    # Ray takes ~1.3 s to stop; nothing after the trials needs it, so it stops while MLflow syncs and the
+    # report is built (the caller waits for it before the session ends).
+    return tracker, synced, writer, mlflow_store.Background(stop, "bisweep-ray-shutdown")
 
 
 def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:

@@ -85,7 +85,7 @@ def test_a_tune_trainable_on_the_function_built_problem(tmp_path):
     from ray import tune
 
     from sweep import trainable_for
-    from sweep.runner import start_ray
+    from sweep.ray_session import start_ray
 
     import ray
 

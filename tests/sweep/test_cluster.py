@@ -142,7 +142,7 @@ def test_cluster_yaml_validates_offline_with_rays_own_schema(repo):
 def test_unreachable_cluster_is_a_one_line_error(monkeypatch):
     import ray
 
-    from sweep.runner import ClusterError, start_ray
+    from sweep.ray_session import ClusterError, start_ray
 
     def refuse(*args, **kwargs):
         raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")

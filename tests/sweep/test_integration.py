@@ -15,7 +15,8 @@ import yaml
 import algorithms
 import problems
 from sweep import spec
-from sweep.runner import run_study, start_ray
+from sweep.ray_session import start_ray
+from sweep.runner import run_study
 from tests.sweep import toy_algorithms  # noqa: F401
 from tests.sweep.servers import wait_http
 

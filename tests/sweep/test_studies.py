@@ -139,7 +139,8 @@ def ci_studies(tmp_path_factory):
     """Every paper study at its ci scale, one after another on one local Ray (2 CPUs)."""
     import ray
 
-    from sweep.runner import run_study, start_ray
+    from sweep.ray_session import start_ray
+    from sweep.runner import run_study
 
     started = start_ray(None, 2)
     root = tmp_path_factory.mktemp("studies")

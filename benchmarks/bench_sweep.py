@@ -2,7 +2,8 @@
 the speed-up from two CPUs. Every measurement is a whole process (`bisweep run ...` in a subprocess), so
 imports, Ray's start and the MLflow store count; each is repeated and printed as min / median.
 
-1. start-up: a 1-trial study (whole process), and `bisweep list algorithms`;
+1. start-up: a 1-trial study (whole process, without and with its report), plain Ray + Tune running one trivial
+   trial (the floor under any Ray Tune platform), and `bisweep list algorithms`;
 2. N axis: a comparison study of N configurations x 1 seed, 20 iterations each, for N = 100, 1,000,
    10,000 (`--max-n`): wall, time to the first finished run, the driver's peak RSS, ms per run once
    started, and the log-log slope of the wall time (and of the wall time less the start-up) against N;
@@ -86,12 +87,12 @@ if hasattr(cli, "entry"):  # what the console script does after main (sweep.cli.
 """
 
 
-def run_bisweep(study: dict[str, Any], work: Path, *extra: str, cpus: int = 2) -> dict[str, Any]:
+def run_bisweep(study: dict[str, Any], work: Path, *extra: str, cpus: int = 2, report: bool = False) -> dict[str, Any]:
     """`bisweep run` of a study in a fresh process: wall, first finished run, driver RSS, run timestamps."""
     path = work / f"{study['name']}.yaml"
     path.write_text(yaml.safe_dump(study))
     res, stats = work / f"res-{study['name']}", work / "child.json"
-    args = ["run", str(path), "--results-dir", str(res), "--no-report", "--num-cpus", str(cpus),
+    args = ["run", str(path), "--results-dir", str(res), *([] if report else ["--no-report"]), "--num-cpus", str(cpus),
             "--max-runs", "1000000", *extra]
     t0 = time.time()
     proc = subprocess.run([PYTHON, "-c", CHILD, str(stats), *args], cwd=work, capture_output=True, text=True)
@@ -169,6 +170,19 @@ ray.shutdown()
 """
 
 
+#: The floor under any Ray Tune platform: Ray started, one trivial trial through `tune.Tuner`, Ray stopped.
+RAY_TUNE_FLOOR = """
+import os, sys
+os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+import ray
+from ray import tune
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+tune.Tuner(lambda config: tune.report({"x": 1}),
+           run_config=tune.RunConfig(storage_path=sys.argv[1], name="floor", verbose=0)).fit()
+ray.shutdown()
+"""
+
+
 def run_anchor(work: Path, trials: int) -> float:
     """The anchor in a fresh process: its whole wall time."""
     t0 = time.time()
@@ -218,14 +232,20 @@ def fresh() -> tempfile.TemporaryDirectory:
 
 
 def startup(repeats: int) -> float:
-    """A 1-trial study and `bisweep list algorithms`, whole process; returns the median start-up."""
-    one, lists = [], []
+    """A 1-trial study (without and with its report), plain Ray + Tune with one trivial trial, and `bisweep list
+    algorithms`, each a whole process, interleaved; returns the median start-up without the report."""
+    one, reported, floor, lists = [], [], [], []
     for _ in range(repeats):
         with fresh() as d:
             one.append(run_bisweep(scale_study(1), Path(d))["wall"])
+        with fresh() as d:
+            reported.append(run_bisweep(scale_study(1), Path(d), report=True)["wall"])
+        with fresh() as d:
+            floor.append(wall_of([PYTHON, "-c", RAY_TUNE_FLOOR, d]))
         lists.append(wall_of([BISWEEP, "list", "algorithms"]))
     print("\n1. start-up (whole process, s; min / median)")
-    print(table([{"1-trial study": mm(one), "bisweep list algorithms": mm(lists)}]))
+    print(table([{"1-trial study": mm(one), "with its report": mm(reported), "Ray + Tune alone, 1 trivial trial":
+                  mm(floor), "bisweep list algorithms": mm(lists)}]))
     return statistics.median(one)
 
 

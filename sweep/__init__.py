@@ -5,24 +5,46 @@
     outcome = run_study(study, "results/quickstart")
     res = load_results("quickstart")          # .runs, .records: pandas DataFrames
 
-Ray and MLflow are imported only when a study runs or a report is attached.
+Ray and MLflow are imported only when a study runs or a report is attached; the names below are loaded
+when first used, so a trial process that imports `sweep.trainable` loads only the run loop.
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from sweep.frames import Results, load_results
-from sweep.model import Study
-from sweep.report import build_report
-from sweep.spec import load as load_study
-from sweep.trainable import trainable_for
+if TYPE_CHECKING:
+    from sweep.frames import Results, load_results
+    from sweep.model import Study
+    from sweep.report import build_report
+    from sweep.spec import load as load_study
+    from sweep.trainable import trainable_for
+
+#: Public name → (module, attribute).
+_LAZY = {"Results": ("sweep.frames", "Results"), "load_results": ("sweep.frames", "load_results"),
+         "Study": ("sweep.model", "Study"), "build_report": ("sweep.report", "build_report"),
+         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.trainable", "trainable_for")}
 
 
-def run_study(study: Study | str, results_dir: str | None = None, **options: Any) -> Any:
-    """Run (or finish) a study; see `sweep.runner.run_study` for the options."""
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'sweep' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def run_study(study: Any, results_dir: str | None = None, **options: Any) -> Any:
+    """Run (or finish) a study (a Study or a study's name or file); see `sweep.runner.run_study`."""
     from sweep.runner import run_study as _run  # imports Ray: only when a study runs
 
-    return _run(study if isinstance(study, Study) else load_study(study), results_dir, **options)
+    return _run(study if isinstance(study, __getattr__("Study")) else __getattr__("load_study")(study), results_dir,
+                **options)
 
 
 __all__ = ["Study", "load_study", "run_study", "build_report", "trainable_for", "load_results", "Results"]

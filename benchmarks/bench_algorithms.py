@@ -66,7 +66,7 @@ class Clock:
         """Time with `name` ("cpu" or "wall") inside the block, the run loop included."""
         saved = run_module.time
         self.now = time.process_time if name == "cpu" else time.perf_counter
-        run_module.time = types.SimpleNamespace(perf_counter=self.now)
+        run_module.time = types.SimpleNamespace(perf_counter=self.now, thread_time=time.thread_time)
         try:
             yield
         finally:

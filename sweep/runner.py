@@ -9,6 +9,7 @@ thread while Ray starts.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -16,6 +17,7 @@ import shutil
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -124,12 +126,34 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
     quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
     with StudyLock(str(root)):  # one driver per results directory
-        def session(st: Study, with_report: bool) -> Outcome:
-            return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out)
-
         if kinds.get(study.kind).growth(study) is None:
-            return session(study, report)
-        return rounds.run_rounds(study, ResultStore(root), session, report, out)
+            return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
+
+        def session(st: Study, with_report: bool) -> Outcome:
+            return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out,
+                               ray_held=True)
+
+        with _ray_for_rounds(root, address, num_cpus, out):
+            return rounds.run_rounds(study, ResultStore(root), session, report, out)
+
+
+@contextlib.contextmanager
+def _ray_for_rounds(root: Path, address: str | None, num_cpus: int | None, out: TextIO) -> Iterator[None]:
+    """One Ray (and one process guard) for every round of a growing study; a round's own would cost ~4 s."""
+    where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
+    print(f"bisweep: starting {where} for every tuning round", file=out, flush=True)
+    guard = None if address else ProcessGuard(str(root))
+    if guard is not None and guard.start():
+        print("bisweep: stopped processes a killed earlier driver of this study left running", file=out, flush=True)
+    started = False
+    try:
+        started = start_ray(address, num_cpus)
+        yield
+    finally:
+        if started:
+            stop_ray()
+        if guard is not None:
+            guard.stop()
 
 
 @dataclasses.dataclass
@@ -143,10 +167,11 @@ class _Session:
     timeline: Timeline
     out: TextIO
     tracking_uri: str
+    ray_held: bool  # Ray started (and guarded) by the caller for several sessions: neither started nor stopped here
 
 
 def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
-                num_cpus: int | None, report: bool, out: TextIO) -> Outcome:
+                num_cpus: int | None, report: bool, out: TextIO, ray_held: bool = False) -> Outcome:
     """`run_study` once the options are checked and the results directory is ours."""
     timeline = Timeline(_process_start())
     timeline.mark("validated")
@@ -160,7 +185,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     say(f"bisweep: MLflow tracking at {uri}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     session = _Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
-                       uri)
+                       uri, ray_held)
     connecting = connect_tracking(uri, study, store, index)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
@@ -221,12 +246,14 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
 
     study, store = session.study, session.store
     progress = Progress(study, done_before, session.out)
-    where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
-    progress.message(f"bisweep: starting {where}")
-    guard = None if address else ProcessGuard(str(store.root))
-    if guard is not None and guard.start():
-        progress.message("bisweep: stopped processes a killed earlier driver of this study left running")
-    started = start_ray(address, num_cpus)
+    guard, started = None, False
+    if not session.ray_held:
+        where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
+        progress.message(f"bisweep: starting {where}")
+        guard = None if address else ProcessGuard(str(store.root))
+        if guard is not None and guard.start():
+            progress.message("bisweep: stopped processes a killed earlier driver of this study left running")
+        started = start_ray(address, num_cpus)
     session.timeline.mark("ray_ready")
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")

@@ -100,6 +100,7 @@ def test_an_optuna_benchmark_runs_its_rounds_as_trials_of_one_study(optuna_run, 
     # 2 algorithms x 4 problems x (one-shot + 3 trials) x 2 instance seeds, every run ended.
     assert len(st.points) == 32 and len(st.run_keys) == 64 and outcome.complete
     assert printed.count("bisweep: next tuning round: 8 new configurations") == 2
+    assert printed.count("bisweep: starting") == 1  # one Ray for the three rounds
     assert len({adaptive.problem_id(p) for p in st.points}) == 4
     for label in ("soba", "saba"):
         for prob in {adaptive.problem_id(p) for p in st.points}:

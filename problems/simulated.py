@@ -53,7 +53,8 @@ class SimulatedParams(Params):
     cross_f: float = param(0.1, "positive", "largest singular value of E ∇²xy f (L_cross_outer)")
     x_init: float = param(-2.0, "real", "every coordinate of the starting x (the benchmark's −2)")
     sample_dtype: str = param("float64", "str", "storage of the per-sample arrays; 'float32' halves their memory "
-                              "(oracles still compute in float64)", choices=("float64", "float32"))
+                              "(oracles still compute in float64)", choices=("float64", "float32"),
+                              omit_at_default=True)  # added later: studies recorded before keep their run keys
     convexity: str = param("exact", "str", "redraw until ∇²F ≻ 0 ('exact'), until the benchmark's test "
                            "F_xx + ½(C_f J + JᵀC_fᵀ) + JᵀF_yy J ≻ 0 passes ('benchmark'), or keep the first "
                            "draw ('none')", choices=("exact", "benchmark", "none"))

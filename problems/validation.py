@@ -95,11 +95,17 @@ def shape_text(value: Any) -> str:
     return f"an array of shape {arr.shape}"
 
 
-def param(default: Any, check: str, doc: str = "", choices: Sequence[Any] | None = None) -> Any:
-    """A dataclass field with a named check (see _CHECKS) or a set of allowed choices."""
+def param(default: Any, check: str, doc: str = "", choices: Sequence[Any] | None = None,
+          omit_at_default: bool = False) -> Any:
+    """A dataclass field with a named check (see _CHECKS) or a set of allowed choices.
+
+    `omit_at_default`: the field is left out of `Params.recorded()` while it holds its default — for a field
+    added after studies were recorded, so that their runs keep their keys (and resume) with it at its default.
+    """
     if check not in _CHECKS:
         raise KeyError(f"unknown check {check!r}")
-    meta = {"check": check, "doc": doc, "choices": tuple(choices) if choices else None}
+    meta = {"check": check, "doc": doc, "choices": tuple(choices) if choices else None,
+            "omit_at_default": omit_at_default}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -176,6 +182,12 @@ class Params:
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the field values."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def recorded(self) -> dict[str, Any]:
+        """The field values a study records (part of a run's identity): `as_dict()` without the fields
+        marked `omit_at_default` that hold their default."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if not (f.metadata.get("omit_at_default") and getattr(self, f.name) == f.default)}
 
     def replace(self: T, **changes: Any) -> T:
         """A validated copy with some fields changed."""

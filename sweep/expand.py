@@ -81,7 +81,7 @@ class Expansion:
 
     def build(self, record: type[Params], params: Mapping[str, Any], path: str,
               grid: Mapping[str, Any] | None = None, raw: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-        """The record's full field values, or None after recording every bad field it has.
+        """The record's field values (`Params.recorded`), or None after recording every bad field it has.
 
         A bad field is reported, then left at its default to look for the next one (cross-field rules
         are checked once every single field is fine).
@@ -89,7 +89,7 @@ class Expansion:
         params, seen, clean = dict(params), set(), True
         while True:
             try:
-                out = record.from_dict(params).as_dict()
+                out = record.from_dict(params).recorded()
                 return out if clean else None
             except ParameterError as exc:
                 self.record_error(path, exc, raw, grid)
@@ -103,7 +103,7 @@ class Expansion:
     def build_on_axis(self, record: type[Params], params: Mapping[str, Any], path: str, what: str) -> dict[str, Any] | None:
         """A record for an axis value; an error names the axis entry and the record it broke."""
         try:
-            return record.from_dict(params).as_dict()
+            return record.from_dict(params).recorded()
         except ParameterError as exc:
             self.errors.add(path, f"makes {what} invalid: {str(exc).split(': ', 1)[-1]}")
             return None

@@ -302,7 +302,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
     pe = problem_entry(problem)
     if cls.online != pe.online:
         raise ParameterError(f"algorithm '{algorithm}' and problem '{problem}' do not match (online vs offline)")
-    base_problem = pe.params.from_dict(problem_params or {}).as_dict()
+    base_problem = pe.params.from_dict(problem_params or {}).recorded()
     base_budget = Budget.from_dict(budget or {"iterations": 100}).as_dict()
     fields = [f.name for f in dataclasses.fields(cls.Config)]
 
@@ -314,7 +314,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
                                  f"allowed: {', '.join(fields + list(_RESERVED))}")
         seeds = config.get("seeds", [config.get("seed", 0)])
         alg_params = algorithms.make_config(algorithm, {k: v for k, v in config.items() if k in fields}).as_dict()
-        prob_params = pe.params.from_dict({**base_problem, **(config.get("problem_params") or {})}).as_dict()
+        prob_params = pe.params.from_dict({**base_problem, **(config.get("problem_params") or {})}).recorded()
         point = Point(algorithm, algorithm, alg_params, problem, prob_params, instance_seed, base_budget, n_evals, {})
         trial = Trial(point, tuple(int(s) for s in seeds))
         run_trial(trial.config(checkpoint_seconds, list(imports)))

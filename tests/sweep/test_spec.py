@@ -240,3 +240,20 @@ def test_runs_per_trial_with_seeds_per_trial_as_its_older_name(spec_error):
     assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2}).runs_per_trial == 2
     assert spec.validate({**copy.deepcopy(BASE), "seeds_per_trial": 2, "runs_per_trial": 50}).runs_per_trial == 50
     spec_error({**copy.deepcopy(BASE), "runs_per_trial": 0}, "runs_per_trial", "got 0")
+
+
+def test_a_field_added_later_stays_out_of_run_keys_at_its_default():
+    """simulated's sample_dtype came after studies were recorded: at its default the runs keep their keys."""
+    study = {"name": "sim", "kind": "comparison", "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 5},
+             "problems": [{"name": "simulated", "params": {"dim_x": 4, "dim_y": 4, "n_samples_inner": 8}}]}
+    plain = spec.validate(copy.deepcopy(study))
+    explicit = copy.deepcopy(study)
+    explicit["problems"][0]["params"]["sample_dtype"] = "float64"
+    narrow = copy.deepcopy(study)
+    narrow["problems"][0]["params"]["sample_dtype"] = "float32"
+    (p,), (e,), (n,) = (spec.validate(s).points for s in (study, explicit, narrow))
+    assert "sample_dtype" not in p.problem_params and p.problem_params["convexity"] == "exact"
+    assert e.key == p.key and spec.validate(explicit).spec_hash == plain.spec_hash
+    # The key recorded before the field existed (every other field at its default), unchanged.
+    assert p.key == "soba.simulated.d254e3a973"
+    assert n.problem_params["sample_dtype"] == "float32" and n.key != p.key

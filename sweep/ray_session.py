@@ -4,6 +4,7 @@ logs, and a quick stop. Ray is imported only inside these functions (validation 
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 from collections.abc import Iterator
@@ -49,7 +50,10 @@ def stop_ray() -> None:
     """`ray.shutdown()` of a local Ray, without its 1 s wait for the autoscaler monitor to take SIGTERM.
 
     The monitor has nothing to do on a local Ray and Ray kills it after that second anyway; it is found
-    through Ray's private node record, so when that changes this is a plain `ray.shutdown()`.
+    through Ray's private node record, so when that changes this is a plain `ray.shutdown()`. No garbage
+    collection runs during the shutdown: one started by another thread of the driver (the process guard's)
+    could free a Ray handle midway, and a handle that reaches Ray's core worker after it is gone ends the
+    process at once (exit code 1, nothing printed).
     """
     import ray
 
@@ -58,7 +62,14 @@ def stop_ray() -> None:
     for info in processes.get("monitor", []):
         with contextlib.suppress(Exception):
             info.process.kill()
-    ray.shutdown()
+    gc.collect()  # garbage holding Ray handles goes while Ray is up
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ray.shutdown()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _TUNE_ENV = {

@@ -192,20 +192,15 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        tracker, synced, writer, stopping = _run_pending(session, pending, len(done), connecting, address, num_cpus,
-                                                          report)
+        tracker, synced, writer = _run_pending(session, pending, len(done), connecting, address, num_cpus, report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
-        (tracker, synced), writer, stopping = connecting.result(), None, None
-    try:
-        return _finish(session, tracker, synced, writer, stopping, written, report, len(pending))
-    finally:
-        if stopping is not None:
-            stopping.result()
+        (tracker, synced), writer = connecting.result(), None
+    return _finish(session, tracker, synced, writer, written, report, len(pending))
 
 
-def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, stopping: Any,
-            written: Any, report: bool, runs: int) -> Outcome:
+def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, written: Any,
+            report: bool, runs: int) -> Outcome:
     """After the runs: sync MLflow, build the report, end the parent run, record the session."""
     study, store, index, timeline = session.study, session.store, session.index, session.timeline
     root, out = store.root, session.out
@@ -225,8 +220,6 @@ def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: Mlflow
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     tracker.end_study(status, counts)
     timeline.mark("end")
-    if stopping is not None:
-        stopping.result()  # the session's line says when Ray was down
     _write_session(store, timeline, writer, runs)
     say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
         f"{counts['missing']} not run | MLflow parent run {tracker.parent_id}")
@@ -237,11 +230,8 @@ def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: Mlflow
 
 def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
                  address: str | None, num_cpus: int | None,
-                 report: bool) -> tuple[Tracker, SyncLog, MlflowCallback, Any]:
-    """Run the pending runs in one fresh Tune experiment.
-
-    Returns the tracker, its sync log, the MLflow writer and Ray's shutdown under way (`.result()` waits).
-    """
+                 report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
+    """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
     import ray
 
     study, store = session.study, session.store
@@ -257,14 +247,6 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
     session.timeline.mark("ray_ready")
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")
-
-    def stop() -> None:
-        if started:
-            stop_ray()
-        if guard is not None:
-            guard.stop()
-        session.timeline.mark("ray_down")
-
     try:
         cpus = ray.cluster_resources().get("CPU", 0.0)
         if address and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
@@ -295,12 +277,15 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
                 progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
             writer.close()
             session.timeline.marks["trials"] = queue.trials_made
-    except BaseException:
-        stop()
-        raise
-    # Ray takes ~1.3 s to stop; nothing after the trials needs it, so it stops while MLflow syncs and the
-    # report is built (the caller waits for it before the session ends).
-    return tracker, synced, writer, mlflow_store.Background(stop, "bisweep-ray-shutdown")
+        return tracker, synced, writer
+    finally:
+        # Here, not on a thread overlapping the report: the garbage collector of this thread could then reach
+        # Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
+        if started:
+            stop_ray()
+        if guard is not None:
+            guard.stop()
+        session.timeline.mark("ray_down")
 
 
 def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:

@@ -133,18 +133,23 @@ def run_study(study: Study, results_dir: str | Path | None = None, *, address: s
             return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out,
                                ray_held=True)
 
-        with _ray_for_rounds(root, address, num_cpus, out):
+        say = Progress(study, 0, out).message
+        with _ray_up(root, address, num_cpus, say, " for every tuning round"):  # one Ray for all the rounds
             return rounds.run_rounds(study, ResultStore(root), session, report, out)
 
 
 @contextlib.contextmanager
-def _ray_for_rounds(root: Path, address: str | None, num_cpus: int | None, out: TextIO) -> Iterator[None]:
-    """One Ray (and one process guard) for every round of a growing study; a round's own would cost ~4 s."""
+def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "") -> Iterator[None]:
+    """Ray started (or connected to) for the block, and for a local Ray the process guard; both stopped after.
+
+    Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
+    then reach Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
+    """
     where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
-    print(f"bisweep: starting {where} for every tuning round", file=out, flush=True)
+    say(f"bisweep: starting {where}{purpose}")
     guard = None if address else ProcessGuard(str(root))
     if guard is not None and guard.start():
-        print("bisweep: stopped processes a killed earlier driver of this study left running", file=out, flush=True)
+        say("bisweep: stopped processes a killed earlier driver of this study left running")
     started = False
     try:
         started = start_ray(address, num_cpus)
@@ -232,60 +237,54 @@ def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_befor
                  address: str | None, num_cpus: int | None,
                  report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
     """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
+    progress = Progress(session.study, done_before, session.out)
+    held = contextlib.nullcontext() if session.ray_held else _ray_up(session.store.root, address, num_cpus,
+                                                                     progress.message)
+    try:
+        with held:
+            session.timeline.mark("ray_ready")
+            return _run_tune(session, pending, progress, connecting, address is not None, report)
+    finally:
+        session.timeline.mark("ray_down")
+
+
+def _run_tune(session: _Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any,
+              on_cluster: bool, report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
+    """`_run_pending` once Ray is up."""
     import ray
 
     study, store = session.study, session.store
-    progress = Progress(study, done_before, session.out)
-    guard, started = None, False
-    if not session.ray_held:
-        where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
-        progress.message(f"bisweep: starting {where}")
-        guard = None if address else ProcessGuard(str(store.root))
-        if guard is not None and guard.start():
-            progress.message("bisweep: stopped processes a killed earlier driver of this study left running")
-        started = start_ray(address, num_cpus)
-    session.timeline.mark("ray_ready")
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")
+    cpus = ray.cluster_resources().get("CPU", 0.0)
+    if on_cluster and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
+        progress.message(warning)
+    tracker, synced = connecting.result()
+    session.timeline.mark("mlflow_ready")
+    registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
+    registry = done_registry(registry_name)
+    slots = max(1, int(cpus // study.resources["cpu"]))
+    if study.max_concurrent:
+        slots = min(slots, study.max_concurrent)
+    queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
+    writer = MlflowCallback(tracker, session.index, synced, store)
+    recorder = StoreCallback(store, session.index, registry, queue)
+    callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
+                 session.timeline, Slim()]
+    if "://" not in session.exp_path and Path(session.exp_path).exists():
+        _drop_old_trials(session.exp_path, store)
+    progress.message(f"bisweep: running {len(pending)} runs")
+    session.timeline.mark("tune_started")
     try:
-        cpus = ray.cluster_resources().get("CPU", 0.0)
-        if address and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
-            progress.message(warning)
-        tracker, synced = connecting.result()
-        session.timeline.mark("mlflow_ready")
-        registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
-        registry = done_registry(registry_name)
-        slots = max(1, int(cpus // study.resources["cpu"]))
-        if study.max_concurrent:
-            slots = min(slots, study.max_concurrent)
-        queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial,
-                         slots)
-        writer = MlflowCallback(tracker, session.index, synced, store)
-        recorder = StoreCallback(store, session.index, registry, queue)
-        callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
-                     session.timeline, Slim()]
-        if "://" not in session.exp_path and Path(session.exp_path).exists():
-            _drop_old_trials(session.exp_path, store)
-        progress.message(f"bisweep: running {len(pending)} runs")
-        session.timeline.mark("tune_started")
-        try:
-            with tune_env(max_pending=slots + 1):
-                _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
-        finally:
-            session.timeline.mark("fit_done")
-            if writer.backlog:
-                progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
-            writer.close()
-            session.timeline.marks["trials"] = queue.trials_made
-        return tracker, synced, writer
+        with tune_env(max_pending=slots + 1):
+            _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
     finally:
-        # Here, not on a thread overlapping the report: the garbage collector of this thread could then reach
-        # Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
-        if started:
-            stop_ray()
-        if guard is not None:
-            guard.stop()
-        session.timeline.mark("ray_down")
+        session.timeline.mark("fit_done")
+        if writer.backlog:
+            progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
+        writer.close()
+        session.timeline.marks["trials"] = queue.trials_made
+    return tracker, synced, writer
 
 
 def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:

@@ -313,7 +313,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
             raise ParameterError(f"trainable_for('{algorithm}'): unknown config key '{unknown[0]}'; "
                                  f"allowed: {', '.join(fields + list(_RESERVED))}")
         seeds = config.get("seeds", [config.get("seed", 0)])
-        alg_params = algorithms.make_config(algorithm, {k: v for k, v in config.items() if k in fields}).as_dict()
+        alg_params = algorithms.make_config(algorithm, {k: v for k, v in config.items() if k in fields}).recorded()
         prob_params = pe.params.from_dict({**base_problem, **(config.get("problem_params") or {})}).recorded()
         point = Point(algorithm, algorithm, alg_params, problem, prob_params, instance_seed, base_budget, n_evals, {})
         trial = Trial(point, tuple(int(s) for s in seeds))

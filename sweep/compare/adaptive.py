@@ -118,7 +118,7 @@ def _losses(trials: Mapping[int, Point], label: str, study: int, seeds: Sequence
 
 def with_values(template: Point, algorithm: str, values: Mapping[str, Any], slot: list[int]) -> Point:
     """`template` (the group's paper-default point) with tuned `values`, filling one (study, trial) slot."""
-    params = algorithms.get(algorithm).Config.from_dict({**template.algorithm_params, **values}).as_dict()
+    params = algorithms.get(algorithm).Config.from_dict({**template.algorithm_params, **values}).recorded()
     return dataclasses.replace(template, algorithm_params=params, coords={**template.coords, "tuning": [slot]})
 
 

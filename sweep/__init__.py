@@ -17,13 +17,15 @@ if TYPE_CHECKING:
     from sweep.frames import Results, load_results
     from sweep.model import Study
     from sweep.report import build_report
+    from sweep.runner import run_study
     from sweep.spec import load as load_study
     from sweep.trainable import trainable_for
 
 #: Public name → (module, attribute).
 _LAZY = {"Results": ("sweep.frames", "Results"), "load_results": ("sweep.frames", "load_results"),
          "Study": ("sweep.model", "Study"), "build_report": ("sweep.report", "build_report"),
-         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.trainable", "trainable_for")}
+         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.trainable", "trainable_for"),
+         "run_study": ("sweep.runner", "run_study")}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,14 +39,6 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-def run_study(study: Any, results_dir: str | None = None, **options: Any) -> Any:
-    """Run (or finish) a study (a Study or a study's name or file); see `sweep.runner.run_study`."""
-    from sweep.runner import run_study as _run  # imports Ray: only when a study runs
-
-    return _run(study if isinstance(study, __getattr__("Study")) else __getattr__("load_study")(study), results_dir,
-                **options)
 
 
 __all__ = ["Study", "load_study", "run_study", "build_report", "trainable_for", "load_results", "Results"]

@@ -29,6 +29,7 @@ from sweep.limits import MAX_RUNS
 from sweep.lock import StudyLocked
 from sweep.model import scale_names
 from sweep.report import build_report
+from sweep.runner import run_study
 from sweep.sources import builtin_studies, results_dir, study_name
 from sweep.store import ResultStore
 from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
@@ -54,8 +55,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
-    from sweep.runner import run_study  # imports Ray: not for --validate-only
-
     outcome = run_study(study, _results_dir(args, study.name), address=args.address, tracking_uri=args.tracking_uri,
                         storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
                         report=not args.no_report)

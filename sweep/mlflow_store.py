@@ -7,6 +7,7 @@ is made on a thread (`Background`) while the driver starts Ray.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import shutil
@@ -63,16 +64,28 @@ def prepare(uri: str, artifact_location: str | None) -> None:
     os.replace(tmp, path)
 
 
-class Background:
-    """`work()` run on a thread; `result()` waits for it and returns its value (or raises its error)."""
+#: The niceness of a yielding background thread (0 normal, 19 lowest).
+YIELDING_NICE = 10
 
-    def __init__(self, work: Callable[[], Any], name: str) -> None:
+
+class Background:
+    """`work()` run on a thread; `result()` waits for it and returns its value (or raises its error).
+
+    `yielding`: the thread runs at a lower CPU priority (Linux), so that work done while Ray starts takes the CPU
+    time Ray's own processes leave idle instead of delaying them.
+    """
+
+    def __init__(self, work: Callable[[], Any], name: str, yielding: bool = False) -> None:
         self._value: Any = None
         self._error: BaseException | None = None
+        self._yielding = yielding
         self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
         self._thread.start()
 
     def _run(self, work: Callable[[], Any]) -> None:
+        if self._yielding and hasattr(os, "setpriority"):
+            with contextlib.suppress(OSError):  # this thread only: on Linux a thread id is a process id
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), YIELDING_NICE)
         try:
             self._value = work()
         except BaseException as exc:  # noqa: BLE001  handed to the caller of result()

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TextIO
 
-from ray.tune import Callback
-
 from sweep.model import Study
-from sweep.trainable import META, chunks
 
 
 def format_seconds(seconds: float) -> str:
@@ -24,7 +21,7 @@ def format_seconds(seconds: float) -> str:
 
 
 class Progress:
-    """Counts and the time-left estimate, independent of Tune (fed by `ProgressCallback`)."""
+    """Counts and the time-left estimate, independent of Tune (fed by `sweep.experiment.ProgressCallback`)."""
 
     def __init__(self, study: Study, done_before: int, out: TextIO | None = None,
                  interval: float | None = None) -> None:
@@ -145,41 +142,6 @@ class Progress:
             self.out.write("\n")
             self.out.flush()
             self._width = 0
-
-
-class ProgressCallback(Callback):
-    """Tune callback feeding a `Progress` and refreshing the display (O(1) per event)."""
-
-    def __init__(self, progress: Progress, failed_runs: Callable[[Any], list[str]] | None = None) -> None:
-        self.progress = progress
-        self.failed_runs = failed_runs  # trial -> the runs its failure failed (default: all of its runs)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # not needed in Tune's pickled run config
-
-    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
-        self.progress.show()
-
-    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.progress.trial_started(trial.trial_id)
-
-    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        if result.get(META) is not None:
-            self.progress.result(trial.trial_id, chunks(result))
-
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.progress.trial_ended(trial.trial_id)
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        cfg = trial.config["trial"]
-        self.progress.trial_ended(trial.trial_id)
-        self.progress.runs_failed(self.failed_runs(trial) if self.failed_runs else cfg.run_keys)
-        where = getattr(trial, "error_file", None)
-        self.progress.message(f"bisweep: trial {cfg.key} failed: {trial_error(trial)}"
-                              + (f" (traceback: {where})" if where else ""))
-
-    def on_experiment_end(self, trials: list, **info: Any) -> None:
-        self.progress.close()
 
 
 def trial_error(trial: Any) -> str:

@@ -15,28 +15,26 @@ import json
 import os
 import shutil
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
-
-from ray.tune import Callback
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from problems.validation import ParameterError
-from sweep import figures, kinds, mlflow_store, options, rounds
-from sweep.dispatch import RunQueue, StudySearcher
+from sweep import kinds, mlflow_store, options, rounds, spec
 from sweep.lock import StudyLock
-from sweep.mlflow_writer import MlflowCallback
-from sweep.model import Point, RunSpec, Study, TrialConfig
+from sweep.model import Point, Study
 from sweep.processes import ProcessGuard
-from sweep.progress import Progress, ProgressCallback
-from sweep.ray_session import ClusterError, quiet_logs, start_ray, stop_ray, tune_env
-from sweep.recording import Slim, StoreCallback, config_of, done_registry
+from sweep.progress import Progress
+from sweep.ray_session import ClusterError, quiet_logs, start_ray, stop_ray
 from sweep.report import build_report
+from sweep.session import Session, Timeline, process_start
 from sweep.store import ResultStore
 from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
-from sweep.trainable import study_trainable
+
+if TYPE_CHECKING:
+    from sweep.mlflow_writer import MlflowCallback
 
 __all__ = ["ClusterError", "Outcome", "run_study", "start_ray"]
 
@@ -59,61 +57,13 @@ class Outcome:
         return self.counts["failed"] == 0 and self.counts["missing"] == 0
 
 
-def _trial_name(trial: Any) -> str:
-    return config_of(trial).key
-
-
-def _trial_dirname(trial: Any) -> str:
-    return trial.trial_id
-
-
-class Timeline(Callback):
-    """When this session's phases happened (seconds after the driver started), kept in sessions.jsonl."""
-
-    def __init__(self, start: float) -> None:
-        self.start = start
-        self.marks: dict[str, float] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def mark(self, name: str) -> None:
-        """Wall seconds since the driver started, and the driver's CPU seconds (all its threads) then."""
-        if name not in self.marks:
-            self.marks[name] = round(time.time() - self.start, 3)
-            self.marks[f"{name}_cpu"] = round(time.process_time(), 3)
-
-    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.mark("first_trial_started")
-
-    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        self.mark("first_result")
-
-
-# ---------------------------------------------------------------- Tune
-def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback]) -> Any:
-    """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
-    from ray import tune
-    from ray.tune import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
-
-    trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
-    storage, name = exp_path.rsplit("/", 1)
-    return tune.Tuner(
-        trainable,
-        tune_config=TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True,
-                               max_concurrent_trials=study.max_concurrent,
-                               trial_name_creator=_trial_name, trial_dirname_creator=_trial_dirname),
-        run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks,
-                             failure_config=FailureConfig(max_failures=study.max_failures),
-                             checkpoint_config=CheckpointConfig(num_to_keep=2)),
-    )
-
-
 # ---------------------------------------------------------------- the study
-def run_study(study: Study, results_dir: str | Path | None = None, *, address: str | None = None,
+def run_study(study: Study | str, results_dir: str | Path | None = None, *, address: str | None = None,
               tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
               num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
-    """Run (or finish) a validated study and write its report; see the module docstring."""
+    """Run (or finish) a study (validated, or a built-in name or YAML file) and write its report; see the module
+    docstring."""
+    study = study if isinstance(study, Study) else spec.load(study)
     out = out or sys.stdout
     root = Path(results_dir or Path("results") / study.name).resolve()
     options.check_results_dir(root)
@@ -161,24 +111,10 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
             guard.stop()
 
 
-@dataclasses.dataclass
-class _Session:
-    """What one driver session works with."""
-
-    study: Study
-    store: ResultStore
-    index: dict[str, tuple[Point, int]]
-    exp_path: str
-    timeline: Timeline
-    out: TextIO
-    tracking_uri: str
-    ray_held: bool  # Ray started (and guarded) by the caller for several sessions: neither started nor stopped here
-
-
 def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
                 num_cpus: int | None, report: bool, out: TextIO, ray_held: bool = False) -> Outcome:
     """`run_study` once the options are checked and the results directory is ours."""
-    timeline = Timeline(_process_start())
+    timeline = Timeline(process_start())
     timeline.mark("validated")
     store = ResultStore(root)
     storage = storage_path or str(root / "ray")
@@ -189,7 +125,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
         f"= {len(study.run_keys)} runs; results in {root}")
     say(f"bisweep: MLflow tracking at {uri}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
-    session = _Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
+    session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
                        uri, ray_held)
     connecting = connect_tracking(uri, study, store, index)  # on a thread, while Ray starts
     done = store.done(index)
@@ -204,7 +140,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     return _finish(session, tracker, synced, writer, written, report, len(pending))
 
 
-def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, written: Any,
+def _finish(session: Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, written: Any,
             report: bool, runs: int) -> Outcome:
     """After the runs: sync MLflow, build the report, end the parent run, record the session."""
     study, store, index, timeline = session.study, session.store, session.index, session.timeline
@@ -233,84 +169,37 @@ def _finish(session: _Session, tracker: Tracker, synced: SyncLog, writer: Mlflow
     return Outcome(study, root, session.tracking_uri, tracker.parent_id, counts, report_dir, interrupted)
 
 
-def _run_pending(session: _Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
+def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
                  address: str | None, num_cpus: int | None,
                  report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
     """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
     progress = Progress(session.study, done_before, session.out)
+    loading = mlflow_store.Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(session.store.root, address, num_cpus,
                                                                      progress.message)
     try:
         with held:
             session.timeline.mark("ray_ready")
-            return _run_tune(session, pending, progress, connecting, address is not None, report)
+            experiment = _loaded(loading)
+            return experiment.run(session, pending, progress, connecting, address is not None, report)
     finally:
         session.timeline.mark("ray_down")
 
 
-def _run_tune(session: _Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any,
-              on_cluster: bool, report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
-    """`_run_pending` once Ray is up."""
-    import ray
+def _import_experiment() -> ModuleType:
+    """sweep.experiment, with Ray Tune (~0.8 s of imports that overlap Ray's start when run on a thread)."""
+    from sweep import experiment
 
-    study, store = session.study, session.store
-    if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
-        mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")
-    cpus = ray.cluster_resources().get("CPU", 0.0)
-    if on_cluster and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
-        progress.message(warning)
-    tracker, synced = connecting.result()
-    session.timeline.mark("mlflow_ready")
-    registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
-    registry = done_registry(registry_name)
-    slots = max(1, int(cpus // study.resources["cpu"]))
-    if study.max_concurrent:
-        slots = min(slots, study.max_concurrent)
-    queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
-    writer = MlflowCallback(tracker, session.index, synced, store)
-    recorder = StoreCallback(store, session.index, registry, queue)
-    callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
-                 session.timeline, Slim()]
-    if "://" not in session.exp_path and Path(session.exp_path).exists():
-        _drop_old_trials(session.exp_path, store)
-    progress.message(f"bisweep: running {len(pending)} runs")
-    session.timeline.mark("tune_started")
+    return experiment
+
+
+def _loaded(loading: mlflow_store.Background) -> ModuleType:
+    """The module imported on the thread; imported here if that failed (two threads importing the same modules in
+    opposite orders can make Python's import locks give up on one of them)."""
     try:
-        with tune_env(max_pending=slots + 1):
-            _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
-    finally:
-        session.timeline.mark("fit_done")
-        if writer.backlog:
-            progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
-        writer.close()
-        session.timeline.marks["trials"] = queue.trials_made
-    return tracker, synced, writer
-
-
-def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:
-    """make(key, runs) -> the TrialConfig of a trial (with the midway checkpoints of its runs, if any)."""
-    def make(key: str, runs: tuple[RunSpec, ...]) -> TrialConfig:
-        resume = {r.run_key: checkpoints[r.run_key] for r in runs if r.run_key in checkpoints}
-        return TrialConfig(key, runs, study.checkpoint_seconds, study.report_seconds, tuple(study.imports), registry,
-                           resume)
-
-    return make
-
-
-def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
-    """Delete the trial directories of earlier sessions, except those holding a checkpoint a run resumes from."""
-    keep = {Path(c).resolve() for c in store.checkpoints().values()}
-    for d in Path(exp_path).iterdir():
-        if d.is_dir() and not any(d.resolve() in k.parents for k in keep):
-            shutil.rmtree(d, ignore_errors=True)
-
-
-def _process_start() -> float:
-    """When this process started (epoch seconds; on Linux its /proc entry's time, elsewhere now)."""
-    try:
-        return os.stat(f"/proc/{os.getpid()}").st_ctime
-    except OSError:
-        return time.time()
+        return loading.result()
+    except (ImportError, RuntimeError):  # RuntimeError: importlib's _DeadlockError
+        return _import_experiment()
 
 
 def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int) -> None:
@@ -342,7 +231,7 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
         synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced
 
-    return mlflow_store.Background(connect, "bisweep-mlflow-connect")
+    return mlflow_store.Background(connect, "bisweep-mlflow-connect", yielding=True)
 
 
 def count_runs(store: ResultStore, study: Study) -> dict[str, int]:

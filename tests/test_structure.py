@@ -130,7 +130,7 @@ def test_imports_inside_functions_are_only_the_heavy_optional_libraries():
                     and not (target in MODULES and heavy_at_top(target)):
                 hidden.append(f"{module} imports {target} inside a function")
     assert not hidden, hidden
-    assert heavy_at_top("sweep.runner") and not heavy_at_top("sweep.spec")
+    assert heavy_at_top("sweep.experiment") and not heavy_at_top("sweep.runner") and not heavy_at_top("sweep.spec")
 
 
 KIND_NAMES = ("comparison", "stepsize_sensitivity", "dimension_scaling", "noise", "drift")

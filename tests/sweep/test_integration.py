@@ -99,6 +99,9 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
 
 
 # ---------------------------------------------------------------- in-process studies on one Ray
+ORIGINAL_ENVIRONMENT = dict(os.environ)
+
+
 @pytest.fixture(scope="module")
 def ray_session(repo):
     import ray
@@ -185,6 +188,18 @@ def outcome_rows(outcome):
 
     with open(outcome.report_dir / "runs.csv") as fh:
         return list(csv.DictReader(fh))
+
+
+def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_keeps_its_own(ray_session, repo):
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def environment() -> tuple[str | None, list[str]]:
+        return os.environ.get("PL_DISABLE_FORK"), os.environ.get("PYTHONPATH", "").split(os.pathsep)
+
+    fork, paths = ray.get(environment.remote())
+    assert fork == "1" and paths[0] == str(repo)  # what trials_on_idle_workers takes from Tune's runtime env
+    assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT
 
 
 def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):

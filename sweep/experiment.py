@@ -34,7 +34,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
 
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
-        mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib")
+        mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)
     cpus = ray.cluster_resources().get("CPU", 0.0)
     if on_cluster and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
         progress.message(warning)

@@ -87,6 +87,15 @@ def test_non_finite_still_diverges_with_the_rule_off():
     assert recs[-1]["status"] == "diverged" and recs[-1]["diverged_metric"].endswith("non-finite")
 
 
+def test_an_iterate_whose_square_overflows_is_caught_quietly_at_its_step():
+    # x_2 = 1e160 + 1: finite, but x·x overflows inside the run loop's raising error state
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recs = list(algorithms.run("toy_growth", quad(), {"rate": 1e160}, budget={"iterations": 10}, divergence=NEVER))
+    assert recs[-1]["status"] == "diverged" and recs[-1]["diverged_at"] == 2
+    assert recs[-1]["diverged_metric"] == "x non-finite"  # x is checked before y
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"factor": 1.0}, "'factor' must be a number greater than 1, got 1.0"),
     ({"factor": math.inf}, "'factor' must be a positive number, got inf"),

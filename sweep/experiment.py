@@ -18,7 +18,7 @@ from sweep.dispatch import RunQueue, StudySearcher
 from sweep.mlflow_writer import MlflowCallback
 from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.progress import Progress, trial_error
-from sweep.ray_session import trials_on_idle_workers, tune_env
+from sweep.ray_session import started_here, trials_on_idle_workers, tune_env
 from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.session import Session, Timeline
 from sweep.store import ResultStore
@@ -55,7 +55,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     progress.message(f"bisweep: running {len(pending)} runs")
     session.timeline.mark("tune_started")
     try:
-        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=not on_cluster):
+        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()):
             _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
     finally:
         session.timeline.mark("fit_done")

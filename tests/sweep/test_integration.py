@@ -15,7 +15,7 @@ import yaml
 import algorithms
 import problems
 from sweep import spec
-from sweep.ray_session import start_ray
+from sweep.ray_session import start_ray, started_here
 from sweep.runner import run_study
 from tests.sweep import toy_algorithms  # noqa: F401
 from tests.sweep.servers import wait_http
@@ -197,6 +197,7 @@ def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_k
     def environment() -> tuple[str | None, list[str]]:
         return os.environ.get("PL_DISABLE_FORK"), os.environ.get("PYTHONPATH", "").split(os.pathsep)
 
+    assert started_here()  # so trials_on_idle_workers is on for the studies of this module
     fork, paths = ray.get(environment.remote())
     assert fork == "1" and paths[0] == str(repo)  # what trials_on_idle_workers takes from Tune's runtime env
     assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT

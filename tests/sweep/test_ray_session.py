@@ -53,3 +53,9 @@ def test_the_raylet_retries_its_store_connection_often_within_rays_default_budge
     assert cfg["raylet_client_connect_timeout_milliseconds"] <= 100
     # Ray's default: 10 tries a second apart
     assert cfg["raylet_client_connect_timeout_milliseconds"] * cfg["raylet_client_num_connect_attempts"] >= 10 * 1000
+
+
+def test_no_ray_started_here_without_a_ray():
+    import ray
+
+    assert not ray.is_initialized() and not ray_session.started_here()

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ray
 from ray import tune
 from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 
@@ -26,12 +27,10 @@ from sweep.tracking import SyncLog, Tracker
 from sweep.trainable import META, chunks, study_trainable
 
 
-def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any,
-              on_cluster: bool, report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
+def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any, on_cluster: bool,
+        report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
     """The pending runs through one fresh Tune experiment (Ray is up); the tracker, its sync log and the MLflow
     writer."""
-    import ray  # noqa: PLC0415  (already loaded by Ray's start)
-
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)

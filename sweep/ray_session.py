@@ -54,8 +54,14 @@ def started_here() -> bool:
     process's environment), from Ray's private node record: False when that changes."""
     import ray
 
-    node = getattr(getattr(getattr(ray, "_private", None), "worker", None), "_global_node", None)
-    return bool(getattr(node, "head", False)) and ray.is_initialized()
+    return bool(getattr(_node(), "head", False)) and ray.is_initialized()
+
+
+def _node() -> Any:
+    """Ray's private record of this process's node (its processes, whether it is the head), or None."""
+    import ray
+
+    return getattr(getattr(getattr(ray, "_private", None), "worker", None), "_global_node", None)
 
 
 def stop_ray() -> None:
@@ -69,8 +75,7 @@ def stop_ray() -> None:
     """
     import ray
 
-    node = getattr(getattr(ray, "_private", None), "worker", None)
-    processes = getattr(getattr(node, "_global_node", None), "all_processes", None) or {}
+    processes = getattr(_node(), "all_processes", None) or {}
     for info in processes.get("monitor", []):
         with contextlib.suppress(Exception):
             info.process.kill()

@@ -327,8 +327,8 @@ def feed_writer(n: int, rate: float) -> dict[str, float]:
         store.write_study(st)
         uri = default_tracking_uri(d)
         tracker = Tracker(uri, st.name, local_artifact_location(uri))
-        cb = MlflowCallback(tracker, {p.run_key(0): (p, 0) for p in st.points}, SyncLog(store, tracker.start_study(st)),
-                            store)
+        synced = SyncLog(store, tracker.start_study(st))
+        cb = MlflowCallback(lambda: (tracker, synced), {p.run_key(0): (p, 0) for p in st.points}, store)
         start = time.monotonic()
         for i, p in enumerate(st.points):
             while rate and time.monotonic() - start < i / rate:

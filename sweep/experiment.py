@@ -37,15 +37,13 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     cpus = ray.cluster_resources().get("CPU", 0.0)
     if on_cluster and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
         progress.message(warning)
-    tracker, synced = connecting.result()
-    session.timeline.mark("mlflow_ready")
     registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
     registry = done_registry(registry_name)
     slots = max(1, int(cpus // study.resources["cpu"]))
     if study.max_concurrent:
         slots = min(slots, study.max_concurrent)
     queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
-    writer = MlflowCallback(tracker, session.index, synced, store)
+    writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store)
     recorder = StoreCallback(store, session.index, registry, queue)
     callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
                  TimelineCallback(session.timeline), Slim()]
@@ -62,7 +60,18 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
+    tracker, synced = connecting.result()
     return tracker, synced, writer
+
+
+def _marked(work: Callable[[], Any], timeline: Timeline, name: str) -> Callable[[], Any]:
+    """work, marking `name` on the timeline once it has returned."""
+    def marked() -> Any:
+        value = work()
+        timeline.mark(name)
+        return value
+
+    return marked
 
 
 def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:

@@ -4,6 +4,9 @@ whatever has gathered since its last write in one batch across runs.
 The thread never waits for a timer while results are queued: each write takes everything that arrived
 during the previous one, so batches grow with the rate and the lag stays about one write long (it is
 measured: `max_lag`, and `drain_seconds` for the end). Tune's event loop only enqueues.
+
+The thread first connects (`connect()`, ~1 s of MLflow imports on a cold driver), so trials start while it
+does; if the store cannot be used, Tune's next step raises that error and the experiment stops.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ray.tune import Callback
@@ -27,13 +31,15 @@ MAX_RESULTS_PER_WRITE = 5000
 class MlflowCallback(Callback):
     """Driver-side Tune callback mirroring every result into the study's MLflow runs, off Tune's thread."""
 
-    def __init__(self, tracker: Tracker, index: dict[str, tuple[Point, int]], synced: SyncLog,
+    def __init__(self, connect: Callable[[], tuple[Tracker, SyncLog]], index: dict[str, tuple[Point, int]],
                  store: ResultStore) -> None:
-        self.tracker = tracker
-        self.synced = synced
+        self._connect = connect  # -> the tracker and its sync log, called on the writer thread
+        self.tracker: Tracker | None = None
+        self.synced: SyncLog | None = None
         self.store = store
         self.index = index
         self.error: Exception | None = None
+        self.connect_error: Exception | None = None
         self.max_lag = 0.0  # longest time a result waited before its write ended (seconds)
         self.drain_seconds = 0.0  # how long `close` waited for the queue to empty
         self._queue: queue.Queue = queue.Queue()
@@ -45,6 +51,10 @@ class MlflowCallback(Callback):
 
     # ---- the writer thread ----
     def _work(self) -> None:
+        try:
+            self.tracker, self.synced = self._connect()
+        except Exception as exc:  # noqa: BLE001  raised on Tune's thread by on_step_begin; results stay on disk
+            self.connect_error = self.error = exc
         while True:
             try:
                 items = [self._queue.get(timeout=FLUSH_SECONDS)]
@@ -89,6 +99,10 @@ class MlflowCallback(Callback):
         self.drain_seconds = time.monotonic() - start
 
     # ---- Tune events ----
+    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
+        if self.connect_error is not None:
+            raise self.connect_error  # Tune stops the experiment and fit() raises it
+
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
         meta = result.get(META)
         if meta is not None:

@@ -74,6 +74,24 @@ def check_tracking_uri(uri: str | None) -> None:
     scheme = urlsplit(uri).scheme.split("+")[0]
     if scheme not in TRACKING_SCHEMES or (scheme == "sqlite" and not uri.startswith("sqlite:///")):
         raise ParameterError(f"tracking-uri: must be {TRACKING_HELP}, got {uri!r}")
+    if scheme == "sqlite":
+        _check_sqlite_file(Path(uri[len("sqlite:///"):]))
+
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """An SQLite store's path: a database file, an empty file or nothing yet (MLflow then makes it)."""
+    if path.is_dir():
+        raise ParameterError(f"tracking-uri: {path} is a directory, not an SQLite database file")
+    if path.is_file():
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+        if head and head != SQLITE_HEADER:
+            raise ParameterError(f"tracking-uri: {path} is not an SQLite database; give a new file's path or "
+                                 "an MLflow store's")
 
 
 def check_results_dir(root: Path) -> None:

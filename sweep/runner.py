@@ -225,8 +225,9 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
             tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root))
             parent = tracker.start_study(study)
         except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
+            first_line = str(exc).strip().split("\n", 1)[0]  # SQLAlchemy's errors add the SQL and a link
             raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} "
-                                 f"({type(exc).__name__}: {exc})") from exc
+                                 f"({type(exc).__name__}: {first_line})") from exc
         synced = SyncLog(store, parent)
         synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced

@@ -49,6 +49,7 @@ def listing(tmp_path):
     (GOOD, ["--address", "127.0.0.1:1"], "address: no Ray head answers at 127.0.0.1:1"),
     (GOOD, ["--address", "not a host"], "address: must be host:port of a Ray head"),
     (GOOD, ["--tracking-uri", "garbage"], "tracking-uri: must be sqlite:///<absolute path>.db, http(s)://host:port"),
+    (GOOD, ["--tracking-uri", "sqlite:///afile"], "tracking-uri: afile is not an SQLite database"),
     (GOOD, ["--results-dir", "afile"], "results-dir:"),
     (GOOD, ["--max-runs", "0"], "max-runs: must be a positive integer"),
 ])

@@ -133,3 +133,20 @@ def test_unreachable_tracking_server_is_a_one_line_error_before_ray(tmp_path, ca
     captured = capsys.readouterr()
     assert captured.err.startswith(f"bisweep: error: tracking-uri: no MLflow server answers at http://127.0.0.1:{port}")
     assert "starting" not in captured.out
+
+
+def test_a_tracking_store_mlflow_cannot_use_is_a_one_line_error(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "newer.db"  # as a newer MLflow leaves it: a schema revision this MLflow does not know
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        con.execute("INSERT INTO alembic_version VALUES ('0123456789ab')")
+    con.close()
+    path = tmp_path / "s.yaml"
+    path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
+                    "budget: {iterations: 5}\n")
+    assert main(["run", str(path), "--tracking-uri", f"sqlite:///{db}", "--results-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bisweep: error: tracking-uri: cannot use the MLflow store at "
+                                               f"sqlite:///{db} (CommandError: Can't locate revision identified by '0123456789ab')"), err

@@ -81,7 +81,8 @@ def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
 def finish_resumed_run(t, study, store, key):
     """The next session's writer receives the run's last record (step 13, the trial continued from a
     checkpoint at step 8) and ends the run."""
-    cb = MlflowCallback(t, index_of(study), SyncLog(store, t.parent_id), store)
+    synced = SyncLog(store, t.parent_id)
+    cb = MlflowCallback(lambda: (t, synced), index_of(study), store)
     final = records([13], final="finished")[0]
     store.append(key, final)
     meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
@@ -208,3 +209,42 @@ def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_noth
     assert not second.existed_before(key)
     finish_resumed_run(second, study, store, key)
     assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]
+
+
+def ended_result(key, steps):
+    recs = records(steps, final="finished")
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": recs, "done": True}]}
+    return {**recs[-1], META: meta}
+
+
+def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(tmp_path, study):
+    import threading
+
+    key, store, ready = study.run_keys[0], ResultStore(tmp_path), threading.Event()
+    t = tracker(tmp_path, study)
+
+    def connect():
+        ready.wait(10)
+        return t, SyncLog(store, t.parent_id)
+
+    cb = MlflowCallback(connect, index_of(study), store)
+    cb.on_step_begin(0, [])
+    cb.on_trial_result(0, [], None, ended_result(key, [0, 1, 2]))
+    assert cb.tracker is None and cb.backlog == 1  # queued, Tune's thread not held up
+    ready.set()
+    cb.close()
+    assert cb.error is None and history(t, key) == [0, 1, 2] and key in cb.synced.keys
+
+
+def test_a_store_that_cannot_be_used_stops_the_experiment_at_tunes_next_step(tmp_path, study):
+    from problems.validation import ParameterError
+
+    def connect():
+        raise ParameterError("tracking-uri: cannot use the MLflow store at sqlite:///x.db (broken)")
+
+    cb = MlflowCallback(connect, index_of(study), ResultStore(tmp_path))
+    cb.on_trial_result(0, [], None, ended_result(study.run_keys[0], [0, 1]))
+    cb.close()  # the queue still drains: nothing waits for a store that never came
+    with pytest.raises(ParameterError, match="^tracking-uri: cannot use the MLflow store"):
+        cb.on_step_begin(1, [])
+    assert cb.tracker is None and cb.error is cb.connect_error

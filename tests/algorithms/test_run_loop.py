@@ -114,6 +114,31 @@ def test_compute_time_excludes_evaluation_time(clocked):
     assert times == sorted(times)
 
 
+def test_online_compute_time_excludes_the_regret_evaluation(monkeypatch):
+    # The regret term is evaluated between steps, inside the timed stretch: 1 s per ∇F must not count.
+    clock = FakeClock()
+    monkeypatch.setattr(run_module, "time", types.SimpleNamespace(perf_counter=clock.perf_counter,
+                                                                   thread_time=clock.perf_counter))
+    p = problems.make("oscillating_toy", T=30)
+    real_at = p.at
+
+    def at(t):
+        inst = real_at(t)
+        for name in ORACLES:
+            setattr(inst, name, _ticking(getattr(inst, name), clock, 1e-3))
+        inst.grad_F = _ticking(inst.grad_F, clock, 1.0)
+        inst.y_star = _ticking(inst.y_star, clock, 1.0)
+        return inst
+
+    p.at = at
+    recs = list(algorithms.run("af2obo", p, {}, budget={"iterations": 30}, n_evals=5))
+    assert recs[-1]["iteration"] == 30 and recs[-1]["calls/total"] > 30
+    for r in recs:
+        assert r["time"] == pytest.approx(1e-3 * r["calls/total"], rel=1e-12, abs=1e-15)
+        assert r["cpu_time"] == pytest.approx(r["time"], rel=1e-12, abs=1e-15)
+    assert recs[-1]["eval_time"] >= 30.0  # one ∇F per step for the regret, plus the records' metrics
+
+
 def test_every_metric_equals_its_definition():
     p = quad()
     A, C, P, a, e, c, m = p.A, p.C, p.P, p.a, p.e, p.c, p.m

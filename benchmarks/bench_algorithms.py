@@ -17,6 +17,8 @@ dtfbo: D-TFBO (fixed loops, 10 + 10 steps, minibatch 64) on `quadratic` with dim
     n_samples = 1024, rank = 2: ms per iteration with the package's oracles and with the einsum oracles
     they replaced (EinsumQuadratic below, kept here as the reference), runs interleaved.
 accuracy: those two oracle sets against a long-double evaluation of the same sums.
+loop: the run loop's own cost per step (timing, budget and iterate checks), SOBA on `simulated` with its
+    step replaced by one that does nothing, 100,000 steps per round, the loop on its real clocks.
 
 BLAS runs on --blas-threads threads (default 1, as a Ray trial on one CPU gets it): with a thread per
 core, the evaluations' dense solves leave OpenBLAS threads spinning for a while, which slowed the run loop
@@ -327,7 +329,36 @@ def accuracy_case(d: int, n: int, rank: int, size: int, seed: int) -> dict[str, 
     return out
 
 
-SECTIONS = {"overhead": section_overhead, "dtfbo": section_dtfbo, "accuracy": section_accuracy}
+# ---------------------------------------------------------------- the run loop alone
+LOOP_STEPS = 100_000
+
+
+def loop_us(problem: Any) -> float:
+    """Microseconds per step of the run loop around a step that does nothing."""
+    run = run_module.Run("soba", problem, {"batch_size": 8}, seed=0, budget={"iterations": LOOP_STEPS}, n_evals=2)
+    run.algorithm.step = lambda: None
+    run.advance()  # the evaluation at iteration 0
+    start = CLOCK.now()
+    while not run.done:
+        run.advance()  # one stretch to the end, then the final evaluation
+    return 1e6 * (CLOCK.now() - start) / LOOP_STEPS
+
+
+def section_loop(args: argparse.Namespace) -> None:
+    """The run loop's own cost per step, on its real clocks as in a trial."""
+    p = problems.make("simulated", seed=0, dim_x=100, dim_y=100, n_samples_inner=1024, n_samples_outer=1024)
+    saved, run_module.time = run_module.time, time
+    try:
+        rounds = [loop_us(p) for _ in range(args.repeats)]
+    finally:
+        run_module.time = saved
+    lo, med = min_median(rounds)
+    print(f"\n== the run loop alone (SOBA's step a no-op, simulated d 100, {LOOP_STEPS:,} steps, {args.repeats} rounds)")
+    print(f"{'µs per step':<26} min {lo:7.2f}  median {med:7.2f}")
+
+
+SECTIONS = {"overhead": section_overhead, "dtfbo": section_dtfbo, "accuracy": section_accuracy,
+            "loop": section_loop}
 
 
 def main(argv: list[str] | None = None) -> None:

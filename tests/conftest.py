@@ -16,6 +16,18 @@ import pytest
 from problems.validation import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
+#: Test files that start Ray, tracking servers or `bisweep` processes (beside every tests/sweep/test_*.py).
+STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for `pytest -n 2 --dist loadgroup` (pytest-xdist): the files that run studies share one group,
+    run in turn by one worker, as each takes both cores and its own ports; every other file is a group of
+    its own (its module fixtures are built once), run by the other worker beside them."""
+    for item in items:
+        path = Path(item.path)
+        study = path.name in STUDY_FILES or (path.parent == REPO / "tests" / "sweep" and path.name.startswith("test_"))
+        item.add_marker(pytest.mark.xdist_group("studies" if study else str(path.relative_to(REPO))))
 
 
 @pytest.fixture(scope="session")

@@ -115,7 +115,7 @@ def test_compute_time_excludes_evaluation_time(clocked):
 
 
 def test_online_compute_time_excludes_the_regret_evaluation(monkeypatch):
-    # The regret term is evaluated between steps, inside the timed stretch: 1 s per ∇F must not count.
+    # The regret term is evaluated between steps, in the same stretch: its 1 s per ∇F must not count.
     clock = FakeClock()
     monkeypatch.setattr(run_module, "time", types.SimpleNamespace(perf_counter=clock.perf_counter,
                                                                    thread_time=clock.perf_counter))

@@ -16,8 +16,11 @@ import pytest
 from problems.validation import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
-#: Test files that start Ray, tracking servers or `bisweep` processes (beside every tests/sweep/test_*.py).
-STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py"}
+#: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
+STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py",
+               *(f"test_{name}.py" for name in ("benchmark_integration", "cli_errors", "cluster", "integration",
+                                                "lock_processes", "postgres", "ray_session", "readme", "report",
+                                                "resume", "scale", "studies"))}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -26,8 +29,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     its own (its module fixtures are built once), run by the other worker beside them."""
     for item in items:
         path = Path(item.path)
-        study = path.name in STUDY_FILES or (path.parent == REPO / "tests" / "sweep" and path.name.startswith("test_"))
-        item.add_marker(pytest.mark.xdist_group("studies" if study else str(path.relative_to(REPO))))
+        item.add_marker(pytest.mark.xdist_group("studies" if path.name in STUDY_FILES else str(path.relative_to(REPO))))
 
 
 @pytest.fixture(scope="session")

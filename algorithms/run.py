@@ -178,7 +178,6 @@ class Run:
         self.last_regret_term = 0.0
         self._f_opt: float | None = None
         self._failed_step: int | None = None
-        self._iterate_limits: dict[str, float] = {}
         self.diverged_metric = ""
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
         if "iterates" in self.divergence.metrics:
@@ -252,8 +251,6 @@ class Run:
         """
         target = self._next_point()
         outer = np.geterr()
-        # The iterates' norm limits, fixed within a stretch (start values change only at evaluations).
-        self._iterate_limits = {name: self._limit(name) for name in ("x", "y") if name in self.start_values}
         with np.errstate(over="raise", divide="raise", invalid="raise"):
             while True:
                 if self.online:
@@ -309,7 +306,7 @@ class Run:
             if norm is None:
                 self.diverged_metric = f"{name} non-finite"
                 return False
-            if norm > self._iterate_limits.get(name, math.inf):
+            if name in self.start_values and norm > self._limit(name):
                 self.diverged_metric = f"‖{name}‖"
                 return False
         return True

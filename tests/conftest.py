@@ -29,7 +29,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     its own (its module fixtures are built once), run by the other worker beside them."""
     for item in items:
         path = Path(item.path)
-        item.add_marker(pytest.mark.xdist_group("studies" if path.name in STUDY_FILES else str(path.relative_to(REPO))))
+        group = "studies" if path.name in STUDY_FILES else str(path.relative_to(REPO))
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

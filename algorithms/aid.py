@@ -51,9 +51,9 @@ class DoubleLoop(Algorithm):
         return decaying(c.alpha, c.alpha_decay, t), decaying(c.gamma, c.gamma_decay, t)
 
     def run_inner(self, x: Array, alpha: float) -> None:
-        """T warm-started gradient steps on g(x, ·)."""
-        p = self.problem
-        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, self.batch()), self.y, alpha, self.config.inner_steps)
+        """T warm-started gradient steps on g(x, ·), each on a fresh minibatch (the T drawn together)."""
+        p, batches = self.problem, iter(self.batches(self.config.inner_steps))
+        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, next(batches)), self.y, alpha, self.config.inner_steps)
 
     def hypergradient(self, x: Array, alpha: float) -> Array:
         """∇̂F at x after the inner steps (AID by default: ∇x f − J v with v from `solve`)."""
@@ -152,8 +152,7 @@ class ITD(DoubleLoop):
 
     def hypergradient(self, x: Array, alpha: float) -> Array:
         p, c = self.problem, self.config
-        batches = [self.batch() for _ in range(c.inner_steps)]
-        batch_f = self.batch()
+        *batches, batch_f = self.batches(c.inner_steps + 1)  # the inner steps' minibatches, then f's
         y0 = self.y if c.warm_start else self.y_start
         hypergrad, self.y = itd_reverse(
             lambda y, b: p.grad_y_g(x, y, b),

@@ -84,6 +84,20 @@ class Algorithm(ABC):
             return None
         return self.problem.sample_batch(self.rng, self._batch_size)
 
+    def batches(self, count: int) -> list[Any]:
+        """`count` fresh minibatches at once: the ones `count` calls of `batch()` in turn would give.
+
+        Drawing them together also equals drawing each where it is first used, as long as nothing draws
+        from `rng` in between; oracles do not (a lazily drawn noise, as constrained_quadratic's dense
+        model, draws nothing when its batch is made and only then, in the oracles' order).
+        """
+        if self._batch_size is None:
+            return [None] * count
+        draw = getattr(self.problem, "sample_batches", None)  # a duck-typed problem may lack it
+        if draw is None:
+            return [self.batch() for _ in range(count)]
+        return draw(self.rng, self._batch_size, count)
+
     # ---- checkpointing: exactly the declared state ----
     @classmethod
     def state_fields(cls) -> tuple[str, ...]:

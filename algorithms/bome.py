@@ -67,8 +67,8 @@ class BOME(Algorithm):
         """ŷ: T projected gradient steps on g(x, ·) from y."""
         c, p = self.config, self.problem
         y_hat = y.copy()
-        for _ in range(c.T):
-            y_hat = p.project_y(y_hat - c.alpha * p.grad_y_g(x, y_hat, self.batch()))
+        for batch in self.batches(c.T):
+            y_hat = p.project_y(y_hat - c.alpha * p.grad_y_g(x, y_hat, batch))
         return y_hat
 
     def step(self) -> None:

@@ -49,9 +49,9 @@ class BSG1(Algorithm):
     def step(self) -> None:
         c, p = self.config, self.problem
         x, y = self.x, self.y
-        for _ in range(c.T):
-            y = p.project_y(y - c.alpha * p.grad_y_g(x, y, self.batch()))
-        batch = self.batch()
+        *inner, batch = self.batches(c.T + 1)  # T minibatches for the inner steps, then one for the outer
+        for b in inner:
+            y = p.project_y(y - c.alpha * p.grad_y_g(x, y, b))
         fx, fy = p.grad_f(x, y, batch)
         gx, gy = p.grad_g(x, y, batch)
         denom = float(gy @ gy) + c.eps

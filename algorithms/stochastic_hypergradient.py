@@ -55,11 +55,11 @@ class SOBA(Algorithm):
     def step(self) -> None:
         p, x, y, v = self.problem, self.x, self.y, self.v
         rho, gamma = self.steps_now()
-        batch_g = self.batch()  # one inner minibatch for ∇y g, H v and J v; another for ∇f
+        batch_g, batch_f = self.batches(2)  # one minibatch for ∇y g, H v and J v; another for ∇f
         grad_y_g = p.grad_y_g(x, y, batch_g)
         hvp = p.hvp_yy_g(x, y, v, batch_g)
         cross = p.cross_xy_g(x, y, v, batch_g)
-        grad_x_f, grad_y_f = p.grad_f(x, y, self.batch())
+        grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
         self.y = y - rho * grad_y_g
         self.v = v - rho * (hvp + grad_y_f)
         self.x = p.project_x(x - gamma * (cross + grad_x_f))

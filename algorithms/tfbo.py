@@ -163,9 +163,9 @@ class STFBO(TuningFree):
 
     def step(self) -> None:
         c, p, x, y, v = self.config, self.problem, self.x, self.y, self.v
-        batch_g = self.batch()  # one inner minibatch for ∇y g, H v and J v; another for ∇f
+        batch_g, batch_f = self.batches(2)  # one minibatch for ∇y g, H v and J v; another for ∇f
         grad_y_g = p.grad_y_g(x, y, batch_g)
-        grad_x_f, grad_y_f = p.grad_f(x, y, self.batch())
+        grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
         residual = p.hvp_yy_g(x, y, v, batch_g) - grad_y_f
         hypergrad = grad_x_f - p.cross_xy_g(x, y, v, batch_g)
         self.beta = _accumulate(self.beta, float(grad_y_g @ grad_y_g))

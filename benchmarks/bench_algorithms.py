@@ -7,12 +7,13 @@ Sections (all by default):
 
 overhead: `simulated` (n 1024, d 100) and `regularization_selection` (breast_cancer). Each algorithm runs
     with its defaults and a minibatch of --batch where it has a minibatch form (D-TFBO in its fixed-loop
-    mode, as the paper ran it) for --iterations or --seconds, whichever ends first. Then, --repeats times
-    in turn: the run loop (algorithms.run.Run: wall time minus evaluation time, evaluated only at the
-    start and the end), the bare steps, and the oracle calls alone (a run with the same seed records
-    every oracle call with its arguments; replaying that exact sequence gives the oracle time). Overhead
-    = iteration time / oracle time of the same round: what an iteration spends outside its oracles
-    (minibatch draws, counting wrapper, vector updates; the run loop's checks in the first ratio).
+    mode, as the paper ran it) for --iterations or --seconds, whichever ends first. A run with the same
+    seed then records every oracle call with its arguments. Each of --repeats rounds times three things
+    over those iterations, taking turns every CHUNK (50) iterations so that a machine slowing down for
+    a while slows all three alike: the run loop (algorithms.run.Run, evaluation time excluded), the bare
+    steps, and the recorded oracle calls replayed alone (the oracle time). Overhead = iteration time /
+    oracle time of the same round: what an iteration spends outside its oracles (minibatch draws,
+    counting wrapper, vector updates; the run loop's checks in the first ratio).
 dtfbo: D-TFBO (fixed loops, 10 + 10 steps, minibatch 64) on `quadratic` with dim_x = dim_y = 1000,
     n_samples = 1024, rank = 2: ms per iteration with the package's oracles and with the einsum oracles
     they replaced (EinsumQuadratic below, kept here as the reference), runs interleaved.
@@ -36,6 +37,7 @@ import sys
 import time
 import types
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,24 +132,10 @@ def config_for(name: str, batch: int) -> Any:
     return algorithms.make_config(name, params)
 
 
-def run_steps(name: str, problem: Any, cfg: Any, iterations: int, seconds: float) -> tuple[Any, float, str]:
-    """Step the algorithm under the run loop's error policy for a budget: (algorithm, step seconds, status)."""
-    alg = algorithms.get(name)(counted(problem), cfg, np.random.default_rng(0))
-    status, elapsed = "ok", 0.0
-    while alg.iteration < iterations and elapsed < seconds:
-        start = CLOCK.now()
-        try:
-            with np.errstate(over="raise", divide="raise", invalid="raise"):
-                alg.step()
-        except NUMERIC_FAILURES:
-            status = f"diverged@{alg.iteration + 1}"
-            break
-        elapsed += CLOCK.now() - start
-        alg.iteration += 1
-        if not (np.all(np.isfinite(alg.x)) and (alg.y is None or np.all(np.isfinite(alg.y)))):
-            status = f"diverged@{alg.iteration}"
-            break
-    return alg, elapsed, status
+#: Iterations per turn: the run loop, the bare steps and the oracle replay take turns this often, so a
+#: machine that slows down for a while slows all three alike (measured phase after phase, 2 s each,
+#: their ratios moved by ±0.5 between rounds on a shared 2-core machine).
+CHUNK = 50
 
 
 def loop_time(name: str, problem: Any, cfg: Any, budget: dict[str, Any]) -> tuple[float, int, str]:
@@ -159,21 +147,68 @@ def loop_time(name: str, problem: Any, cfg: Any, budget: dict[str, Any]) -> tupl
     return CLOCK.now() - start - run.eval_time, run.algorithm.iteration, run.status
 
 
-def oracle_time(name: str, problem: Any, cfg: Any, iterations: int) -> tuple[float, int]:
-    """Seconds the same oracle calls take alone: rerun with the same seed to record every call with its
-    arguments, then replay that exact sequence. Returns (seconds, number of calls)."""
+def recorded_calls(name: str, problem: Any, cfg: Any, iterations: int) -> list[list[tuple[str, tuple, dict]]]:
+    """Every oracle call of `iterations` steps with their arguments, per iteration (the runs' seed)."""
     log = CallLog(problem)
     alg = algorithms.get(name)(counted(log), cfg, np.random.default_rng(0))
+    per_iteration = []
     with np.errstate(all="ignore"):
         for _ in range(iterations):
+            first = len(log.calls)
             alg.step()
             alg.iteration += 1
-    methods = {m: getattr(problem, m) for m in ORACLE_METHODS}
+            per_iteration.append(log.calls[first:])
+    return per_iteration
+
+
+def loop_turn(run: Any) -> float:
+    """Seconds the run loop steps to its next point. The point's evaluation and record are left out (a run
+    of n iterations makes two; here one every CHUNK iterations would count its bookkeeping 50 times over)."""
+    start = CLOCK.now()
+    run._steps_to_next_point()
+    elapsed = CLOCK.now() - start
+    run._skip_passed_points()
+    return elapsed
+
+
+def step_turn(alg: Any, stop: int) -> float:
+    """Seconds of bare steps up to iteration `stop`, under the run loop's error state."""
+    start = CLOCK.now()
+    with np.errstate(over="raise", divide="raise", invalid="raise"):
+        while alg.iteration < stop:
+            try:
+                alg.step()
+            except NUMERIC_FAILURES:  # the run loop stopped there too: n ends at its divergence
+                break
+            alg.iteration += 1
+    return CLOCK.now() - start
+
+
+def replay_turn(methods: dict[str, Any], calls: list[list[tuple[str, tuple, dict]]]) -> float:
+    """Seconds the recorded oracle calls of a few iterations take alone."""
     with np.errstate(all="ignore"):
         start = CLOCK.now()
-        for method, args, kwargs in log.calls:
-            methods[method](*args, **kwargs)
-        return CLOCK.now() - start, len(log.calls)
+        for iteration in calls:
+            for method, args, kwargs in iteration:
+                methods[method](*args, **kwargs)
+        return CLOCK.now() - start
+
+
+def paired_round(name: str, problem: Any, cfg: Any, calls: list[list[tuple[str, tuple, dict]]]) -> list[float]:
+    """[loop, step, oracle] seconds over the recorded iterations, the three taking turns every CHUNK
+    iterations (in rotating order, so none always runs on rows another has just brought into cache)."""
+    n = len(calls)
+    run = run_module.Run(name, problem, cfg, seed=0, budget={"iterations": n}, n_evals=2)
+    run.points = [*range(CHUNK, n, CHUNK), n]
+    alg = algorithms.get(name)(counted(problem), cfg, np.random.default_rng(0))
+    methods = {m: getattr(problem, m) for m in ORACLE_METHODS}
+    totals = [0.0, 0.0, 0.0]
+    for k, start in enumerate(range(0, n, CHUNK)):
+        stop = min(start + CHUNK, n)
+        turns = [partial(loop_turn, run), partial(step_turn, alg, stop), partial(replay_turn, methods, calls[start:stop])]
+        for i in (k % 3, (k + 1) % 3, (k + 2) % 3):
+            totals[i] += turns[i]()
+    return totals
 
 
 def overhead_row(name: str, problem: Any, args: argparse.Namespace) -> str:
@@ -188,18 +223,16 @@ def overhead_row(name: str, problem: Any, args: argparse.Namespace) -> str:
     _, n, status = loop_time(name, problem, cfg, {"iterations": args.iterations, "seconds": args.seconds})
     if n == 0:
         return f"{name:<9} {0:>6}  {status}"
-    loop, step, oracle, calls = [], [], [], 0
-    for _ in range(args.repeats):
-        loop.append(loop_time(name, problem, cfg, {"iterations": n})[0] / n)
-        step.append(run_steps(name, problem, cfg, n, float("inf"))[1] / n)
-        t, calls = oracle_time(name, problem, cfg, n)
-        oracle.append(t / n)
+    calls = recorded_calls(name, problem, cfg, n)
+    rounds = [paired_round(name, problem, cfg, calls) for _ in range(args.repeats)]
+    loop, step, oracle = ([r[i] / n for r in rounds] for i in range(3))
     ratio_loop = min_median([a / b for a, b in zip(loop, oracle)])
     ratio_step = min_median([a / b for a, b in zip(step, oracle)])
     cells = [f"{1e3 * v:.3f}" for v in (*min_median(loop), *min_median(oracle))]
+    per_iteration = sum(map(len, calls)) / n
     return (f"{name:<9} {n:>6} {cells[0]:>7} /{cells[1]:>7} {cells[2]:>7} /{cells[3]:>7} "
             f"{ratio_loop[0]:>6.2f} /{ratio_loop[1]:>5.2f} {ratio_step[0]:>6.2f} /{ratio_step[1]:>5.2f} "
-            f"{calls / n:>6.1f}  {status}")
+            f"{per_iteration:>6.1f}  {status}")
 
 
 def section_overhead(args: argparse.Namespace) -> None:

@@ -125,6 +125,39 @@ def test_soba_default_schedule_is_the_papers_decay():
         assert d["gamma"] == pytest.approx(0.1 / (t + 1) ** 0.6, rel=1e-14)
 
 
+class WithoutBatches:
+    """A duck-typed problem: everything of `problem` but sample_batches."""
+
+    def __init__(self, problem):
+        self._problem = problem
+
+    def __getattr__(self, name):
+        if name == "sample_batches":
+            raise AttributeError(name)
+        return getattr(self._problem, name)
+
+
+@pytest.mark.parametrize("wrap", [lambda p: p, WithoutBatches], ids=["problem", "duck-typed"])
+def test_soba_minibatch_steps_are_the_papers_on_two_fresh_minibatches(wrap):
+    # SOBA's two minibatches (g's, then f's) drawn in one call, or in turn without sample_batches: the
+    # same iterates as the update written out on two sample_batch draws from the same seed.
+    p = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12)
+    cfg = algorithms.make_config("soba", {"rho": 0.3, "gamma": 0.2, "batch_size": 5})
+    alg = algorithms.get("soba")(wrap(p), cfg, np.random.default_rng(7))
+    ref = np.random.default_rng(7)
+    x, y, v = alg.x.copy(), alg.y.copy(), alg.v.copy()
+    for t in range(3):
+        rho, gamma = 0.3 / (t + 1) ** 0.4, 0.2 / (t + 1) ** 0.6
+        bg, bf = p.sample_batch(ref, 5), p.sample_batch(ref, 5)
+        gx_f, gy_f = p.grad_f(x, y, bf)
+        x, y, v = (x - gamma * (p.cross_xy_g(x, y, v, bg) + gx_f), y - rho * p.grad_y_g(x, y, bg),
+                   v - rho * (p.hvp_yy_g(x, y, v, bg) + gy_f))
+        alg.step()
+        alg.iteration += 1
+        for mine, theirs in ((alg.x, x), (alg.y, y), (alg.v, v)):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-13, atol=1e-15)
+
+
 def test_amigo_is_warm_started_stochastic_aid_fp():
     # Same math, same minibatch draws: the two runs are bit-identical.
     cfg = {"alpha": 0.3, "eta": 0.4, "gamma": 0.2, "inner_steps": 3, "batch_size": 4}

@@ -48,3 +48,47 @@ def test_two_set_batches_are_the_per_level_draws(sizes):
         assert np.array_equal(b.outer, ref.integers(0, sizes[1], size=9))
         assert not b.inner.flags.writeable and not b.outer.flags.writeable
     assert same_state(rng, ref)
+
+
+def flat(batch):
+    """A batch's numbers as one list: index arrays, two-set batches, noise arrays; None stays None."""
+    if batch is None or isinstance(batch, np.ndarray):
+        return None if batch is None else batch.tolist()
+    if hasattr(batch, "inner"):
+        return [batch.inner.tolist(), batch.outer.tolist()]
+    return [id(m.rng) for m in batch.matrices]  # a lazy dense noise: nothing drawn yet, only its generator
+
+
+@pytest.mark.parametrize("name, params", [
+    ("quadratic", {"dim_x": 3, "dim_y": 3, "n_samples": 50}),  # one sample set: plain index arrays
+    ("simulated", {"dim_x": 3, "dim_y": 3, "n_samples_inner": 16, "n_samples_outer": 16}),
+    ("simulated", {"dim_x": 3, "dim_y": 3, "n_samples_inner": 16, "n_samples_outer": 12}),
+    ("regularization_selection", {}),
+    ("constrained_quadratic", {"d": 4, "p": 2, "noise": 0.1}),  # its own sample_batch: called in turn
+    ("constrained_quadratic", {"d": 4, "p": 2, "noise": 0.1, "noise_model": "dense"}),
+    ("quadratic", {"dim_x": 3, "dim_y": 3}),  # deterministic: None batches
+], ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={x}" for k, x in v.items()))
+def test_batches_drawn_together_are_the_batches_drawn_in_turn(name, params):
+    p = problems.make(name, seed=0, **params)
+    for count in (0, 1, 2, 3):
+        for size in (1, 5):
+            rng, ref = np.random.default_rng(count), np.random.default_rng(count)
+            together = p.sample_batches(rng, size, count)
+            in_turn = [p.sample_batch(ref, size) for _ in range(count)]
+            assert len(together) == count
+            if name == "constrained_quadratic" and params.get("noise_model") == "dense":
+                assert all(flat(b) == [id(rng)] * 3 for b in together)  # drawn later, from the same generator
+            else:
+                assert [flat(b) for b in together] == [flat(b) for b in in_turn]
+            assert same_state(rng, ref)
+
+
+def test_batches_drawn_together_are_read_only_views():
+    p = problems.make("regularization_selection", seed=0)
+    b, c = p.sample_batches(np.random.default_rng(0), 8, 2)
+    for idx in (b.inner, b.outer, c.inner, c.outer):
+        assert len(idx) == 8 and not idx.flags.writeable
+    assert np.all(b.inner < p.n_inner) and np.all(b.outer < p.n_outer) and np.all(c.outer < p.n_outer)
+    q = problems.make("quadratic", seed=0, dim_x=3, dim_y=3, n_samples=50)
+    for idx in q.sample_batches(np.random.default_rng(0), 8, 3):
+        assert len(idx) == 8 and not idx.flags.writeable and np.all(idx < 50)

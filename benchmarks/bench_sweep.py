@@ -11,7 +11,8 @@ imports, Ray's start and the MLflow store count; each is repeated and printed as
    `reuse_actors=True` and a batched MLflow callback on the driver (Tune's auto loggers off), interleaved;
 4. two CPUs: 8 compute-bound runs on a local Ray with 1 and with 2 CPUs, start-up excluded (the span from
    the first run's start to the last run's end, from the runs' own timestamps when the platform records
-   them, else the wall time less the 1-trial start-up);
+   them, else the wall time less the 1-trial start-up), beside the same runs in a plain multiprocessing
+   pool of 1 and 2 processes (one BLAS thread each): the speed-up the machine itself gives them;
 5. the MLflow writer alone (no Ray): fed 3,000 ended runs at 100 runs/s (its longest lag and its drain at
    the end) and all at once (how many runs per second it writes);
 6. reports: `bisweep report`'s build for N configurations, per configuration, and again with nothing changed.
@@ -288,17 +289,60 @@ def anchor(repeats: int, trials: int = 100) -> None:
                   "anchor / platform": mm(ratios), "platform ms/trial": mm([1000 * p / trials for p in plat], "{:.0f}")}]))
 
 
+def heavy_runs() -> list[Any]:
+    """The heavy study's runs as the platform's trials run them."""
+    from sweep import spec
+    from sweep.model import RunSpec
+
+    st = spec.validate(heavy_study(), max_runs=10**6)
+    return [RunSpec.of(p, seed) for p in st.points for seed in st.seeds]
+
+
+def _import_run_loop(_: int) -> None:
+    import sweep.trainable  # noqa: F401  (a pool worker's start-up, before the timed runs)
+
+
+def _plain_run(run: Any) -> tuple[float, float]:
+    """One run in a plain worker process with one BLAS thread: its (start, end), as the platform's spans."""
+    from threadpoolctl import threadpool_limits
+
+    from sweep.trainable import make_run
+
+    with threadpool_limits(1):
+        start = time.time()
+        for _ in make_run(run).records():
+            pass
+        return start, time.time()
+
+
+def plain_processes(runs: list[Any], cpus: int) -> float:
+    """The same runs in `cpus` plain worker processes (multiprocessing, no Ray, no platform): the first
+    start to the last end, the workers' start-up excluded. Its speed-up is what the machine itself gives."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(cpus) as pool:
+        pool.map(_import_run_loop, range(cpus))
+        spans = pool.map(_plain_run, runs, chunksize=1)
+    return max(e for _, e in spans) - min(s for s, _ in spans)
+
+
 def cpus(repeats: int, fixed: float) -> None:
-    """Compute-bound trials on 1 and 2 CPUs."""
-    one, two = [], []
+    """Compute-bound trials on 1 and 2 CPUs, beside the same runs in plain processes, interleaved."""
+    runs = heavy_runs()
+    got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
     for _ in range(repeats):
-        for c, into in ((1, one), (2, two)):
+        for c in (1, 2):
             with fresh() as d:
                 r = run_bisweep(heavy_study(), Path(d), cpus=c)
-                into.append(r["span"] if r["span"] is not None else r["wall"] - fixed)
-    print(f"\n4. 8 compute-bound runs (SOBA, quadratic d=800, 1500 iterations), one per trial, start-up excluded "
-          f"(s; min / median of {repeats})")
-    print(table([{"1 CPU": mm(one), "2 CPUs": mm(two), "speed-up": mm([a / b for a, b in zip(one, two)])}]))
+                got["platform", c].append(r["span"] if r["span"] is not None else r["wall"] - fixed)
+            got["plain", c].append(plain_processes(runs, c))
+    speed = {w: [a / b for a, b in zip(got[w, 1], got[w, 2])] for w in ("platform", "plain")}
+    print(f"\n4. {len(runs)} compute-bound runs (SOBA, quadratic d=800, 1500 iterations), one per trial, start-up "
+          f"excluded (s; min / median of {repeats}, interleaved); plain: the same runs in a multiprocessing pool")
+    print(table([{"": w, "1 CPU": mm(got[w, 1]), "2 CPUs": mm(got[w, 2]), "speed-up": mm(speed[w])}
+                 for w in ("platform", "plain")]))
+    print("platform speed-up / plain speed-up, per round: "
+          + ", ".join(f"{a / b:.2f}" for a, b in zip(speed["platform"], speed["plain"])))
 
 
 # ---------------------------------------------------------------- in-process: the MLflow writer and reports

@@ -10,6 +10,8 @@ Defaults follow the benchmark_bilevel conventions (all steps 0.1, 10 inner and 1
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -50,22 +52,25 @@ class DoubleLoop(Algorithm):
         c, t = self.config, self.iteration
         return decaying(c.alpha, c.alpha_decay, t), decaying(c.gamma, c.gamma_decay, t)
 
-    def run_inner(self, x: Array, alpha: float) -> None:
-        """T warm-started gradient steps on g(x, ·), each on a fresh minibatch (the T drawn together)."""
-        p, batches = self.problem, iter(self.batches(self.config.inner_steps))
-        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, next(batches)), self.y, alpha, self.config.inner_steps)
-
     def hypergradient(self, x: Array, alpha: float) -> Array:
-        """∇̂F at x after the inner steps (AID by default: ∇x f − J v with v from `solve`)."""
-        p = self.problem
-        self.run_inner(x, alpha)
-        grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
-        self.v = self.solve(x, grad_y_f)
-        return grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
+        """∇̂F at x after T warm-started gradient steps on g(x, ·), each on a fresh minibatch (AID by default:
+        ∇x f − J v with v from `solve`). Its minibatches (T, ∇f's, the solve's, J v's) are drawn together
+        when the solve's count is known, else up to the solve."""
+        p, c = self.problem, self.config
+        known = self.solve_batches()
+        draw = self.batch_source(c.inner_steps + 1 + (0 if known is None else known + 1))
+        self.y = gradient_steps(lambda y: p.grad_y_g(x, y, draw()), self.y, alpha, c.inner_steps)
+        grad_x_f, grad_y_f = p.grad_f(x, self.y, draw())
+        self.v = self.solve(x, grad_y_f, draw)
+        return grad_x_f - p.cross_xy_g(x, self.y, self.v, draw())
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
-        """v ≈ H⁻¹ ∇y f at (x, y)."""
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+        """v ≈ H⁻¹ ∇y f at (x, y), on minibatches from `draw`."""
         raise NotImplementedError
+
+    def solve_batches(self) -> int | None:
+        """Minibatches one `solve` takes, when known before it runs (None: it decides as it goes)."""
+        return None
 
     def step(self) -> None:
         alpha, gamma = self.steps_now()
@@ -94,10 +99,13 @@ class AIDCG(DoubleLoop):
     tunables = {"cg_steps": Range(1, 100, integer=True)}
     paper = "Ji, Yang & Liang 2021 (AID-BiO); Grazzi et al. 2020"
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
-        p, y, batch = self.problem, self.y, self.batch()  # one minibatch: CG needs a fixed operator
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+        p, y, batch = self.problem, self.y, draw()  # one minibatch: CG needs a fixed operator
         v0 = self.v if self.config.warm_start else None
         return cg_solve(lambda v: p.hvp_yy_g(x, y, v, batch), grad_y_f, self.config.cg_steps, v0)
+
+    def solve_batches(self) -> int:
+        return 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,10 +127,13 @@ class AIDFP(DoubleLoop):
     tunables = {"fp_steps": Range(1, 100, integer=True)}
     paper = "Grazzi et al. 2020 (fixed point); Ji, Yang & Liang 2021 (AID-BiO)"
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
         p, y, c = self.problem, self.y, self.config
         v0 = self.v if c.warm_start else None
-        return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, self.batch()), grad_y_f, c.eta, c.fp_steps, v0)
+        return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.fp_steps, v0)
+
+    def solve_batches(self) -> int:
+        return self.config.fp_steps
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ import copy
 import dataclasses
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,6 +98,15 @@ class Algorithm(ABC):
         if draw is None:
             return [self.batch() for _ in range(count)]
         return draw(self.rng, self._batch_size, count)
+
+    def batch_source(self, count: int) -> Callable[[], Any]:
+        """A minibatch per call: the first `count` drawn together now (`batches`), then each when asked.
+
+        For an iteration that knows how many minibatches its next oracle calls take: the same batches as
+        calling `batch()` each time, provided nothing else draws from `rng` before those are used.
+        """
+        ready = deque(self.batches(count))
+        return lambda: ready.popleft() if ready else self.batch()
 
     # ---- checkpointing: exactly the declared state ----
     @classmethod

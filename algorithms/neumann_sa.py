@@ -20,6 +20,8 @@ inner step), since the HIA diverges for η ≥ 2/L_g whatever the other steps ar
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -104,9 +106,9 @@ class BSA(HIASolver, DoubleLoop):
         super().__init__(problem, config, rng)
         self.hia_length = 0
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
-        p, y = self.problem, self.y
-        return self.inverse_hvp(lambda u: p.hvp_yy_g(x, y, u, self.batch()), grad_y_f)
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+        p, y = self.problem, self.y  # the HIA draws its length from rng first: its minibatches come after
+        return self.inverse_hvp(lambda u: p.hvp_yy_g(x, y, u, draw()), grad_y_f)
 
     def diagnostics(self) -> dict[str, float]:
         return {**super().diagnostics(), "hia_length": self.hia_length}

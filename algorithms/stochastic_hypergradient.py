@@ -8,6 +8,8 @@ SGD steps on y, then approximate H⁻¹∇y f by T warm SGD steps on v (AmIGO) o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -87,9 +89,12 @@ class AmIGO(DoubleLoop):
     tunables = {"v_steps": Range(1, 100, integer=True)}
     paper = "Arbel & Mairal 2022"
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
         p, y, c = self.problem, self.y, self.config
-        return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, self.batch()), grad_y_f, c.eta, c.v_steps, self.v)
+        return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.v_steps, self.v)
+
+    def solve_batches(self) -> int:
+        return self.config.v_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +115,9 @@ class StocBiO(DoubleLoop):
     tunables = {"neumann_terms": Range(1, 100, integer=True)}
     paper = "Ji, Yang & Liang 2021 (eq. 9, the paper's formula)"
 
-    def solve(self, x: Array, grad_y_f: Array) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
         p, y, c = self.problem, self.y, self.config
-        return neumann_series(lambda v: p.hvp_yy_g(x, y, v, self.batch()), grad_y_f, c.eta, c.neumann_terms)
+        return neumann_series(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.neumann_terms)
+
+    def solve_batches(self) -> int:
+        return self.config.neumann_terms

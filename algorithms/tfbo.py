@@ -112,17 +112,19 @@ class DTFBO(TuningFree):
 
     def step(self) -> None:
         c, p, x = self.config, self.problem, self.x
+        # Fixed loops know their minibatches (y_steps, ∇f's, v_steps, J v's): drawn together.
+        draw = self.batch_source(c.y_steps + c.v_steps + 2 if c.sub_loops == "fixed" else 0)
         # Sub-loops warm-start y and v but cold-start their step sizes from β0 and γ0 (paper §3.3).
         tol, limit = self._loop_bounds(c.c_y, c.y_steps)
         self.y, self.beta, self.y_loop = adaptive_loop(
-            lambda y: p.grad_y_g(x, y, self.batch()), self.y, c.beta0, c.eta_y, tol, limit)
+            lambda y: p.grad_y_g(x, y, draw()), self.y, c.beta0, c.eta_y, tol, limit)
         self.y_cap_hits += self._capped(self.y_loop)
-        grad_x_f, grad_y_f = p.grad_f(x, self.y, self.batch())
+        grad_x_f, grad_y_f = p.grad_f(x, self.y, draw())
         tol, limit = self._loop_bounds(c.c_v, c.v_steps)
         self.v, self.gamma, self.v_loop = adaptive_loop(
-            lambda v: p.hvp_yy_g(x, self.y, v, self.batch()) - grad_y_f, self.v, c.gamma0, c.eta_v, tol, limit)
+            lambda v: p.hvp_yy_g(x, self.y, v, draw()) - grad_y_f, self.v, c.gamma0, c.eta_v, tol, limit)
         self.v_cap_hits += self._capped(self.v_loop)
-        hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, self.batch())
+        hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, draw())
         self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
         self.x = p.project_x(x - (c.eta_x / self.alpha) * hypergrad)
 

@@ -158,6 +158,19 @@ def test_soba_minibatch_steps_are_the_papers_on_two_fresh_minibatches(wrap):
             np.testing.assert_allclose(mine, theirs, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("ready", [0, 1, 3, 5])
+def test_batch_source_serves_the_batches_batch_would_draw_in_turn(ready):
+    p = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12)
+    cfg = algorithms.make_config("soba", {"batch_size": 5})
+    alg, ref = (algorithms.get("soba")(p, cfg, np.random.default_rng(3)) for _ in range(2))
+    draw = alg.batch_source(ready)
+    got, want = [draw() for _ in range(5)], [ref.batch() for _ in range(5)]
+    assert [(b.inner.tolist(), b.outer.tolist()) for b in got] == [(b.inner.tolist(), b.outer.tolist()) for b in want]
+    assert alg.rng.bit_generator.state == ref.rng.bit_generator.state
+    full = algorithms.get("soba")(p, algorithms.make_config("soba"), np.random.default_rng(3)).batch_source(ready)
+    assert [full() for _ in range(3)] == [None] * 3  # full batch: nothing drawn
+
+
 def test_amigo_is_warm_started_stochastic_aid_fp():
     # Same math, same minibatch draws: the two runs are bit-identical.
     cfg = {"alpha": 0.3, "eta": 0.4, "gamma": 0.2, "inner_steps": 3, "batch_size": 4}

@@ -245,3 +245,32 @@ def test_tfbo_converges_on_regularization_selection_for_every_initial_step(regse
             reached = True
             break
     assert reached, (g0, _grad_sq(regsel, alg.x))
+
+
+def test_dtfbo_fixed_mode_minibatches_come_in_the_order_the_oracles_ask():
+    # Fixed loops know their minibatches (y_steps, one for ∇f, v_steps, one for J v) and draw them in one
+    # call: the iterates are Alg. 1 written out on sample_batch draws in that order, from the same seed.
+    p = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12)
+    cfg = {"sub_loops": "fixed", "y_steps": 2, "v_steps": 3, "batch_size": 5}
+    alg, ref = make("dtfbo", p, cfg, seed=7), np.random.default_rng(7)
+    x, y, v, alpha = alg.x.copy(), alg.y.copy(), alg.v.copy(), 5.0
+
+    def loop(z, steps, grad):
+        s = 5.0
+        for _ in range(steps):
+            gz = grad(z)
+            s = math.sqrt(s**2 + gz @ gz)
+            z = z - gz / s
+        return z
+
+    for _ in range(3):
+        y = loop(y, 2, lambda z: p.grad_y_g(x, z, p.sample_batch(ref, 5)))
+        fx, fy = p.grad_f(x, y, p.sample_batch(ref, 5))
+        v = loop(v, 3, lambda z: p.hvp_yy_g(x, y, z, p.sample_batch(ref, 5)) - fy)
+        d = fx - p.cross_xy_g(x, y, v, p.sample_batch(ref, 5))
+        alpha = math.sqrt(alpha**2 + d @ d)
+        x = x - d / alpha
+        alg.step()
+        alg.iteration += 1
+        for mine, theirs in ((alg.x, x), (alg.y, y), (alg.v, v)):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-13, atol=1e-15)

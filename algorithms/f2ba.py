@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import Algorithm, StochasticConfig, register
-from algorithms.f2sa import penalty_hypergradient
+from algorithms.f2sa import penalty_draws, penalty_hypergradient
 from algorithms.search_space import Range
 from problems.validation import param
 
@@ -58,12 +58,13 @@ class F2BA(Algorithm):
 
     def step(self) -> None:
         p, x, c = self.problem, self.x, self.config
+        draw = self.batch_source(penalty_draws(c.inner_steps, c.shared_batch))
         hypergrad, self.y, self.z = penalty_hypergradient(
-            lambda y: p.grad_y_f(x, y, self.batch()),
-            lambda y: p.grad_f(x, y, self.batch())[0],
+            lambda y: p.grad_y_f(x, y, draw()),
+            lambda y: p.grad_f(x, y, draw())[0],
             lambda y, batch: p.grad_y_g(x, y, batch),
             lambda y, batch: p.grad_g(x, y, batch)[0],
-            self.batch, self.y, self.z, c.lam, c.tau / c.lam, c.alpha, c.inner_steps, c.shared_batch,
+            draw, self.y, self.z, c.lam, c.tau / c.lam, c.alpha, c.inner_steps, c.shared_batch,
         )
         self.x = p.project_x(x - c.eta * hypergrad)
 

@@ -51,6 +51,12 @@ def penalty_hypergradient(
     return grad_x_f(y) + lam * gap, y, z
 
 
+def penalty_draws(steps: int, shared_batch: bool) -> int:
+    """Minibatches `penalty_hypergradient` takes when f's oracles draw theirs too: per step and at the
+    end, g's one (two without `shared_batch`) then f's one. Known ahead, so a caller can draw them together."""
+    return (steps + 1) * (2 if shared_batch else 3)
+
+
 @dataclasses.dataclass(frozen=True)
 class F2SAConfig(StochasticConfig):
     """F2SA hyperparameters."""
@@ -95,12 +101,13 @@ class F2SA(Algorithm):
     def step(self) -> None:
         p, x, c = self.problem, self.x, self.config
         alpha, beta, gamma = self.steps_now()
+        draw = self.batch_source(penalty_draws(c.inner_steps, c.shared_batch))
         hypergrad, self.y, self.z = penalty_hypergradient(
-            lambda y: p.grad_y_f(x, y, self.batch()),
-            lambda y: p.grad_f(x, y, self.batch())[0],
+            lambda y: p.grad_y_f(x, y, draw()),
+            lambda y: p.grad_f(x, y, draw())[0],
             lambda y, batch: p.grad_y_g(x, y, batch),
             lambda y, batch: p.grad_g(x, y, batch)[0],
-            self.batch, self.y, self.z, self.lam, alpha / self.lam, beta, c.inner_steps, c.shared_batch,
+            draw, self.y, self.z, self.lam, alpha / self.lam, beta, c.inner_steps, c.shared_batch,
         )
         self.x = p.project_x(x - gamma * hypergrad)
         self.lam += c.lam_step

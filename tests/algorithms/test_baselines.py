@@ -137,21 +137,30 @@ class WithoutBatches:
         return getattr(self._problem, name)
 
 
+TWO_MINIBATCH_PROBLEMS = {
+    "simulated": ("simulated", {"dim_x": 4, "dim_y": 3, "n_samples_inner": 20, "n_samples_outer": 12}),
+    # Its dense noise is drawn lazily from the same generator, as the oracles ask for it.
+    "lazy-noise": ("constrained_quadratic", {"d": 4, "p": 2, "noise": 0.1, "noise_model": "dense"}),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(TWO_MINIBATCH_PROBLEMS))
 @pytest.mark.parametrize("wrap", [lambda p: p, WithoutBatches], ids=["problem", "duck-typed"])
-def test_soba_minibatch_steps_are_the_papers_on_two_fresh_minibatches(wrap):
-    # SOBA's two minibatches (g's, then f's) drawn in one call, or in turn without sample_batches: the
-    # same iterates as the update written out on two sample_batch draws from the same seed.
-    p = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12)
+def test_soba_minibatch_steps_are_the_papers_on_two_fresh_minibatches(wrap, problem):
+    # SOBA draws its two minibatches (g's, then f's) together, or in turn without sample_batches: the same
+    # iterates as the update written out drawing each minibatch just before its oracles, from the same seed.
+    name, params = TWO_MINIBATCH_PROBLEMS[problem]
+    p = problems.make(name, seed=0, **params)
     cfg = algorithms.make_config("soba", {"rho": 0.3, "gamma": 0.2, "batch_size": 5})
     alg = algorithms.get("soba")(wrap(p), cfg, np.random.default_rng(7))
     ref = np.random.default_rng(7)
     x, y, v = alg.x.copy(), alg.y.copy(), alg.v.copy()
     for t in range(3):
         rho, gamma = 0.3 / (t + 1) ** 0.4, 0.2 / (t + 1) ** 0.6
-        bg, bf = p.sample_batch(ref, 5), p.sample_batch(ref, 5)
-        gx_f, gy_f = p.grad_f(x, y, bf)
-        x, y, v = (x - gamma * (p.cross_xy_g(x, y, v, bg) + gx_f), y - rho * p.grad_y_g(x, y, bg),
-                   v - rho * (p.hvp_yy_g(x, y, v, bg) + gy_f))
+        bg = p.sample_batch(ref, 5)
+        gy_g, hvp, cross = p.grad_y_g(x, y, bg), p.hvp_yy_g(x, y, v, bg), p.cross_xy_g(x, y, v, bg)
+        gx_f, gy_f = p.grad_f(x, y, p.sample_batch(ref, 5))
+        x, y, v = x - gamma * (cross + gx_f), y - rho * gy_g, v - rho * (hvp + gy_f)
         alg.step()
         alg.iteration += 1
         for mine, theirs in ((alg.x, x), (alg.y, y), (alg.v, v)):

@@ -194,9 +194,9 @@ class TTSA(SingleLoopHIA):
     def step(self) -> None:
         p, x = self.problem, self.x
         alpha, gamma = self.steps_now()
-        batch_y = self.batch()
+        batch_y, batch_f = self.batches(2)  # drawn together: the HIA draws its length only after both
         self.y = self.y - alpha * p.grad_y_g(x, self.y, batch_y)  # h_g^k at (x^k, y^k)
-        h_f = self.hypergradient(x, self.y, self.batch(), batch_y)  # h_f^k at (x^k, y^{k+1})
+        h_f = self.hypergradient(x, self.y, batch_f, batch_y)  # h_f^k at (x^k, y^{k+1})
         self.x = p.project_x(x - gamma * h_f)
 
     def diagnostics(self) -> dict[str, float]:
@@ -259,7 +259,7 @@ class SUSTAIN(SingleLoopHIA):
     def step(self) -> None:
         p, z = self.problem, (self.x, self.y)
         alpha, gamma, m = self.steps_now()
-        batch_y, batch_f = self.batch(), self.batch()
+        batch_y, batch_f = self.batches(2)
         grad_y_g = p.grad_y_g(*z, batch_y)
         if self.x_prev is None:
             self.h_g, self.h_f = grad_y_g, self.hypergradient(*z, batch_f, batch_y)

@@ -113,10 +113,11 @@ class FSLA(Algorithm):
     def step(self) -> None:
         p, x, y_prev, v_prev = self.problem, self.x, self.y, self.v
         alpha, gamma, rho = self.steps_now()
-        y = y_prev - alpha * p.grad_y_g(x, y_prev, self.batch())
-        batch_hvp = self.batch()
-        v = v_prev - alpha * (p.hvp_yy_g(x, y, v_prev, batch_hvp) - p.grad_y_f(x, y, self.batch()))
-        samples = (self.batch(), self.batch())  # shared by the current and the previous point
+        # Five minibatches, drawn together: y's, the HVP's, ∇y f's, and (f's, g's) shared by both points.
+        batch_y, batch_hvp, batch_f, sample_f, sample_g = self.batches(5)
+        y = y_prev - alpha * p.grad_y_g(x, y_prev, batch_y)
+        v = v_prev - alpha * (p.hvp_yy_g(x, y, v_prev, batch_hvp) - p.grad_y_f(x, y, batch_f))
+        samples = (sample_f, sample_g)
         new = self.direction(x, y, v, samples)
         if self.d is None or rho == 1.0:
             self.d = new  # the plain estimate: the old term has weight 1 − ρ = 0 (or there is none)

@@ -207,7 +207,7 @@ class SRBA(SOBAFramework):
         p = self.problem
         if self.iteration % self.period == 0:
             return soba_directions(p, self.x, self.y, self.v, None, None)
-        batch_g, batch_f = self.batch(), self.batch()
+        batch_g, batch_f = self.batches(2)
         now = soba_directions(p, self.x, self.y, self.v, batch_g, batch_f)
         before = soba_directions(p, self.x_prev, self.y_prev, self.v_prev, batch_g, batch_f)
         return tuple(d + a - b for d, a, b in zip((self.d_y, self.d_v, self.d_x), now, before))

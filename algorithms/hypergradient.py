@@ -76,14 +76,21 @@ def neumann_series(hvp: Hvp, b: Array, eta: float, terms: int) -> Array:
     return eta * total
 
 
-def hia(hvp: Hvp, b: Array, eta: float, terms: int, rng: np.random.Generator) -> tuple[Array, int]:
+def hia_length(terms: int, rng: np.random.Generator) -> int:
+    """The HIA's number of HVP factors p, uniform in {0, ..., N−1} (N = `terms`)."""
+    return int(rng.integers(terms))
+
+
+def hia(hvp: Hvp, b: Array, eta: float, terms: int, rng: np.random.Generator,
+        length: int | None = None) -> tuple[Array, int]:
     """Randomized truncated Neumann estimate of H⁻¹ b (Ghadimi & Wang 2018, Alg. 3); (v, p).
 
-    Draws p uniformly in {0, ..., N−1} (N = `terms`) and returns v = N η Π_{i=1}^{p} (I − η H_i) b:
-    p HVPs, each a fresh call of `hvp` (a stochastic caller draws an independent H_i per call).
+    Draws p uniformly in {0, ..., N−1} (N = `terms`; `length` given: that p, drawn by the caller with
+    `hia_length`) and returns v = N η Π_{i=1}^{p} (I − η H_i) b: p HVPs, each a fresh call of `hvp` (a
+    stochastic caller draws an independent H_i per call).
     E_p[v] = η Σ_{j<N} (I − ηH)^j b = H⁻¹(I − (I − ηH)^N) b for a fixed H (`hia_expected`).
     """
-    p = int(rng.integers(terms))
+    p = hia_length(terms, rng) if length is None else length
     u = b.copy()
     for _ in range(p):
         u = u - eta * hvp(u)
@@ -109,13 +116,14 @@ def _stacked(hvp_pair: HvpPair, dim: int) -> Hvp:
 
 def joint_hia(
     hvp_pair: HvpPair, b: Array, b_prev: Array, eta: float, terms: int, rng: np.random.Generator,
+    length: int | None = None,
 ) -> tuple[Array, Array, int]:
     """HIA at two points with one p and one minibatch per Neumann factor (SUSTAIN); (v, v', p).
 
     Each call of `hvp_pair` is one factor i: it returns (H_i u, H'_i u') with H_i, H'_i the Hessians at
     the two points on the same minibatch. 2p HVPs. With equal points and right-hand sides v' == v.
     """
-    v, p = hia(_stacked(hvp_pair, b.size), np.concatenate([b, b_prev]), eta, terms, rng)
+    v, p = hia(_stacked(hvp_pair, b.size), np.concatenate([b, b_prev]), eta, terms, rng, length)
     return v[:b.size], v[b.size:], p
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from algorithms.aid import DoubleLoop, InnerOuterConfig
 from algorithms.base import Algorithm, StochasticConfig, register
-from algorithms.hypergradient import Hvp, HvpPair, hia, hia_expected, joint_hia, joint_hia_expected
+from algorithms.hypergradient import hia, hia_expected, hia_length, joint_hia, joint_hia_expected
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
 from problems.base import Array, Batch
@@ -53,22 +53,35 @@ class HIASolver:
     hia_length: int
     tunables = {"hia_terms": Range(1, 100, integer=True)}
 
-    def inverse_hvp(self, hvp: Hvp, b: Array) -> Array:
-        """H⁻¹ b by one HIA draw on `hvp` (each call draws its own minibatch)."""
+    def _factor_batches(self) -> Callable[[], Batch]:
+        """Sets `hia_length` (p drawn now; N − 1 in expected mode) and returns its p minibatches, one per call,
+        drawn together (the same batches as drawing each before its factor: p comes first either way)."""
         c = self.config
-        if c.hia_mode == "expected":
-            self.hia_length = c.hia_terms - 1
-            return hia_expected(hvp, b, c.eta, c.hia_terms)
-        v, self.hia_length = hia(hvp, b, c.eta, c.hia_terms, self.rng)
-        return v
+        self.hia_length = c.hia_terms - 1 if c.hia_mode == "expected" else hia_length(c.hia_terms, self.rng)
+        return self.batch_source(self.hia_length)  # type: ignore[attr-defined]  (an Algorithm's)
 
-    def joint_inverse_hvp(self, hvp_pair: HvpPair, b: Array, b_prev: Array) -> tuple[Array, Array]:
-        """HIA at two points with one p and one minibatch per factor shared by both."""
-        c = self.config
+    def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array) -> Array:
+        """H⁻¹ b by one HIA draw on `hvp(u, batch)`, a fresh minibatch per factor."""
+        c, draw = self.config, self._factor_batches()
+
+        def factor(u: Array) -> Array:
+            return hvp(u, draw())
+
         if c.hia_mode == "expected":
-            self.hia_length = c.hia_terms - 1
-            return joint_hia_expected(hvp_pair, b, b_prev, c.eta, c.hia_terms)
-        v, v_prev, self.hia_length = joint_hia(hvp_pair, b, b_prev, c.eta, c.hia_terms, self.rng)
+            return hia_expected(factor, b, c.eta, c.hia_terms)
+        return hia(factor, b, c.eta, c.hia_terms, self.rng, self.hia_length)[0]
+
+    def joint_inverse_hvp(self, hvp_pair: Callable[[Array, Array, Batch], tuple[Array, Array]], b: Array,
+                          b_prev: Array) -> tuple[Array, Array]:
+        """HIA at two points with one p and one minibatch per factor shared by both."""
+        c, draw = self.config, self._factor_batches()
+
+        def factor(u: Array, u_prev: Array) -> tuple[Array, Array]:
+            return hvp_pair(u, u_prev, draw())
+
+        if c.hia_mode == "expected":
+            return joint_hia_expected(factor, b, b_prev, c.eta, c.hia_terms)
+        v, v_prev, _ = joint_hia(factor, b, b_prev, c.eta, c.hia_terms, self.rng, self.hia_length)
         return v, v_prev
 
 
@@ -107,8 +120,8 @@ class BSA(HIASolver, DoubleLoop):
         self.hia_length = 0
 
     def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
-        p, y = self.problem, self.y  # the HIA draws its length from rng first: its minibatches come after
-        return self.inverse_hvp(lambda u: p.hvp_yy_g(x, y, u, draw()), grad_y_f)
+        p, y = self.problem, self.y  # `inverse_hvp` draws the HIA's length, then its minibatches: not `draw`
+        return self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f)
 
     def diagnostics(self) -> dict[str, float]:
         return {**super().diagnostics(), "hia_length": self.hia_length}
@@ -135,7 +148,7 @@ class SingleLoopHIA(HIASolver, Algorithm):
         """∇̂F(x, y) = ∇x f − ∇²xy g · HIA(∇y f) on batch_f, p fresh HVP minibatches and a cross batch."""
         p = self.problem
         grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
-        v = self.inverse_hvp(lambda u: p.hvp_yy_g(x, y, u, self.batch()), grad_y_f)
+        v = self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f)
         return grad_x_f - p.cross_xy_g(x, y, v, self.cross_batch(batch_y))
 
     def hypergradient_pair(
@@ -146,9 +159,8 @@ class SingleLoopHIA(HIASolver, Algorithm):
         grad_x_f, grad_y_f = p.grad_f(*z, batch_f)
         grad_x_f_prev, grad_y_f_prev = p.grad_f(*z_prev, batch_f)
 
-        def hvp_pair(u: Array, u_prev: Array) -> tuple[Array, Array]:
-            b = self.batch()  # one minibatch for this Neumann factor, at both points
-            return p.hvp_yy_g(*z, u, b), p.hvp_yy_g(*z_prev, u_prev, b)
+        def hvp_pair(u: Array, u_prev: Array, b: Batch) -> tuple[Array, Array]:
+            return p.hvp_yy_g(*z, u, b), p.hvp_yy_g(*z_prev, u_prev, b)  # one minibatch for both points
 
         v, v_prev = self.joint_inverse_hvp(hvp_pair, grad_y_f, grad_y_f_prev)
         batch_c = self.cross_batch(batch_y)

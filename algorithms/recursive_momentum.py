@@ -183,8 +183,9 @@ class MRBO(Algorithm):
     def step(self) -> None:
         p, c, x, y = self.problem, self.config, self.x, self.y
         alpha, gamma, rho = self.steps_now()
-        batch = self.batch()
-        samples = NeumannSamples.draw(self.batch, c.neumann_terms)
+        draw = self.batch_source(c.neumann_terms + 3)  # y's, then f's, the cross one and the Q factors'
+        batch = draw()
+        samples = NeumannSamples.draw(draw, c.neumann_terms)
         grad_y_g = p.grad_y_g(x, y, batch)
         hypergrad = neumann_hypergradient(p, x, y, samples, c.eta)
         if self.u is None or rho == 1.0:

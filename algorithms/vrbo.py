@@ -89,8 +89,9 @@ class VRBO(Algorithm):
         """Go to (x, y); with `track`, carry u and w along by recursive differences on fresh minibatches."""
         if track:
             p, eta = self.problem, self.config.eta
-            batch = self.batch()
-            samples = NeumannSamples.draw(self.batch, self.config.neumann_terms)
+            draw = self.batch_source(self.config.neumann_terms + 3)  # y's, then the Neumann estimate's
+            batch = draw()
+            samples = NeumannSamples.draw(draw, self.config.neumann_terms)
             self.u = self.u + p.grad_y_g(x, y, batch) - p.grad_y_g(self.x, self.y, batch)
             self.w = self.w + (neumann_hypergradient(p, x, y, samples, eta)
                                - neumann_hypergradient(p, self.x, self.y, samples, eta))

@@ -92,7 +92,7 @@ class Algorithm(ABC):
         from `rng` in between; oracles do not (a lazily drawn noise, as constrained_quadratic's dense
         model, draws nothing when its batch is made and only then, in the oracles' order).
         """
-        if self._batch_size is None:
+        if self._batch_size is None or count == 0:  # nothing to draw (an HIA of length 0, a tolerance loop)
             return [None] * count
         draw = getattr(self.problem, "sample_batches", None)  # a duck-typed problem may lack it
         if draw is None:

@@ -273,13 +273,12 @@ class Run:
         try:
             alg.step()
         except _NUMERIC_FAILURES:
-            self.compute_time += time.perf_counter() - start
-            self.cpu_time += time.thread_time() - cpu_start
             # Number the failed step as a completed one would be, like a non-finite iterate after it.
             self._failed_step = alg.iteration + 1
             return False
-        self.compute_time += time.perf_counter() - start
-        self.cpu_time += time.thread_time() - cpu_start
+        finally:
+            self.compute_time += time.perf_counter() - start
+            self.cpu_time += time.thread_time() - cpu_start
         alg.iteration += 1
         return self._iterates_ok(alg)
 

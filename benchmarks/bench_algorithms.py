@@ -205,7 +205,8 @@ def paired_round(name: str, problem: Any, cfg: Any, calls: list[list[tuple[str, 
     totals = [0.0, 0.0, 0.0]
     for k, start in enumerate(range(0, n, CHUNK)):
         stop = min(start + CHUNK, n)
-        turns = [partial(loop_turn, run), partial(step_turn, alg, stop), partial(replay_turn, methods, calls[start:stop])]
+        turns = [partial(loop_turn, run), partial(step_turn, alg, stop),
+                 partial(replay_turn, methods, calls[start:stop])]
         for i in (k % 3, (k + 1) % 3, (k + 2) % 3):
             totals[i] += turns[i]()
     return totals

@@ -210,3 +210,12 @@ def test_bad_configs_are_one_line_errors(name, params, message):
     with pytest.raises(ParameterError, match=message) as err:
         algorithms.Run(name, QUAD, params)
     assert "\n" not in str(err.value)
+
+
+def test_no_minibatch_asked_for_draws_nothing():
+    # An HIA of length 0 or D-TFBO's tolerance loops ask for 0 ahead: no call on the generator at all.
+    p = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12)
+    alg = algorithms.get("soba")(p, algorithms.make_config("soba", {"batch_size": 5}), np.random.default_rng(3))
+    alg.rng = None  # any draw would fail
+    assert alg.batches(0) == []
+    alg.batch_source(0)

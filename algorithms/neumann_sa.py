@@ -53,16 +53,19 @@ class HIASolver:
     hia_length: int
     tunables = {"hia_terms": Range(1, 100, integer=True)}
 
-    def _factor_batches(self) -> Callable[[], Batch]:
+    def factor_batches(self, then: int = 0) -> Callable[[], Batch]:
         """Sets `hia_length` (p drawn now; N − 1 in expected mode) and returns its p minibatches, one per call,
-        drawn together (the same batches as drawing each before its factor: p comes first either way)."""
+        then the `then` fresh ones the iteration takes next, all drawn together (the same batches as drawing
+        each where it is used: p comes first either way)."""
         c = self.config
         self.hia_length = c.hia_terms - 1 if c.hia_mode == "expected" else hia_length(c.hia_terms, self.rng)
-        return self.batch_source(self.hia_length)  # type: ignore[attr-defined]  (an Algorithm's)
+        return self.batch_source(self.hia_length + then)  # type: ignore[attr-defined]  (an Algorithm's)
 
-    def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array) -> Array:
-        """H⁻¹ b by one HIA draw on `hvp(u, batch)`, a fresh minibatch per factor."""
-        c, draw = self.config, self._factor_batches()
+    def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array,
+                    draw: Callable[[], Batch] | None = None) -> Array:
+        """H⁻¹ b by one HIA draw on `hvp(u, batch)`, a fresh minibatch per factor (from `draw`, made by
+        `factor_batches`, when given)."""
+        c, draw = self.config, draw or self.factor_batches()
 
         def factor(u: Array) -> Array:
             return hvp(u, draw())
@@ -72,9 +75,10 @@ class HIASolver:
         return hia(factor, b, c.eta, c.hia_terms, self.rng, self.hia_length)[0]
 
     def joint_inverse_hvp(self, hvp_pair: Callable[[Array, Array, Batch], tuple[Array, Array]], b: Array,
-                          b_prev: Array) -> tuple[Array, Array]:
-        """HIA at two points with one p and one minibatch per factor shared by both."""
-        c, draw = self.config, self._factor_batches()
+                          b_prev: Array, draw: Callable[[], Batch]) -> tuple[Array, Array]:
+        """HIA at two points with one p and one minibatch per factor shared by both (from `draw`, made by
+        `factor_batches`)."""
+        c = self.config
 
         def factor(u: Array, u_prev: Array) -> tuple[Array, Array]:
             return hvp_pair(u, u_prev, draw())
@@ -140,16 +144,23 @@ class SingleLoopHIA(HIASolver, Algorithm):
         super().__init__(problem, config, rng)
         self.hia_length = 0
 
-    def cross_batch(self, batch_y: Batch) -> Batch:
-        """The minibatch of ∇²xy g · v: the y-step one (benchmark_bilevel) or a fresh one (the papers)."""
-        return batch_y if self.config.reuse_y_batch else self.batch()
+    def hia_batches(self) -> Callable[[], Batch]:
+        """The HIA's length p, then a source of its minibatches and, unless the y-step one is reused, the
+        cross term's (drawn together with them: it is the next one the iteration takes)."""
+        return self.factor_batches(then=0 if self.config.reuse_y_batch else 1)
+
+    def cross_batch(self, batch_y: Batch, draw: Callable[[], Batch]) -> Batch:
+        """The minibatch of ∇²xy g · v: the y-step one (benchmark_bilevel), or a fresh one from `draw` (the
+        papers)."""
+        return batch_y if self.config.reuse_y_batch else draw()
 
     def hypergradient(self, x: Array, y: Array, batch_f: Batch, batch_y: Batch) -> Array:
         """∇̂F(x, y) = ∇x f − ∇²xy g · HIA(∇y f) on batch_f, p fresh HVP minibatches and a cross batch."""
         p = self.problem
         grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
-        v = self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f)
-        return grad_x_f - p.cross_xy_g(x, y, v, self.cross_batch(batch_y))
+        draw = self.hia_batches()
+        v = self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f, draw)
+        return grad_x_f - p.cross_xy_g(x, y, v, self.cross_batch(batch_y, draw))
 
     def hypergradient_pair(
         self, z: tuple[Array, Array], z_prev: tuple[Array, Array], batch_f: Batch, batch_y: Batch,
@@ -162,8 +173,9 @@ class SingleLoopHIA(HIASolver, Algorithm):
         def hvp_pair(u: Array, u_prev: Array, b: Batch) -> tuple[Array, Array]:
             return p.hvp_yy_g(*z, u, b), p.hvp_yy_g(*z_prev, u_prev, b)  # one minibatch for both points
 
-        v, v_prev = self.joint_inverse_hvp(hvp_pair, grad_y_f, grad_y_f_prev)
-        batch_c = self.cross_batch(batch_y)
+        draw = self.hia_batches()
+        v, v_prev = self.joint_inverse_hvp(hvp_pair, grad_y_f, grad_y_f_prev, draw)
+        batch_c = self.cross_batch(batch_y, draw)
         return grad_x_f - p.cross_xy_g(*z, v, batch_c), grad_x_f_prev - p.cross_xy_g(*z_prev, v_prev, batch_c)
 
 

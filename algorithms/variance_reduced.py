@@ -73,15 +73,16 @@ class SOBAFramework(Algorithm):
 
 
 # ---------------------------------------------------------------------------------------------- SABA
-#: SAGA tables: name -> level whose samples index its rows ("g" or "f").
-TABLES = {"grad_y_g": "g", "hvp": "g", "cross": "g", "grad_y_f": "f", "grad_x_f": "f"}
+#: SAGA terms per level, side by side in that level's table (a level's samples index the rows).
+LEVEL_TERMS = {"g": ("grad_y_g", "hvp", "cross"), "f": ("grad_y_f", "grad_x_f")}
 
 
 def saga(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
     """SAGA over distinct indices idx: mean + avg_k(fresh_k − table[idx_k]); then table[idx] = fresh.
 
     `table` and its running `mean` are updated in place. With |idx| = 1 this is the paper's
-    S[φ, w]_i = φ_i(w_i^{t+1}) − φ_i(w_i^t) + (1/n) Σ φ_{i'}(w_{i'}^t).
+    S[φ, w]_i = φ_i(w_i^{t+1}) − φ_i(w_i^t) + (1/n) Σ φ_{i'}(w_{i'}^t). Columns are independent (a sum
+    over rows adds each column on its own), so terms side by side in one table give each term's values.
     """
     diff = fresh - table.take(idx, axis=0)
     total = diff.sum(axis=0)  # one sum for both: numpy's diff.mean(axis=0) is this sum / len(idx)
@@ -114,10 +115,11 @@ class SABA(SOBAFramework):
         super().__init__(problem, config, rng)
         self.sizes = {"g": problem.sample_counts()[0], "f": problem.sample_counts()[1]}
         self._check_sizes(problem, config)
-        dims = {"grad_y_g": problem.dim_y, "hvp": problem.dim_y, "cross": problem.dim_x,
-                "grad_y_f": problem.dim_y, "grad_x_f": problem.dim_x}
-        self.memory = {k: np.zeros((self.sizes[lvl], dims[k])) for k, lvl in TABLES.items()}
-        self.memory_mean = {k: np.zeros(dims[k]) for k in TABLES}
+        dx, dy = problem.dim_x, problem.dim_y
+        # One table per level, its terms side by side (LEVEL_TERMS): two SAGA updates per step, not five.
+        widths = {"g": 2 * dy + dx, "f": dy + dx}
+        self.memory = {lvl: np.zeros((self.sizes[lvl], widths[lvl])) for lvl in LEVEL_TERMS}
+        self.memory_mean = {lvl: np.zeros(t.shape[1]) for lvl, t in self.memory.items()}
 
     def _check_sizes(self, problem: Any, config: SABAConfig) -> None:
         n = min(self.sizes.values())
@@ -138,26 +140,31 @@ class SABA(SOBAFramework):
         return {lvl: self.rng.choice(n, size=b, replace=False) for lvl, n in self.sizes.items()}
 
     def terms(self, idx: dict[str, Array]) -> dict[str, Array]:
-        """The five per-sample terms at the current point: one row per drawn index."""
+        """Each level's per-sample terms at the current point, side by side: one row per drawn index."""
         p, x, y, v = self.problem, self.x, self.y, self.v
         grad_x_f, grad_y_f = p.grad_f_samples(x, y, idx["f"])
-        return {"grad_y_g": p.grad_y_g_samples(x, y, idx["g"]), "hvp": p.hvp_yy_g_samples(x, y, v, idx["g"]),
-                "cross": p.cross_xy_g_samples(x, y, v, idx["g"]), "grad_y_f": grad_y_f, "grad_x_f": grad_x_f}
+        g = (p.grad_y_g_samples(x, y, idx["g"]), p.hvp_yy_g_samples(x, y, v, idx["g"]),
+             p.cross_xy_g_samples(x, y, v, idx["g"]))
+        return {"g": np.concatenate(g, axis=1), "f": np.concatenate((grad_y_f, grad_x_f), axis=1)}
+
+    def _directions_from(self, means: dict[str, Array]) -> Directions:
+        """(D_y, D_v, D_x) from each level's estimate of its terms' means (LEVEL_TERMS' columns)."""
+        dy, g, f = self.problem.dim_y, means["g"], means["f"]
+        return g[:dy], g[dy:2 * dy] + f[:dy], g[2 * dy:] + f[dy:]
 
     def directions(self) -> Directions:
         """SABA's (D_y, D_v, D_x) at the current point; refreshes the memory of the drawn samples."""
         idx = self.draw()
         fresh = self.terms(idx)
-        d = {k: saga(self.memory[k], self.memory_mean[k], idx[lvl], fresh[k]) for k, lvl in TABLES.items()}
-        return d["grad_y_g"], d["hvp"] + d["grad_y_f"], d["cross"] + d["grad_x_f"]
+        return self._directions_from({lvl: saga(self.memory[lvl], self.memory_mean[lvl], idx[lvl], fresh[lvl])
+                                      for lvl in LEVEL_TERMS})
 
     def fill_memory(self) -> Directions:
         """Every sample's terms at the current point (one full pass); the directions are their means."""
         every = {lvl: np.arange(n) for lvl, n in self.sizes.items()}
         self.memory = self.terms(every)
-        self.memory_mean = {k: t.mean(axis=0) for k, t in self.memory.items()}
-        m = self.memory_mean
-        return m["grad_y_g"], m["hvp"] + m["grad_y_f"], m["cross"] + m["grad_x_f"]
+        self.memory_mean = {lvl: t.mean(axis=0) for lvl, t in self.memory.items()}
+        return self._directions_from(self.memory_mean)
 
     def step(self) -> None:
         full_start = self.iteration == 0 and self.config.memory_init == "full"

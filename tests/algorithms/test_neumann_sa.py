@@ -343,6 +343,36 @@ def test_cross_term_minibatch_is_independent_unless_reuse_is_asked(name, reuse):
     assert same == [reuse] * len(same)
 
 
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_ttsa_steps_are_the_update_written_out_with_each_minibatch_drawn_where_used(reuse):
+    # The iteration draws its minibatches ahead (y's and f's together, then the HIA's with the cross term's):
+    # the same iterates and generator state as drawing each just before its oracle, from the same seed.
+    p, N, eta, size = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12), \
+        4, 0.3, 5
+    cfg = {"batch_size": size, "hia_terms": N, "eta": eta, "reuse_y_batch": reuse}
+    alg = algorithms.get("ttsa")(p, algorithms.make_config("ttsa", cfg), np.random.default_rng(7))
+    ref = np.random.default_rng(7)
+    x, y, lengths = alg.x.copy(), alg.y.copy(), set()
+    for t in range(12):
+        alpha, gamma = 0.1 / (t + 1) ** 0.4, 0.1 / (t + 1) ** 0.6
+        batch_y, batch_f = p.sample_batch(ref, size), p.sample_batch(ref, size)
+        y = y - alpha * p.grad_y_g(x, y, batch_y)
+        grad_x_f, u = p.grad_f(x, y, batch_f)
+        length = int(ref.integers(N))
+        for _ in range(length):
+            u = u - eta * p.hvp_yy_g(x, y, u, p.sample_batch(ref, size))
+        cross = p.cross_xy_g(x, y, N * eta * u, batch_y if reuse else p.sample_batch(ref, size))
+        x = x - gamma * (grad_x_f - cross)
+        alg.step()
+        alg.iteration += 1
+        lengths.add(length)
+        assert alg.hia_length == length
+        np.testing.assert_allclose(alg.x, x, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(alg.y, y, rtol=1e-13, atol=1e-15)
+    assert alg.rng.bit_generator.state == ref.bit_generator.state
+    assert {0, N - 1} <= lengths  # both an empty HIA and the longest one were taken
+
 def pairs_share_batches(calls):
     """True when calls (0, 1), (2, 3), ... used one minibatch each and consecutive pairs different ones."""
     first, second = calls[::2], calls[1::2]

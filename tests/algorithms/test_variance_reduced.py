@@ -174,7 +174,8 @@ def test_saba_running_means_stay_the_table_means():
     for k, table in alg.memory.items():
         scale = max(1.0, np.abs(table).max())
         assert np.max(np.abs(alg.memory_mean[k] - table.mean(axis=0))) < 1e-12 * scale, k
-    assert not np.any(np.all(alg.memory["grad_y_g"] == 0, axis=1))  # every sample was visited
+    assert set(alg.memory) == {"g", "f"} and alg.memory["g"].shape == (24, 2 * TWO.dim_y + TWO.dim_x)
+    assert not np.any(np.all(alg.memory["g"][:, :TWO.dim_y] == 0, axis=1))  # every sample's ∇y g_i was visited
 
 
 @pytest.mark.parametrize("name", ["saba", "srba"])

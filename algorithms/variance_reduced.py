@@ -92,6 +92,12 @@ def saga(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
     return estimate
 
 
+def _by_level(per_term: dict[str, Array]) -> dict[str, Array]:
+    """Tables (or means) kept per term, side by side per level in LEVEL_TERMS' order."""
+    return {lvl: np.concatenate([np.asarray(per_term[t]) for t in terms], axis=-1)
+            for lvl, terms in LEVEL_TERMS.items()}
+
+
 @dataclasses.dataclass(frozen=True)
 class SABAConfig(VarianceReducedConfig):
     """SABA hyperparameters."""
@@ -165,6 +171,12 @@ class SABA(SOBAFramework):
         self.memory = self.terms(every)
         self.memory_mean = {lvl: t.mean(axis=0) for lvl, t in self.memory.items()}
         return self._directions_from(self.memory_mean)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Also a state saved with one table per term (before the tables per level): joined side by side."""
+        if "grad_y_g" in state["memory"]:  # a midway checkpoint of an earlier version
+            state = {**state, "memory": _by_level(state["memory"]), "memory_mean": _by_level(state["memory_mean"])}
+        super().load_state_dict(state)
 
     def step(self) -> None:
         full_start = self.iteration == 0 and self.config.memory_init == "full"

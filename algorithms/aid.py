@@ -10,12 +10,10 @@ Defaults follow the benchmark_bilevel conventions (all steps 0.1, 10 inner and 1
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
 from algorithms.hypergradient import cg_solve, fixed_point_solve, gradient_steps, itd_reverse
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
@@ -64,7 +62,7 @@ class DoubleLoop(Algorithm):
         self.v = self.solve(x, grad_y_f, draw)
         return grad_x_f - p.cross_xy_g(x, self.y, self.v, draw())
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         """v ≈ H⁻¹ ∇y f at (x, y), on minibatches from `draw`."""
         raise NotImplementedError
 
@@ -99,7 +97,7 @@ class AIDCG(DoubleLoop):
     tunables = {"cg_steps": Range(1, 100, integer=True)}
     paper = "Ji, Yang & Liang 2021 (AID-BiO); Grazzi et al. 2020"
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, batch = self.problem, self.y, draw()  # one minibatch: CG needs a fixed operator
         v0 = self.v if self.config.warm_start else None
         return cg_solve(lambda v: p.hvp_yy_g(x, y, v, batch), grad_y_f, self.config.cg_steps, v0)
@@ -127,7 +125,7 @@ class AIDFP(DoubleLoop):
     tunables = {"fp_steps": Range(1, 100, integer=True)}
     paper = "Grazzi et al. 2020 (fixed point); Ji, Yang & Liang 2021 (AID-BiO)"
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         v0 = self.v if c.warm_start else None
         return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.fp_steps, v0)

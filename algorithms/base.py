@@ -99,14 +99,13 @@ class Algorithm(ABC):
             return [self.batch() for _ in range(count)]
         return draw(self.rng, self._batch_size, count)
 
-    def batch_source(self, count: int) -> Callable[[], Any]:
+    def batch_source(self, count: int) -> BatchSource:
         """A minibatch per call: the first `count` drawn together now (`batches`), then each when asked.
 
         For an iteration that knows how many minibatches its next oracle calls take: the same batches as
         calling `batch()` each time, provided nothing else draws from `rng` before those are used.
         """
-        ready = deque(self.batches(count))
-        return lambda: ready.popleft() if ready else self.batch()
+        return BatchSource(self, count)
 
     # ---- checkpointing: exactly the declared state ----
     @classmethod
@@ -156,6 +155,24 @@ class Algorithm(ABC):
             "search_space": {n: r.as_dict() for n, r in cls.search_space().items()},
             "params": cls.Config.describe(),
         }
+
+
+class BatchSource:
+    """An algorithm's minibatches, one per call: those drawn ahead first, in order, then fresh ones."""
+
+    __slots__ = ("_algorithm", "_ready")
+
+    def __init__(self, algorithm: Algorithm, count: int) -> None:
+        self._algorithm = algorithm
+        self._ready = deque(algorithm.batches(count))
+
+    def __call__(self) -> Any:
+        return self._ready.popleft() if self._ready else self._algorithm.batch()
+
+    def draw_ahead(self, count: int) -> None:
+        """Draw `count` more now, together, served after those already ahead: for a count learnt mid-iteration
+        (an HIA's length), the same batches as drawing each when asked, as for `Algorithm.batch_source`."""
+        self._ready.extend(self._algorithm.batches(count))
 
 
 def _plain(value: Any) -> Any:

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from algorithms.aid import DoubleLoop, InnerOuterConfig
-from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
 from algorithms.hypergradient import hia, hia_expected, hia_length, joint_hia, joint_hia_expected
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
@@ -53,16 +52,18 @@ class HIASolver:
     hia_length: int
     tunables = {"hia_terms": Range(1, 100, integer=True)}
 
-    def factor_batches(self, then: int = 0) -> Callable[[], Batch]:
-        """Sets `hia_length` (p drawn now; N − 1 in expected mode) and returns its p minibatches, one per call,
-        then the `then` fresh ones the iteration takes next, all drawn together (the same batches as drawing
-        each where it is used: p comes first either way)."""
+    def factor_batches(self, then: int = 0, source: BatchSource | None = None) -> BatchSource:
+        """Sets `hia_length` (p drawn now; N − 1 in expected mode) and returns a source of its p minibatches,
+        then of the `then` fresh ones the iteration takes next, all drawn together (the same batches as
+        drawing each where it is used: p comes first either way); served after what `source` holds ahead."""
         c = self.config
         self.hia_length = c.hia_terms - 1 if c.hia_mode == "expected" else hia_length(c.hia_terms, self.rng)
-        return self.batch_source(self.hia_length + then)  # type: ignore[attr-defined]  (an Algorithm's)
+        source = source or self.batch_source(0)  # type: ignore[attr-defined]  (an Algorithm's)
+        source.draw_ahead(self.hia_length + then)
+        return source
 
     def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array,
-                    draw: Callable[[], Batch] | None = None) -> Array:
+                    draw: BatchSource | None = None) -> Array:
         """H⁻¹ b by one HIA draw on `hvp(u, batch)`, a fresh minibatch per factor (from `draw`, made by
         `factor_batches`, when given)."""
         c, draw = self.config, draw or self.factor_batches()
@@ -75,7 +76,7 @@ class HIASolver:
         return hia(factor, b, c.eta, c.hia_terms, self.rng, self.hia_length)[0]
 
     def joint_inverse_hvp(self, hvp_pair: Callable[[Array, Array, Batch], tuple[Array, Array]], b: Array,
-                          b_prev: Array, draw: Callable[[], Batch]) -> tuple[Array, Array]:
+                          b_prev: Array, draw: BatchSource) -> tuple[Array, Array]:
         """HIA at two points with one p and one minibatch per factor shared by both (from `draw`, made by
         `factor_batches`)."""
         c = self.config
@@ -123,9 +124,11 @@ class BSA(HIASolver, DoubleLoop):
         super().__init__(problem, config, rng)
         self.hia_length = 0
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
-        p, y = self.problem, self.y  # `inverse_hvp` draws the HIA's length, then its minibatches: not `draw`
-        return self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f)
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
+        p, y = self.problem, self.y
+        # The HIA's length, then its minibatches and the cross term's (the next one `draw` serves), together.
+        return self.inverse_hvp(lambda u, batch: p.hvp_yy_g(x, y, u, batch), grad_y_f,
+                                self.factor_batches(then=1, source=draw))
 
     def diagnostics(self) -> dict[str, float]:
         return {**super().diagnostics(), "hia_length": self.hia_length}
@@ -144,12 +147,12 @@ class SingleLoopHIA(HIASolver, Algorithm):
         super().__init__(problem, config, rng)
         self.hia_length = 0
 
-    def hia_batches(self) -> Callable[[], Batch]:
+    def hia_batches(self) -> BatchSource:
         """The HIA's length p, then a source of its minibatches and, unless the y-step one is reused, the
         cross term's (drawn together with them: it is the next one the iteration takes)."""
         return self.factor_batches(then=0 if self.config.reuse_y_batch else 1)
 
-    def cross_batch(self, batch_y: Batch, draw: Callable[[], Batch]) -> Batch:
+    def cross_batch(self, batch_y: Batch, draw: BatchSource) -> Batch:
         """The minibatch of ∇²xy g · v: the y-step one (benchmark_bilevel), or a fresh one from `draw` (the
         papers)."""
         return batch_y if self.config.reuse_y_batch else draw()

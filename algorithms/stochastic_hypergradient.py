@@ -8,13 +8,11 @@ SGD steps on y, then approximate H⁻¹∇y f by T warm SGD steps on v (AmIGO) o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from algorithms.aid import DoubleLoop, InnerOuterConfig
-from algorithms.base import Algorithm, StochasticConfig, register
+from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
 from algorithms.hypergradient import fixed_point_solve, neumann_series
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
@@ -89,7 +87,7 @@ class AmIGO(DoubleLoop):
     tunables = {"v_steps": Range(1, 100, integer=True)}
     paper = "Arbel & Mairal 2022"
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.v_steps, self.v)
 
@@ -115,7 +113,7 @@ class StocBiO(DoubleLoop):
     tunables = {"neumann_terms": Range(1, 100, integer=True)}
     paper = "Ji, Yang & Liang 2021 (eq. 9, the paper's formula)"
 
-    def solve(self, x: Array, grad_y_f: Array, draw: Callable[[], Any]) -> Array:
+    def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         return neumann_series(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.neumann_terms)
 

@@ -173,10 +173,14 @@ def test_batch_source_serves_the_batches_batch_would_draw_in_turn(ready):
     cfg = algorithms.make_config("soba", {"batch_size": 5})
     alg, ref = (algorithms.get("soba")(p, cfg, np.random.default_rng(3)) for _ in range(2))
     draw = alg.batch_source(ready)
-    got, want = [draw() for _ in range(5)], [ref.batch() for _ in range(5)]
+    got = [draw() for _ in range(2)]
+    draw.draw_ahead(2)  # more drawn ahead mid-way (an HIA once its length is known): served after the rest
+    got += [draw() for _ in range(max(ready - 2, 0) + 3)]  # the rest ahead, the two, then a fresh one
+    want = [ref.batch() for _ in range(len(got))]
     assert [(b.inner.tolist(), b.outer.tolist()) for b in got] == [(b.inner.tolist(), b.outer.tolist()) for b in want]
     assert alg.rng.bit_generator.state == ref.rng.bit_generator.state
     full = algorithms.get("soba")(p, algorithms.make_config("soba"), np.random.default_rng(3)).batch_source(ready)
+    full.draw_ahead(2)
     assert [full() for _ in range(3)] == [None] * 3  # full batch: nothing drawn
 
 

@@ -373,6 +373,32 @@ def test_ttsa_steps_are_the_update_written_out_with_each_minibatch_drawn_where_u
     assert alg.rng.bit_generator.state == ref.bit_generator.state
     assert {0, N - 1} <= lengths  # both an empty HIA and the longest one were taken
 
+
+def test_bsa_steps_are_the_update_written_out_with_each_minibatch_drawn_where_used():
+    # T inner minibatches and f's drawn together, then p, then the HIA's p and the cross term's together.
+    p, N, eta, size, T = problems.make("simulated", seed=0, dim_x=4, dim_y=3, n_samples_inner=20,
+                                       n_samples_outer=12), 4, 0.3, 5, 3
+    cfg = {"batch_size": size, "hia_terms": N, "eta": eta, "inner_steps": T, "alpha": 0.2, "gamma": 0.1}
+    alg = algorithms.get("bsa")(p, algorithms.make_config("bsa", cfg), np.random.default_rng(3))
+    ref = np.random.default_rng(3)
+    x, y, lengths = alg.x.copy(), alg.y.copy(), set()
+    for t in range(12):
+        alpha, gamma = 0.2 / (t + 1) ** 0.5, 0.1 / (t + 1) ** 0.5
+        for _ in range(T):
+            y = y - alpha * p.grad_y_g(x, y, p.sample_batch(ref, size))
+        grad_x_f, u = p.grad_f(x, y, p.sample_batch(ref, size))
+        length = int(ref.integers(N))
+        for _ in range(length):
+            u = u - eta * p.hvp_yy_g(x, y, u, p.sample_batch(ref, size))
+        x = x - gamma * (grad_x_f - p.cross_xy_g(x, y, N * eta * u, p.sample_batch(ref, size)))
+        alg.step()
+        alg.iteration += 1
+        lengths.add(length)
+        np.testing.assert_allclose(alg.x, x, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(alg.y, y, rtol=1e-13, atol=1e-15)
+    assert alg.rng.bit_generator.state == ref.bit_generator.state
+    assert {0, N - 1} <= lengths
+
 def pairs_share_batches(calls):
     """True when calls (0, 1), (2, 3), ... used one minibatch each and consecutive pairs different ones."""
     first, second = calls[::2], calls[1::2]

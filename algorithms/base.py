@@ -9,7 +9,6 @@ import copy
 import dataclasses
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np

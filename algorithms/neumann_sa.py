@@ -62,11 +62,10 @@ class HIASolver:
         source.draw_ahead(self.hia_length + then)
         return source
 
-    def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array,
-                    draw: BatchSource | None = None) -> Array:
+    def inverse_hvp(self, hvp: Callable[[Array, Batch], Array], b: Array, draw: BatchSource) -> Array:
         """H⁻¹ b by one HIA draw on `hvp(u, batch)`, a fresh minibatch per factor (from `draw`, made by
-        `factor_batches`, when given)."""
-        c, draw = self.config, draw or self.factor_batches()
+        `factor_batches`)."""
+        c = self.config
 
         def factor(u: Array) -> Array:
             return hvp(u, draw())

@@ -9,10 +9,11 @@ imports, Ray's start and the MLflow store count; each is repeated and printed as
    started, and the log-log slope of the wall time (and of the wall time less the start-up) against N;
 3. anchor: 100 trials x 50 reports with MLflow, the platform against plain `tune.Tuner` with
    `reuse_actors=True` and a batched MLflow callback on the driver (Tune's auto loggers off), interleaved;
-4. two CPUs: 8 compute-bound runs on a local Ray with 1 and with 2 CPUs, start-up excluded (the span from
-   the first run's start to the last run's end, from the runs' own timestamps when the platform records
-   them, else the wall time less the 1-trial start-up), beside the same runs in a plain multiprocessing
-   pool of 1 and 2 processes (one BLAS thread each): the speed-up the machine itself gives them;
+4. two CPUs: 8 runs on a local Ray with 1 and with 2 CPUs, start-up excluded (the span from the first
+   run's start to the last run's end, from the runs' own timestamps when the platform records them, else
+   the wall time less the 1-trial start-up), beside the same runs in a plain multiprocessing pool of 1 and
+   2 processes (one BLAS thread each): the speed-up the machine itself gives them. Two workloads
+   (WORKLOADS): compute-bound runs whose matrices stay in cache, and memory-bound ones;
 5. the MLflow writer alone (no Ray): fed 3,000 ended runs at 100 runs/s (its longest lag and its drain at
    the end) and all at once (how many runs per second it writes);
 6. reports: `bisweep report`'s build for N configurations, per configuration, and again with nothing changed.
@@ -65,12 +66,19 @@ def anchor_study(trials: int) -> dict[str, Any]:
             "budget": {"iterations": ANCHOR_RUN["iterations"]}, "n_evals": ANCHOR_RUN["n_evals"]}
 
 
-def heavy_study() -> dict[str, Any]:
-    """8 compute-bound runs (~2-3 s each): SOBA on an 800x800 quadratic, one run per trial."""
-    return {"name": "heavy", "kind": "stepsize_sensitivity", "axis": {"factors": [0.5, 2, 4]},
-            "problems": [{"name": "quadratic", "params": {"dim_x": 800, "dim_y": 800}}],
+#: Section 4's workloads: SOBA on a d x d quadratic (full batch, its three dense d x d matrices read every
+#: iteration), iterations for ~2 s per run. At d = 200 a run's matrices (0.96 MB) stay in its core's cache: the
+#: runs are compute-bound. At d = 800 they are 15.4 MB, and two runs' 31 MB fill the 32 MB L3 that the two cores
+#: share on the AMD machine: those runs are bound by memory bandwidth, which two cores share.
+WORKLOADS = {"compute-bound": (200, 20_000), "memory-bound": (800, 1500)}
+
+
+def heavy_study(dim: int, iterations: int) -> dict[str, Any]:
+    """8 runs of ~2 s: SOBA on a dim x dim quadratic, the default steps and 3 factors x 2 seeds, one run per trial."""
+    return {"name": f"heavy{dim}", "kind": "stepsize_sensitivity", "axis": {"factors": [0.5, 2, 4]},
+            "problems": [{"name": "quadratic", "params": {"dim_x": dim, "dim_y": dim}}],
             "algorithms": [{"name": "soba"}], "seeds": 2, "seeds_per_trial": 1,
-            "budget": {"iterations": 1500}, "n_evals": 20}
+            "budget": {"iterations": iterations}, "n_evals": 20}
 
 
 # ---------------------------------------------------------------- one measured process
@@ -289,12 +297,12 @@ def anchor(repeats: int, trials: int = 100) -> None:
                   "anchor / platform": mm(ratios), "platform ms/trial": mm([1000 * p / trials for p in plat], "{:.0f}")}]))
 
 
-def heavy_runs() -> list[Any]:
+def heavy_runs(dim: int, iterations: int) -> list[Any]:
     """The heavy study's runs as the platform's trials run them."""
     from sweep import spec
     from sweep.model import RunSpec
 
-    st = spec.validate(heavy_study(), max_runs=10**6)
+    st = spec.validate(heavy_study(dim, iterations), max_runs=10**6)
     return [RunSpec.of(p, seed) for p in st.points for seed in st.seeds]
 
 
@@ -327,22 +335,24 @@ def plain_processes(runs: list[Any], cpus: int) -> float:
 
 
 def cpus(repeats: int, fixed: float) -> None:
-    """Compute-bound trials on 1 and 2 CPUs, beside the same runs in plain processes, interleaved."""
-    runs = heavy_runs()
-    got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
-    for _ in range(repeats):
-        for c in (1, 2):
-            with fresh() as d:
-                r = run_bisweep(heavy_study(), Path(d), cpus=c)
-                got["platform", c].append(r["span"] if r["span"] is not None else r["wall"] - fixed)
-            got["plain", c].append(plain_processes(runs, c))
-    speed = {w: [a / b for a, b in zip(got[w, 1], got[w, 2])] for w in ("platform", "plain")}
-    print(f"\n4. {len(runs)} compute-bound runs (SOBA, quadratic d=800, 1500 iterations), one per trial, start-up "
-          f"excluded (s; min / median of {repeats}, interleaved); plain: the same runs in a multiprocessing pool")
-    print(table([{"": w, "1 CPU": mm(got[w, 1]), "2 CPUs": mm(got[w, 2]), "speed-up": mm(speed[w])}
-                 for w in ("platform", "plain")]))
-    print("platform speed-up / plain speed-up, per round: "
-          + ", ".join(f"{a / b:.2f}" for a, b in zip(speed["platform"], speed["plain"])))
+    """Each workload's runs on 1 and 2 CPUs, beside the same runs in plain processes, interleaved."""
+    for label, (dim, iterations) in WORKLOADS.items():
+        runs = heavy_runs(dim, iterations)
+        got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
+        for _ in range(repeats):
+            for c in (1, 2):
+                with fresh() as d:
+                    r = run_bisweep(heavy_study(dim, iterations), Path(d), cpus=c)
+                    got["platform", c].append(r["span"] if r["span"] is not None else r["wall"] - fixed)
+                got["plain", c].append(plain_processes(runs, c))
+        speed = {w: [a / b for a, b in zip(got[w, 1], got[w, 2])] for w in ("platform", "plain")}
+        print(f"\n4. {label}: {len(runs)} runs (SOBA, quadratic d={dim}, {iterations} iterations), one per trial, "
+              f"start-up excluded (s; min / median of {repeats}, interleaved); plain: the same runs in a "
+              "multiprocessing pool")
+        print(table([{"": w, "1 CPU": mm(got[w, 1]), "2 CPUs": mm(got[w, 2]), "speed-up": mm(speed[w])}
+                     for w in ("platform", "plain")]))
+        print("platform speed-up / plain speed-up, per round: "
+              + ", ".join(f"{a / b:.2f}" for a, b in zip(speed["platform"], speed["plain"])))
 
 
 # ---------------------------------------------------------------- in-process: the MLflow writer and reports

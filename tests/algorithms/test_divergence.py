@@ -82,6 +82,21 @@ def test_a_converging_run_is_finished_and_a_smaller_factor_only_flags_growth():
     assert tight[-1]["status"] == "diverged" and tight[-1]["diverged_at"] == 3
 
 
+def test_a_resumed_run_limits_iterates_by_the_start_values_it_loads():
+    # toy_growth from 0 with rate 2: ‖x_t‖ = √3 (2^t − 1), ‖y_t‖ = 2 (2^t − 1); limit 10 · max(start, 1).
+    def resumed(start_x):
+        run = run_module.Run("toy_growth", quad(), {"rate": 2.0}, budget={"iterations": 40},
+                             divergence={"factor": 10, "metrics": ["iterates"]})
+        state = run.state_dict()
+        state["start_values"] = {"x": start_x, "y": start_x}
+        run.load_state_dict(state)
+        return list(run.records())[-1]
+
+    # Limit 10: ‖y_3‖ = 14 (‖y_2‖ = 6). Limit 1000 (a start of 100 loaded): ‖y_9‖ = 1022 (‖y_8‖ = 510).
+    assert resumed(0.0)["diverged_at"] == 3
+    assert resumed(100.0)["diverged_at"] == 9
+
+
 def test_non_finite_still_diverges_with_the_rule_off():
     recs = list(algorithms.run("toy_growth", quad(), {"rate": 1e200}, budget={"iterations": 10}, divergence=NEVER))
     assert recs[-1]["status"] == "diverged" and recs[-1]["diverged_metric"].endswith("non-finite")

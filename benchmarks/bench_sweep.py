@@ -21,6 +21,7 @@ imports, Ray's start and the MLflow store count; each is repeated and printed as
 
     .venv/bin/python benchmarks/bench_sweep.py                 # everything, 3 repeats (~30 min on 2 cores)
     .venv/bin/python benchmarks/bench_sweep.py --only scale --max-n 1000 --repeats 1
+    .venv/bin/python benchmarks/bench_sweep.py --only cpus --workloads compute-bound --repeats 5
 """
 from __future__ import annotations
 
@@ -336,9 +337,10 @@ def plain_processes(runs: list[Any], cpus: int) -> float:
     return max(e for _, e in spans) - min(s for s, _ in spans)
 
 
-def cpus(repeats: int, fixed: float) -> None:
+def cpus(repeats: int, fixed: float, workloads: list[str]) -> None:
     """Each workload's runs on 1 and 2 CPUs, beside the same runs in plain processes, interleaved."""
-    for label, (dim, iterations) in WORKLOADS.items():
+    for label in workloads:
+        dim, iterations = WORKLOADS[label]
         runs = heavy_runs(dim, iterations)
         got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
         for _ in range(repeats):
@@ -457,6 +459,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=("startup", "scale", "anchor", "cpus", "mlflow", "reports"), action="append",
                     help="run only these sections (repeatable)")
+    ap.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS),
+                    help="section 4's workloads (default: both)")
     args = ap.parse_args()
     only = set(args.only or ("startup", "scale", "anchor", "cpus", "mlflow", "reports"))
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other work skews the numbers)")
@@ -466,7 +470,7 @@ def main() -> None:
     if "anchor" in only:
         anchor(args.repeats, fixed)
     if "cpus" in only:
-        cpus(args.repeats, fixed)
+        cpus(args.repeats, fixed, args.workloads)
     if "mlflow" in only:
         mlflow(args.repeats)
     if "reports" in only:

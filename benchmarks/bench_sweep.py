@@ -337,20 +337,26 @@ def plain_processes(runs: list[Any], cpus: int) -> float:
     return max(e for _, e in spans) - min(s for s, _ in spans)
 
 
+def cpu_rounds(dim: int, iterations: int, repeats: int, fixed: float) -> dict[tuple[str, int], list[float]]:
+    """A workload's spans, (platform | plain, CPUs) -> one per round: 1 and 2 CPUs, each beside plain processes."""
+    runs = heavy_runs(dim, iterations)
+    got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
+    for _ in range(repeats):
+        for c in (1, 2):
+            with fresh() as d:
+                r = run_bisweep(heavy_study(dim, iterations), Path(d), cpus=c)
+                got["platform", c].append(r["span"] if r["span"] is not None else r["wall"] - fixed)
+            got["plain", c].append(plain_processes(runs, c))
+    return got
+
+
 def cpus(repeats: int, fixed: float, workloads: list[str]) -> None:
     """Each workload's runs on 1 and 2 CPUs, beside the same runs in plain processes, interleaved."""
     for label in workloads:
         dim, iterations = WORKLOADS[label]
-        runs = heavy_runs(dim, iterations)
-        got: dict[tuple[str, int], list[float]] = {(w, c): [] for w in ("platform", "plain") for c in (1, 2)}
-        for _ in range(repeats):
-            for c in (1, 2):
-                with fresh() as d:
-                    r = run_bisweep(heavy_study(dim, iterations), Path(d), cpus=c)
-                    got["platform", c].append(r["span"] if r["span"] is not None else r["wall"] - fixed)
-                got["plain", c].append(plain_processes(runs, c))
+        got = cpu_rounds(dim, iterations, repeats, fixed)
         speed = {w: [a / b for a, b in zip(got[w, 1], got[w, 2])] for w in ("platform", "plain")}
-        print(f"\n4. {label}: {len(runs)} runs (SOBA, quadratic d={dim}, {iterations} iterations), one per trial, "
+        print(f"\n4. {label}: 8 runs (SOBA, quadratic d={dim}, {iterations} iterations), one per trial, "
               f"start-up excluded (s; min / median of {repeats}, interleaved); plain: the same runs in a "
               "multiprocessing pool")
         print(table([{"": w, "1 CPU": mm(got[w, 1]), "2 CPUs": mm(got[w, 2]), "speed-up": mm(speed[w])}

@@ -84,11 +84,11 @@ def test_a_converging_run_is_finished_and_a_smaller_factor_only_flags_growth():
 
 def test_a_resumed_run_limits_iterates_by_the_start_values_it_loads():
     # toy_growth from 0 with rate 2: ‖x_t‖ = √3 (2^t − 1), ‖y_t‖ = 2 (2^t − 1); limit 10 · max(start, 1).
-    def resumed(start_x):
+    def resumed(start):
         run = run_module.Run("toy_growth", quad(), {"rate": 2.0}, budget={"iterations": 40},
                              divergence={"factor": 10, "metrics": ["iterates"]})
         state = run.state_dict()
-        state["start_values"] = {"x": start_x, "y": start_x}
+        state["start_values"] = {"x": start, "y": start}
         run.load_state_dict(state)
         return list(run.records())[-1]
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms.minibatch_stream import MinibatchStream
 from algorithms.search_space import Range
 from problems.base import Array
 from problems.validation import ParameterError, Params, param
@@ -51,6 +52,11 @@ class Algorithm(ABC):
     #: Instance attributes that change during a run besides x, y and the RNG (v, accumulators,
     #: momentum buffers, memory tables): numbers, strings, None, NumPy arrays, or lists/dicts of them.
     state: ClassVar[tuple[str, ...]] = ()
+    #: True when `step` draws from `rng` only through `batch`, `batches` and `batch_source`: its minibatches are
+    #: then drawn many iterations ahead (algorithms.minibatch_stream). Results are the same either way (reading
+    #: `rng` puts the generator back where the minibatches used leave it); the flag only says drawing ahead
+    #: pays. Declared on each class that qualifies, since a subclass may draw something else (an HIA's length).
+    minibatches_only: ClassVar[bool] = False
     paper: ClassVar[str] = ""
 
     def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:
@@ -59,12 +65,30 @@ class Algorithm(ABC):
                                  f"n_samples); '{getattr(problem, 'name', 'problem')}' is not one")
         self.problem = problem
         self.config = config
-        self.rng = rng
+        self._rng = rng
         self.iteration = 0
         self.x, self.y = problem.initial_point()
         size = getattr(config, "batch_size", None)
         # Decided once: the minibatch size `batch()` draws, or None for full-batch oracles.
         self._batch_size = size if size is not None and getattr(problem, "stochastic", False) else None
+        # Minibatches drawn ahead need a problem that draws several at once (a duck-typed one may not).
+        ahead = (self._batch_size is not None and type(self).__dict__.get("minibatches_only", False)
+                 and hasattr(problem, "sample_batches") and getattr(problem, "batches_drawn_whole", lambda: False)())
+        self._stream = MinibatchStream(problem, self._batch_size) if ahead else None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The algorithm's generator, in the state the minibatches used so far leave it (what was drawn ahead and
+        not used is dropped)."""
+        if self._stream is not None:
+            self._stream.settle(self._rng)
+        return self._rng
+
+    @rng.setter
+    def rng(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        if self._stream is not None:
+            self._stream.reset()
 
     @abstractmethod
     def step(self) -> None:
@@ -82,7 +106,9 @@ class Algorithm(ABC):
         """A fresh minibatch when the config asks for one and the problem is stochastic, else None."""
         if self._batch_size is None:
             return None
-        return self.problem.sample_batch(self.rng, self._batch_size)
+        if self._stream is not None:
+            return self._stream.take(self._rng, 1)[0]
+        return self.problem.sample_batch(self._rng, self._batch_size)
 
     def batches(self, count: int) -> list[Any]:
         """`count` fresh minibatches at once: the ones `count` calls of `batch()` in turn would give.
@@ -93,10 +119,12 @@ class Algorithm(ABC):
         """
         if self._batch_size is None or count == 0:  # nothing to draw (an HIA of length 0, a tolerance loop)
             return [None] * count
+        if self._stream is not None:
+            return self._stream.take(self._rng, count)
         draw = getattr(self.problem, "sample_batches", None)  # a duck-typed problem may lack it
         if draw is None:
             return [self.batch() for _ in range(count)]
-        return draw(self.rng, self._batch_size, count)
+        return draw(self._rng, self._batch_size, count)
 
     def batch_source(self, count: int) -> BatchSource:
         """A minibatch per call: the first `count` drawn together now (`batches`), then each when asked.
@@ -116,7 +144,9 @@ class Algorithm(ABC):
     def state_dict(self) -> dict[str, Any]:
         """A copy of the declared state and the RNG's state: arrays, numbers, strings, None, lists, dicts."""
         state = {name: _plain(getattr(self, name)) for name in self.state_fields()}
-        state["rng"] = copy.deepcopy(self.rng.bit_generator.state)
+        # As if only the minibatches used were drawn: a run resumed from it draws on from there.
+        state["rng"] = (copy.deepcopy(self._rng.bit_generator.state) if self._stream is None
+                        else self._stream.rng_state(self._rng))
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -126,7 +156,7 @@ class Algorithm(ABC):
             value = copy.deepcopy(state[name])
             # A bounded deque (a window of past estimates) travels as a list and comes back bounded.
             setattr(self, name, deque(value, maxlen=current.maxlen) if isinstance(current, deque) else value)
-        self.rng.bit_generator.state = copy.deepcopy(state["rng"])
+        self.rng.bit_generator.state = copy.deepcopy(state["rng"])  # `rng` drops what was drawn ahead
 
     @classmethod
     def search_space(cls) -> dict[str, Range]:

@@ -33,6 +33,7 @@ class OptimisticGD(Algorithm):
 
     state = ("gx_prev", "gy_prev")
     name = "ogd"
+    minibatches_only = True
     Config = OptimisticGDConfig
     step_sizes = ("lr",)
     first_order = True

@@ -144,6 +144,11 @@ class BilevelProblem(ABC):
         drawn = frozen_indices(rng.integers(0, self.n_samples, size=count * size))
         return [drawn[k * size:(k + 1) * size] for k in range(count)]  # read-only views of a read-only array
 
+    def batches_drawn_whole(self) -> bool:
+        """True when a minibatch is all drawn when made (no generator kept to draw from later): minibatches
+        drawn ahead are then the ones drawn when used (algorithms.minibatch_stream)."""
+        return True
+
     def batch_size(self, batch: Batch) -> int:
         """Samples a batch touches (n_samples, or 1, for the full batch)."""
         if batch is None:

@@ -169,6 +169,10 @@ class ConstrainedQuadratic(BilevelProblem):
             return DenseNoise(self.dim_x, self.sigma, size, rng)
         return rng.standard_normal((3, size, self.dim_x))
 
+    def batches_drawn_whole(self) -> bool:
+        """The dense model's noise is drawn from the generator as the oracles ask for it."""
+        return self.noise_model != "dense"
+
     def batch_size(self, batch: Batch) -> int:
         if batch is None:
             return 1

@@ -395,8 +395,10 @@ def test_declared_state_is_all_that_changes_and_resumes_the_run(name):
     for _ in range(4):
         advance(alg)
     cls = algorithms.get(name)
-    # _batch_size: the base class decides the minibatch size once from the config (a constant)
-    assert set(vars(alg)) - {"_batch_size"} == {"problem", "config", "rng", "iteration", "x", "y", *cls.state}
+    # _batch_size: the base class decides the minibatch size once from the config (a constant); _stream holds
+    # the minibatches drawn ahead from _rng (`rng` gives the generator as the minibatches used leave it)
+    assert set(vars(alg)) - {"_batch_size", "_stream"} == {"problem", "config", "_rng", "iteration", "x", "y",
+                                                          *cls.state}
     resumed = make(name, SUM, MINIBATCH[name], seed=99)
     for attr in ("x", "y", "iteration", "rng", *cls.state):
         setattr(resumed, attr, copy.deepcopy(getattr(alg, attr)))

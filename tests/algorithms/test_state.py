@@ -11,7 +11,7 @@ import problems
 from algorithms.checkpoint import decode, encode, load_state, save_state
 from tests.sweep import toy_algorithms  # noqa: F401  (registers the test algorithms too)
 
-FRAMEWORK = {"problem", "config", "rng", "iteration"}
+FRAMEWORK = {"problem", "config", "_rng", "_stream", "iteration"}
 ITERATIONS = 10
 
 

@@ -19,3 +19,15 @@ def trajectory(name, p, cfg, iterations, seed=0):
         alg.iteration += 1
         xs.append(alg.x.copy())
     return np.array(xs), alg
+
+
+class Hiding:
+    """A duck-typed view of `problem`: everything of it but the attribute `hidden`."""
+
+    def __init__(self, problem, hidden):
+        self._problem, self._hidden = problem, hidden
+
+    def __getattr__(self, name):
+        if name == self._hidden:
+            raise AttributeError(name)
+        return getattr(self._problem, name)

@@ -6,6 +6,7 @@ import pytest
 import algorithms
 import problems
 from problems.validation import ParameterError
+from tests.algorithms.stepping import Hiding
 
 # Well-conditioned deterministic quadratic: inner spectrum [0.5, 1], ∇²F spectrum [1.0, 3.4].
 QUAD = problems.make("quadratic", seed=0, dim_x=20, dim_y=20, mu=0.5, L=1.0, outer_curvature=1.0)
@@ -125,16 +126,9 @@ def test_soba_default_schedule_is_the_papers_decay():
         assert d["gamma"] == pytest.approx(0.1 / (t + 1) ** 0.6, rel=1e-14)
 
 
-class WithoutBatches:
+def without_batches(problem):
     """A duck-typed problem: everything of `problem` but sample_batches."""
-
-    def __init__(self, problem):
-        self._problem = problem
-
-    def __getattr__(self, name):
-        if name == "sample_batches":
-            raise AttributeError(name)
-        return getattr(self._problem, name)
+    return Hiding(problem, "sample_batches")
 
 
 TWO_MINIBATCH_PROBLEMS = {
@@ -145,7 +139,7 @@ TWO_MINIBATCH_PROBLEMS = {
 
 
 @pytest.mark.parametrize("problem", sorted(TWO_MINIBATCH_PROBLEMS))
-@pytest.mark.parametrize("wrap", [lambda p: p, WithoutBatches], ids=["problem", "duck-typed"])
+@pytest.mark.parametrize("wrap", [lambda p: p, without_batches], ids=["problem", "duck-typed"])
 def test_soba_minibatch_steps_are_the_papers_on_two_fresh_minibatches(wrap, problem):
     # SOBA draws its two minibatches (g's, then f's) together, or in turn without sample_batches: the same
     # iterates as the update written out drawing each minibatch just before its oracles, from the same seed.

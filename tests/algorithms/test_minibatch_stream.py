@@ -12,6 +12,7 @@ import problems
 from algorithms import minibatch_stream
 from algorithms.minibatch_stream import MinibatchStream
 from problems.counting import counted
+from tests.algorithms.stepping import Hiding
 
 PROBLEMS = {
     "simulated": dict(dim_x=4, dim_y=3, n_samples_inner=20, n_samples_outer=12),  # unequal sample sets
@@ -25,16 +26,9 @@ def as_lists(batch):
     return (batch.inner.tolist(), batch.outer.tolist()) if hasattr(batch, "inner") else batch.tolist()
 
 
-class NoDrawingAhead:
+def no_drawing_ahead(problem):
     """The problem without `batches_drawn_whole`: an algorithm on it draws each minibatch when it asks."""
-
-    def __init__(self, problem):
-        self._problem = problem
-
-    def __getattr__(self, name):
-        if name == "batches_drawn_whole":
-            raise AttributeError(name)
-        return getattr(self._problem, name)
+    return Hiding(problem, "batches_drawn_whole")
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -76,7 +70,7 @@ def test_a_run_drawing_ahead_equals_one_drawing_each_minibatch_when_used(name, p
     p = problems.make(problem, seed=1, **PROBLEMS[problem])
     cfg = algorithms.make_config(name, {"batch_size": 8, **({"sub_loops": "fixed"} if name == "dtfbo" else {})})
     ahead = algorithms.get(name)(counted(p), cfg, np.random.default_rng(3))
-    plain = algorithms.get(name)(counted(NoDrawingAhead(p)), cfg, np.random.default_rng(3))
+    plain = algorithms.get(name)(counted(no_drawing_ahead(p)), cfg, np.random.default_rng(3))
     assert ahead._stream is not None and plain._stream is None
     for _ in range(15):
         for alg in (ahead, plain):

@@ -146,8 +146,9 @@ class BilevelProblem(ABC):
 
     def batches_drawn_whole(self) -> bool:
         """True when a minibatch is all drawn when made (no generator kept to draw from later): minibatches
-        drawn ahead are then the ones drawn when used (algorithms.minibatch_stream)."""
-        return True
+        drawn ahead are then the ones drawn when used (algorithms.minibatch_stream). The index draw here is;
+        a problem with its own `sample_batch` says so itself (False until it does)."""
+        return type(self).sample_batch is BilevelProblem.sample_batch
 
     def batch_size(self, batch: Batch) -> int:
         """Samples a batch touches (n_samples, or 1, for the full batch)."""

@@ -64,6 +64,10 @@ class TwoSetFiniteSum(BilevelProblem):
         starts = range(0, 2 * size * count, 2 * size)
         return [TwoSetBatch(drawn[k:k + size], drawn[k + size:k + 2 * size]) for k in starts]  # read-only views
 
+    def batches_drawn_whole(self) -> bool:
+        """Index minibatches: whole when drawn."""
+        return True
+
     def _bounds(self, size: int, count: int) -> Array:
         """([n_inner] · size + [n_outer] · size) · count (kept per size and count)."""
         bounds = self._bounds_by_size.get((size, count))

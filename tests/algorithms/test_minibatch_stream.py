@@ -118,3 +118,17 @@ def test_lazily_drawn_noise_is_never_drawn_ahead():
     assert not dense.batches_drawn_whole() and diagonal.batches_drawn_whole()
     cfg = algorithms.make_config("soba", {"batch_size": 3})
     assert algorithms.get("soba")(counted(dense), cfg, np.random.default_rng(0))._stream is None
+
+
+def test_a_problem_with_its_own_sample_batch_is_not_drawn_ahead_until_it_says_so():
+    quadratic = problems.make("quadratic", seed=0, **PROBLEMS["quadratic"])
+
+    class OwnDraw(type(quadratic)):
+        def sample_batch(self, rng, size):
+            return super().sample_batch(rng, size)
+
+    quadratic.__class__ = OwnDraw
+    assert not quadratic.batches_drawn_whole()
+    simulated = problems.make("simulated", seed=0, **PROBLEMS["simulated"])
+    assert problems.make("quadratic", seed=0, **PROBLEMS["quadratic"]).batches_drawn_whole()
+    assert simulated.batches_drawn_whole()  # two index sets, its own sample_batch: declared whole

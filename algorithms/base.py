@@ -88,7 +88,7 @@ class Algorithm(ABC):
     def rng(self, rng: np.random.Generator) -> None:
         self._rng = rng
         if self._stream is not None:
-            self._stream.reset()
+            self._stream.reset()  # nothing of the new generator was drawn ahead
 
     @abstractmethod
     def step(self) -> None:
@@ -156,7 +156,9 @@ class Algorithm(ABC):
             value = copy.deepcopy(state[name])
             # A bounded deque (a window of past estimates) travels as a list and comes back bounded.
             setattr(self, name, deque(value, maxlen=current.maxlen) if isinstance(current, deque) else value)
-        self.rng.bit_generator.state = copy.deepcopy(state["rng"])  # `rng` drops what was drawn ahead
+        self._rng.bit_generator.state = copy.deepcopy(state["rng"])
+        if self._stream is not None:
+            self._stream.reset()  # what was drawn ahead came from the state just replaced
 
     @classmethod
     def search_space(cls) -> dict[str, Range]:

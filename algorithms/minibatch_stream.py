@@ -28,14 +28,17 @@ MAX_AHEAD_INDICES = 1 << 14
 
 
 class MinibatchStream:
-    """The minibatches of one size drawn from a generator, handed out in order, drawn ahead in blocks."""
+    """The minibatches of one size drawn from a generator, handed out in order, drawn ahead in blocks.
 
-    __slots__ = ("_problem", "_size", "_max_block", "_block", "_rng", "_ready", "_start", "_served")
+    Every call passes the same generator until `reset` (its owner resets the stream when it sets another
+    generator or another state).
+    """
+
+    __slots__ = ("_problem", "_size", "_max_block", "_block", "_ready", "_start", "_served")
 
     def __init__(self, problem: Any, size: int) -> None:
         self._problem, self._size = problem, size
         self._max_block = max(1, MAX_AHEAD_INDICES // size)
-        self._rng: np.random.Generator | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -47,9 +50,6 @@ class MinibatchStream:
 
     def take(self, rng: np.random.Generator, count: int) -> list[Any]:
         """The next `count` minibatches of `rng`."""
-        if rng is not self._rng:  # another generator assigned: nothing of it was drawn ahead
-            self._rng = rng
-            self.reset()
         ready = self._ready
         while len(ready) < count:
             if not ready:  # everything drawn was handed out: the generator's own state is exact
@@ -61,13 +61,13 @@ class MinibatchStream:
 
     def settle(self, rng: np.random.Generator) -> None:
         """Put `rng` back in the state the minibatches handed out leave it, dropping those drawn ahead."""
-        if rng is self._rng and self._ready:
+        if self._ready:
             rng.bit_generator.state = self.rng_state(rng)
         self.reset()
 
     def rng_state(self, rng: np.random.Generator) -> dict[str, Any]:
         """`rng`'s state had it drawn only the minibatches handed out."""
-        if rng is not self._rng or not self._ready:
+        if not self._ready:  # everything drawn was handed out
             return copy.deepcopy(rng.bit_generator.state)
         replay = copy.deepcopy(rng)
         replay.bit_generator.state = self._start

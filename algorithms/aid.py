@@ -92,7 +92,7 @@ class AIDCG(DoubleLoop):
     """AID-CG: T inner GD steps, K CG iterations on H v = ∇y f, x −= γ(∇x f − J v)."""
 
     name = "aid_cg"
-    minibatches_only = True
+    draws_ahead = True
     Config = AIDCGConfig
     step_sizes = ("alpha", "gamma")
     tunables = {"cg_steps": Range(1, 100, integer=True)}
@@ -121,7 +121,7 @@ class AIDFP(DoubleLoop):
     """AID-FP: T inner GD steps, K fixed-point steps on H v = ∇y f, x −= γ(∇x f − J v)."""
 
     name = "aid_fp"
-    minibatches_only = True
+    draws_ahead = True
     Config = AIDFPConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"fp_steps": Range(1, 100, integer=True)}
@@ -153,7 +153,7 @@ class ITD(DoubleLoop):
     """ITD: reverse-mode differentiation through T inner GD steps (optionally the last K only)."""
 
     name = "itd"
-    minibatches_only = True
+    draws_ahead = True
     Config = ITDConfig
     step_sizes = ("alpha", "gamma")
     paper = "Franceschi et al. 2017; Ji, Yang & Liang 2021 (ITD-BiO); Shaban et al. 2019 (truncation)"

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms.index_stream import IndexStream, decodable, numpy_draws_as_decoded
 from algorithms.minibatch_stream import MinibatchStream
 from algorithms.search_space import Range
 from problems.base import Array
@@ -52,11 +53,12 @@ class Algorithm(ABC):
     #: Instance attributes that change during a run besides x, y and the RNG (v, accumulators,
     #: momentum buffers, memory tables): numbers, strings, None, NumPy arrays, or lists/dicts of them.
     state: ClassVar[tuple[str, ...]] = ()
-    #: True when `step` draws from `rng` only through `batch`, `batches` and `batch_source`: its minibatches are
-    #: then drawn many iterations ahead (algorithms.minibatch_stream). Results are the same either way (reading
-    #: `rng` puts the generator back where the minibatches used leave it); the flag only says drawing ahead
-    #: pays. Declared on each class that qualifies, since a subclass may draw something else (an HIA's length).
-    minibatches_only: ClassVar[bool] = False
+    #: True when `step` draws from `rng` only through `batch`, `batches`, `batch_source` and `random_integer`:
+    #: its draws are then made many iterations ahead (algorithms.index_stream, algorithms.minibatch_stream).
+    #: Results are the same either way (reading `rng` puts the generator back where the draws used leave it);
+    #: the flag only says drawing ahead pays. Declared on each class that qualifies, since a subclass may draw
+    #: something else.
+    draws_ahead: ClassVar[bool] = False
     paper: ClassVar[str] = ""
 
     def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:
@@ -71,15 +73,24 @@ class Algorithm(ABC):
         size = getattr(config, "batch_size", None)
         # Decided once: the minibatch size `batch()` draws, or None for full-batch oracles.
         self._batch_size = size if size is not None and getattr(problem, "stochastic", False) else None
-        # Minibatches drawn ahead need a problem that draws several at once (a duck-typed one may not).
-        ahead = (self._batch_size is not None and type(self).__dict__.get("minibatches_only", False)
+        ahead = (self._batch_size is not None and type(self).__dict__.get("draws_ahead", False)
                  and hasattr(problem, "sample_batches") and getattr(problem, "batches_drawn_whole", lambda: False)())
-        self._stream = MinibatchStream(problem, self._batch_size) if ahead else None
+        # Whole minibatches drawn ahead (a duck-typed problem may not draw several at once); from the first
+        # `random_integer` on, numbers (an IndexStream: about 2 µs dearer per minibatch, so only where needed).
+        self._stream: IndexStream | MinibatchStream | None = (
+            MinibatchStream(problem, self._batch_size) if ahead else None)
+
+    def _number_stream(self) -> IndexStream | None:
+        """Numbers drawn ahead for the problem's index minibatches, when its minibatches are index draws."""
+        bounds = getattr(self.problem, "index_bounds", lambda: None)()
+        if bounds is None or not all(decodable(b) for b in bounds) or not numpy_draws_as_decoded():
+            return None
+        return IndexStream(self.problem, self._batch_size, bounds)
 
     @property
     def rng(self) -> np.random.Generator:
-        """The algorithm's generator, in the state the minibatches used so far leave it (what was drawn ahead and
-        not used is dropped)."""
+        """The algorithm's generator, in the state the draws used so far leave it (what was drawn ahead and not
+        used is dropped)."""
         if self._stream is not None:
             self._stream.settle(self._rng)
         return self._rng
@@ -89,6 +100,16 @@ class Algorithm(ABC):
         self._rng = rng
         if self._stream is not None:
             self._stream.reset()  # nothing of the new generator was drawn ahead
+
+    def random_integer(self, high: int) -> int:
+        """int(rng.integers(high)), the same number from numbers drawn ahead (an HIA's length)."""
+        stream = self._stream
+        if type(stream) is MinibatchStream:  # whole minibatches cannot serve it: numbers from now on, if they can
+            stream.settle(self._rng)
+            stream = self._stream = self._number_stream()
+        if stream is None:
+            return int(self._rng.integers(high))
+        return stream.integer(self._rng, high)
 
     @abstractmethod
     def step(self) -> None:

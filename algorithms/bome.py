@@ -49,7 +49,7 @@ class BOME(Algorithm):
 
     state = ("lam", "q_hat", "grad_q_norm")
     name = "bome"
-    minibatches_only = True
+    draws_ahead = True
     Config = BOMEConfig
     step_sizes = ("xi", "alpha")
     tunables = {"T": Range(1, 100, integer=True), "eta": Range(0.05, 5.0)}

@@ -33,7 +33,7 @@ class BSG1(Algorithm):
 
     state = ("coef", "grad_y_g_norm")
     name = "bsg1"
-    minibatches_only = True
+    draws_ahead = True
     Config = BSG1Config
     step_sizes = ("xi", "alpha")
     tunables = {"T": Range(1, 100, integer=True)}

@@ -43,7 +43,7 @@ class F2BA(Algorithm):
     """F2BA: F2SA's first-order penalty hypergradient with a constant penalty λ (Algorithm 1)."""
 
     name = "f2ba"
-    minibatches_only = True
+    draws_ahead = True
     Config = F2BAConfig
     step_sizes = ("alpha", "tau", "eta")
     tunables = {"lam": Range(1.0, 100.0), "inner_steps": Range(1, 100, integer=True)}

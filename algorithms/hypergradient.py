@@ -81,12 +81,12 @@ def hia_length(terms: int, rng: np.random.Generator) -> int:
     return int(rng.integers(terms))
 
 
-def hia(hvp: Hvp, b: Array, eta: float, terms: int, rng: np.random.Generator,
+def hia(hvp: Hvp, b: Array, eta: float, terms: int, rng: np.random.Generator | None = None,
         length: int | None = None) -> tuple[Array, int]:
     """Randomized truncated Neumann estimate of H⁻¹ b (Ghadimi & Wang 2018, Alg. 3); (v, p).
 
-    Draws p uniformly in {0, ..., N−1} (N = `terms`; `length` given: that p, drawn by the caller with
-    `hia_length`) and returns v = N η Π_{i=1}^{p} (I − η H_i) b: p HVPs, each a fresh call of `hvp` (a
+    Draws p uniformly in {0, ..., N−1} with `rng` (N = `terms`; `length` given: that p, drawn by the caller
+    as `hia_length` draws it) and returns v = N η Π_{i=1}^{p} (I − η H_i) b: p HVPs, each a fresh call of `hvp` (a
     stochastic caller draws an independent H_i per call).
     E_p[v] = η Σ_{j<N} (I − ηH)^j b = H⁻¹(I − (I − ηH)^N) b for a fixed H (`hia_expected`).
     """
@@ -115,7 +115,7 @@ def _stacked(hvp_pair: HvpPair, dim: int) -> Hvp:
 
 
 def joint_hia(
-    hvp_pair: HvpPair, b: Array, b_prev: Array, eta: float, terms: int, rng: np.random.Generator,
+    hvp_pair: HvpPair, b: Array, b_prev: Array, eta: float, terms: int, rng: np.random.Generator | None = None,
     length: int | None = None,
 ) -> tuple[Array, Array, int]:
     """HIA at two points with one p and one minibatch per Neumann factor (SUSTAIN); (v, v', p).

@@ -2,7 +2,7 @@
 
 A generator hands out its numbers in sequence, so k minibatches drawn in one call are the ones k calls
 would draw in turn (a problem's `sample_batches`). For an algorithm whose generator serves nothing but
-its minibatches (`Algorithm.minibatches_only`), on a problem whose minibatches are whole when drawn
+its minibatches (`Algorithm.draws_ahead`), on a problem whose minibatches are whole when drawn
 (`batches_drawn_whole`: indices, not a generator kept for later), minibatches drawn blocks ahead are
 therefore the ones drawn when used. A NumPy draw costs ~6–15 µs whatever its size: on
 regularization_selection that was a quarter of a SOBA iteration.

@@ -26,7 +26,7 @@ import numpy as np
 
 from algorithms.aid import DoubleLoop, InnerOuterConfig
 from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
-from algorithms.hypergradient import hia, hia_expected, hia_length, joint_hia, joint_hia_expected
+from algorithms.hypergradient import hia, hia_expected, joint_hia, joint_hia_expected
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
 from problems.base import Array, Batch
@@ -47,7 +47,7 @@ class HIASolver:
     """Mixin: v ≈ H⁻¹ b by the HIA (or its mean over p), keeping the length p as a diagnostic."""
 
     config: HIAConfig
-    rng: np.random.Generator
+    random_integer: Callable[[int], int]  # an Algorithm's
     #: HVP factors of the last HIA (p; N − 1 in expected mode; 0 before the first step).
     hia_length: int
     tunables = {"hia_terms": Range(1, 100, integer=True)}
@@ -57,7 +57,7 @@ class HIASolver:
         then of the `then` fresh ones the iteration takes next, all drawn together (the same batches as
         drawing each where it is used: p comes first either way); served after what `source` holds ahead."""
         c = self.config
-        self.hia_length = c.hia_terms - 1 if c.hia_mode == "expected" else hia_length(c.hia_terms, self.rng)
+        self.hia_length = c.hia_terms - 1 if c.hia_mode == "expected" else self.random_integer(c.hia_terms)
         source = source or self.batch_source(0)  # type: ignore[attr-defined]  (an Algorithm's)
         source.draw_ahead(self.hia_length + then)
         return source
@@ -72,7 +72,7 @@ class HIASolver:
 
         if c.hia_mode == "expected":
             return hia_expected(factor, b, c.eta, c.hia_terms)
-        return hia(factor, b, c.eta, c.hia_terms, self.rng, self.hia_length)[0]
+        return hia(factor, b, c.eta, c.hia_terms, length=self.hia_length)[0]
 
     def joint_inverse_hvp(self, hvp_pair: Callable[[Array, Array, Batch], tuple[Array, Array]], b: Array,
                           b_prev: Array, draw: BatchSource) -> tuple[Array, Array]:
@@ -85,7 +85,7 @@ class HIASolver:
 
         if c.hia_mode == "expected":
             return joint_hia_expected(factor, b, b_prev, c.eta, c.hia_terms)
-        v, v_prev, _ = joint_hia(factor, b, b_prev, c.eta, c.hia_terms, self.rng, self.hia_length)
+        v, v_prev, _ = joint_hia(factor, b, b_prev, c.eta, c.hia_terms, length=self.hia_length)
         return v, v_prev
 
 
@@ -114,6 +114,7 @@ class BSA(HIASolver, DoubleLoop):
     """
 
     name = "bsa"
+    draws_ahead = True
     Config = BSAConfig
     step_sizes = ("alpha", "eta", "gamma")
     state = ("v", "hia_length")
@@ -207,6 +208,7 @@ class TTSA(SingleLoopHIA):
     """
 
     name = "ttsa"
+    draws_ahead = True
     Config = TTSAConfig
     step_sizes = ("alpha", "eta", "gamma")
     state = ("hia_length",)
@@ -263,6 +265,7 @@ class SUSTAIN(SingleLoopHIA):
     """
 
     name = "sustain"
+    draws_ahead = True
     Config = SUSTAINConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"momentum": Range(0.1, 1.0, log=False)}

@@ -33,7 +33,7 @@ class OptimisticGD(Algorithm):
 
     state = ("gx_prev", "gy_prev")
     name = "ogd"
-    minibatches_only = True
+    draws_ahead = True
     Config = OptimisticGDConfig
     step_sizes = ("lr",)
     first_order = True

@@ -85,7 +85,7 @@ class FSLA(Algorithm):
     """
 
     name = "fsla"
-    minibatches_only = True
+    draws_ahead = True
     Config = FSLAConfig
     step_sizes = ("alpha", "gamma")
     first_order = False
@@ -160,7 +160,7 @@ class MRBO(Algorithm):
     """
 
     name = "mrbo"
-    minibatches_only = True
+    draws_ahead = True
     Config = MRBOConfig
     step_sizes = ("alpha", "eta", "gamma")
     first_order = False

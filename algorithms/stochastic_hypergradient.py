@@ -36,7 +36,7 @@ class SOBA(Algorithm):
 
     state = ("v",)
     name = "soba"
-    minibatches_only = True
+    draws_ahead = True
     Config = SOBAConfig
     step_sizes = ("rho", "gamma")
     first_order = False
@@ -83,7 +83,7 @@ class AmIGO(DoubleLoop):
     """AmIGO: T SGD steps on y, warm-started SGD steps on v for the linear system, one outer step."""
 
     name = "amigo"
-    minibatches_only = True
+    draws_ahead = True
     Config = AmIGOConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"v_steps": Range(1, 100, integer=True)}
@@ -110,7 +110,7 @@ class StocBiO(DoubleLoop):
     """StocBiO: T SGD steps on y, v = η Σ_{q=0}^{Q} Π (I − ηH_j) ∇y f, one outer step."""
 
     name = "stocbio"
-    minibatches_only = True
+    draws_ahead = True
     Config = StocBiOConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"neumann_terms": Range(1, 100, integer=True)}

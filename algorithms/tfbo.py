@@ -88,7 +88,7 @@ class DTFBO(TuningFree):
 
     state = ("y_loop", "v_loop", "y_cap_hits", "v_cap_hits")
     name = "dtfbo"
-    minibatches_only = True
+    draws_ahead = True
     Config = DTFBOConfig
     loops = "double"
     paper = "tfbo_tuning_free_bilevel Alg. 1"
@@ -158,7 +158,7 @@ class STFBO(TuningFree):
     """S-TFBO: single loop, y, v and x updated together with jointly designed adaptive steps."""
 
     name = "stfbo"
-    minibatches_only = True
+    draws_ahead = True
     Config = STFBOConfig
     # Alg. 2 requires α0 ≥ 1: the default range [0.5, 50] is clipped below.
     tunables = {"alpha0": Range(1.0, 50.0)}

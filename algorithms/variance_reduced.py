@@ -199,7 +199,7 @@ class SRBA(SOBAFramework):
     """SRBA: SOBA's directions by SARAH recursion, recomputed on the full batch every q iterations."""
 
     name = "srba"
-    minibatches_only = True
+    draws_ahead = True
     Config = SRBAConfig
     # benchmark_bilevel's grid for period_frac spans {0.5, 8, 64, 512}.
     tunables = {"period_frac": Range(0.5, 512.0)}

@@ -150,6 +150,19 @@ class BilevelProblem(ABC):
         a problem with its own `sample_batch` says so itself (False until it does)."""
         return type(self).sample_batch is BilevelProblem.sample_batch
 
+    def index_bounds(self) -> tuple[int, ...] | None:
+        """The index draws that make one minibatch, in draw order: `size` indices below each bound, drawn
+        as `rng.integers(0, bound, size)` (then an algorithm may decode them from numbers drawn ahead,
+        algorithms.index_stream); None when a minibatch is drawn otherwise. A problem with its own
+        `sample_batch` says so itself (None until it does)."""
+        if type(self).sample_batch is not BilevelProblem.sample_batch or self.n_samples is None:
+            return None
+        return (self.n_samples,)
+
+    def batch_of(self, *indices: Array) -> Batch:
+        """The minibatch made of one read-only index array per `index_bounds` entry."""
+        return indices[0]
+
     def batch_size(self, batch: Batch) -> int:
         """Samples a batch touches (n_samples, or 1, for the full batch)."""
         if batch is None:

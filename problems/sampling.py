@@ -68,6 +68,16 @@ class TwoSetFiniteSum(BilevelProblem):
         """Index minibatches: whole when drawn."""
         return True
 
+    def index_bounds(self) -> tuple[int, ...] | None:
+        """A minibatch's inner indices, then its outer ones (None for a subclass with its own sample_batch)."""
+        if type(self).sample_batch is not TwoSetFiniteSum.sample_batch:
+            return None
+        return self.n_inner, self.n_outer
+
+    def batch_of(self, *indices: Array) -> TwoSetBatch:
+        """The minibatch of inner and outer index arrays."""
+        return TwoSetBatch(*indices)
+
     def _bounds(self, size: int, count: int) -> Array:
         """([n_inner] · size + [n_outer] · size) · count (kept per size and count)."""
         bounds = self._bounds_by_size.get((size, count))

@@ -22,12 +22,12 @@ def trajectory(name, p, cfg, iterations, seed=0):
 
 
 class Hiding:
-    """A duck-typed view of `problem`: everything of it but the attribute `hidden`."""
+    """A duck-typed view of `problem`: everything of it but the attributes `hidden`."""
 
-    def __init__(self, problem, hidden):
+    def __init__(self, problem, *hidden):
         self._problem, self._hidden = problem, hidden
 
     def __getattr__(self, name):
-        if name == self._hidden:
+        if name in self._hidden:
             raise AttributeError(name)
         return getattr(self._problem, name)

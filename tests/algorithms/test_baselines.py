@@ -127,8 +127,9 @@ def test_soba_default_schedule_is_the_papers_decay():
 
 
 def without_batches(problem):
-    """A duck-typed problem: everything of `problem` but sample_batches."""
-    return Hiding(problem, "sample_batches")
+    """A duck-typed problem: everything of `problem` but sample_batches (and index_bounds, which would serve
+    minibatches drawn ahead without it)."""
+    return Hiding(problem, "sample_batches", "index_bounds")
 
 
 TWO_MINIBATCH_PROBLEMS = {

@@ -1,15 +1,17 @@
-"""Minibatches drawn ahead (algorithms.minibatch_stream) are the ones drawn when used, and a run is unchanged.
+"""Minibatches drawn ahead (algorithms.minibatch_stream, algorithms.index_stream) are the ones drawn when used,
+and a run is unchanged.
 
 The reference for each check draws every minibatch with `sample_batch` from its own generator of the same
-seed, one call per minibatch, or runs the algorithm on a view of the problem that does not offer
-`batches_drawn_whole` (so nothing is drawn ahead).
+seed, one call per minibatch, or runs the algorithm on a view of the problem that offers neither
+`index_bounds` nor `batches_drawn_whole` (so nothing is drawn ahead).
 """
 import numpy as np
 import pytest
 
 import algorithms
 import problems
-from algorithms import minibatch_stream
+from algorithms import index_stream, minibatch_stream
+from algorithms.index_stream import IndexStream
 from algorithms.minibatch_stream import MinibatchStream
 from problems.counting import counted
 from tests.algorithms.stepping import Hiding
@@ -19,7 +21,8 @@ PROBLEMS = {
     "quadratic": dict(dim_x=4, dim_y=3, n_samples=16, rank=1),  # one sample set
     "regularization_selection": dict(dataset="breast_cancer"),
 }
-FLAGGED = sorted(name for name in algorithms.available() if algorithms.get(name).__dict__.get("minibatches_only"))
+HIA_METHODS = {"ttsa", "sustain", "bsa"}  # they draw p with `random_integer`
+FLAGGED = sorted(name for name in algorithms.available() if algorithms.get(name).__dict__.get("draws_ahead"))
 
 
 def as_lists(batch):
@@ -27,8 +30,9 @@ def as_lists(batch):
 
 
 def no_drawing_ahead(problem):
-    """The problem without `batches_drawn_whole`: an algorithm on it draws each minibatch when it asks."""
-    return Hiding(problem, "batches_drawn_whole")
+    """The problem without `index_bounds` and `batches_drawn_whole`: an algorithm on it draws each minibatch
+    when it asks."""
+    return Hiding(problem, "index_bounds", "batches_drawn_whole")
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -63,15 +67,17 @@ def test_blocks_double_from_four_up_to_the_cap(monkeypatch):
     assert sizes == [4, 8, 16, 20, 20]  # 68 drawn for 60 used
 
 
+@pytest.mark.parametrize("numbers", [True, False], ids=["index-bounds", "no-index-bounds"])
 @pytest.mark.parametrize("problem", sorted(PROBLEMS))
 @pytest.mark.parametrize("name", FLAGGED)
-def test_a_run_drawing_ahead_equals_one_drawing_each_minibatch_when_used(name, problem, monkeypatch):
+def test_a_run_drawing_ahead_equals_one_drawing_each_minibatch_when_used(name, problem, numbers, monkeypatch):
     monkeypatch.setattr(minibatch_stream, "MAX_AHEAD_INDICES", 8 * 6)  # blocks of 4, then 6: many refills
+    monkeypatch.setattr(index_stream, "MAX_AHEAD_WORDS", 8 * 2 * 6)
     p = problems.make(problem, seed=1, **PROBLEMS[problem])
     cfg = algorithms.make_config(name, {"batch_size": 8, **({"sub_loops": "fixed"} if name == "dtfbo" else {})})
-    ahead = algorithms.get(name)(counted(p), cfg, np.random.default_rng(3))
+    ahead = algorithms.get(name)(counted(p if numbers else Hiding(p, "index_bounds")), cfg, np.random.default_rng(3))
     plain = algorithms.get(name)(counted(no_drawing_ahead(p)), cfg, np.random.default_rng(3))
-    assert ahead._stream is not None and plain._stream is None
+    assert type(ahead._stream) is MinibatchStream and plain._stream is None
     for _ in range(15):
         for alg in (ahead, plain):
             with np.errstate(all="ignore"):  # a step that overflows does so in both
@@ -81,6 +87,10 @@ def test_a_run_drawing_ahead_equals_one_drawing_each_minibatch_when_used(name, p
         np.testing.assert_array_equal(ahead.x, plain.x)
         np.testing.assert_array_equal(ahead.y, plain.y)
     assert ahead.problem.counter.calls == plain.problem.counter.calls
+    # An HIA method draws its length p: from then on numbers drawn ahead serve it, or, without index
+    # minibatches, nothing is drawn ahead.
+    assert type(ahead._stream) is (MinibatchStream if name not in HIA_METHODS else IndexStream if numbers
+                                   else type(None))
 
 
 def test_a_state_saved_mid_block_resumes_the_run_exactly():
@@ -99,7 +109,7 @@ def test_a_state_saved_mid_block_resumes_the_run_exactly():
 
 
 def test_reading_rng_leaves_it_where_the_minibatches_used_leave_it():
-    # Anything else drawn from `rng` (an algorithm outside `minibatches_only`, a caller) is drawn as before.
+    # Anything else drawn from `rng` (an algorithm outside `draws_ahead`, a caller) is drawn as before.
     p = problems.make("simulated", seed=0, **PROBLEMS["simulated"])
     alg = algorithms.get("soba")(p, algorithms.make_config("soba", {"batch_size": 5}), np.random.default_rng(4))
     ref = np.random.default_rng(4)

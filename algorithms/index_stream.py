@@ -15,7 +15,8 @@ a word's value depends only on the word and the bound, so a minibatch at any pos
 only where a rejection may fall (rare: probability below n / 2³² per word) is a minibatch decoded word by
 word. A lone integer (`integer`) is decoded word by word. As in `minibatch_stream`, `rng_state` and
 `settle` give the generator's state as if only the words used had been drawn (replayed from the block's
-start), and blocks start small and double.
+start), and blocks start small and double. An algorithm takes its draws from here only from its first
+`random_integer` on (`Algorithm.random_integer`): a minibatch costs ~2 µs more here than one drawn whole.
 """
 from __future__ import annotations
 
@@ -33,8 +34,7 @@ FIRST_BLOCK = 4
 #: Most words drawn ahead in one block: 32,768 (128 KiB; their decoded values 256 KiB per bound).
 MAX_AHEAD_WORDS = 1 << 15
 _WORD = 1 << 32
-_LOW = _WORD - 1
-_NONE = sys.maxsize  # no rejection ahead in the block
+_NO_REJECTION = sys.maxsize  # `_next_rejectable` when no word ahead in the block may be rejected
 
 
 def decodable(bound: int) -> bool:
@@ -61,6 +61,15 @@ class _Decoding:
         return indices
 
 
+def _scaled(words: np.ndarray, bound: int) -> np.ndarray:
+    """Each word's draw below `bound` (the top half of word · bound), read-only int64 (problems.gather)."""
+    wide = words.astype(np.uint64)
+    wide *= np.uint64(bound)
+    wide >>= np.uint64(32)
+    wide.setflags(write=False)
+    return wide.view(np.int64)  # < 2**32: the same bits; a view of a read-only array that owns its data
+
+
 def _threshold(bound: int) -> int:
     """Low halves under this are rejected (NumPy's (2³² − 1 − (bound − 1)) mod bound)."""
     return (_WORD - bound) % bound
@@ -75,8 +84,7 @@ class IndexStream:
     Every call passes the same generator until `reset`.
     """
 
-    __slots__ = ("_batch_of", "_size", "_bounds", "_per_batch", "_max_words", "_block", "_words", "_values",
-                 "_segments", "_rejectable", "_next_rejectable", "_pos", "_start")
+    __slots__ = ("_batch_of", "_size", "_bounds", "_per_batch", "_max_words", "_block", "_words", "_segments", "_rejectable", "_next_rejectable", "_pos", "_start")
 
     def __init__(self, problem: Any, size: int, bounds: tuple[int, ...]) -> None:
         if not all(decodable(b) for b in bounds):
@@ -90,10 +98,9 @@ class IndexStream:
         """Forget what was drawn ahead (the generator's state was set from outside)."""
         self._block = FIRST_BLOCK * self._per_batch
         self._words = np.empty(0, dtype=np.uint32)
-        self._values: dict[int, np.ndarray] = {}
         self._segments: list[tuple[np.ndarray, int]] = []  # per index draw: its bound's values, its offset
         self._rejectable = np.empty(0, dtype=np.intp)  # positions where some bound's draw may reject
-        self._next_rejectable = _NONE
+        self._next_rejectable = _NO_REJECTION
         self._pos = 0  # words handed out since `_start`
         self._start: dict[str, Any] | None = None  # the generator's state before the block
 
@@ -106,11 +113,14 @@ class IndexStream:
         if self._next_rejectable < pos + need:  # a rejection may fall in these words
             return [self._exact_batch(rng) for _ in range(count)]
         self._pos = pos + need
-        segments, batch_of = self._segments, self._batch_of
-        if count == 1:
-            return [batch_of(*[v[pos + at:pos + at + size] for v, at in segments])]
-        return [batch_of(*[v[q + at:q + at + size] for v, at in segments])
-                for q in range(pos, pos + need, self._per_batch)]
+        segments, batch_of, starts = self._segments, self._batch_of, range(pos, pos + need, self._per_batch)
+        if len(segments) == 1:  # one or two sample sets spelled out: ~0.5 µs less per minibatch
+            v = segments[0][0]
+            return [batch_of(v[q:q + size]) for q in starts]
+        if len(segments) == 2:
+            v, w = segments[0][0], segments[1][0]
+            return [batch_of(v[q:q + size], w[q + size:q + 2 * size]) for q in starts]
+        return [batch_of(*[v[q + at:q + at + size] for v, at in segments]) for q in starts]
 
     def integer(self, rng: np.random.Generator, high: int) -> int:
         """int(rng.integers(high)): the next integer of `rng` in [0, high)."""
@@ -146,16 +156,15 @@ class IndexStream:
         self.settle(rng)
         self._block = min(2 * block, self._max_words)
         self._start = rng.bit_generator.state
-        self._words = rng.integers(0, _WORD, size=block, dtype=np.uint32)
-        wide = self._words.astype(np.uint64)
-        rejectable = np.zeros(block, dtype=bool)
+        words = self._words = rng.integers(0, _WORD, size=block, dtype=np.uint32)
+        rejectable, values = np.zeros(block, dtype=bool), {}
         for bound in set(self._bounds):
-            scaled = wide * np.uint64(bound)
-            self._values[bound] = frozen_indices((scaled >> np.uint64(32)).astype(np.int64))
-            rejectable |= (scaled & np.uint64(_LOW)) < np.uint64(_threshold(bound))
-        self._segments = [(self._values[b], k * self._size) for k, b in enumerate(self._bounds)]
+            values[bound] = _scaled(words, bound)
+            if _threshold(bound):  # 0 for a power of two: nothing is rejected
+                rejectable |= words * np.uint32(bound) < np.uint32(_threshold(bound))  # the product's low half
+        self._segments = [(values[b], k * self._size) for k, b in enumerate(self._bounds)]
         self._rejectable = np.flatnonzero(rejectable)
-        self._next_rejectable = int(self._rejectable[0]) if len(self._rejectable) else _NONE
+        self._next_rejectable = int(self._rejectable[0]) if len(self._rejectable) else _NO_REJECTION
 
     def _next(self, rng: np.random.Generator, bound: int) -> int:
         """The next draw below `bound`, decoded word by word (rejected words skipped)."""
@@ -165,11 +174,11 @@ class IndexStream:
                 self._refill(rng, 1)
             scaled = int(self._words[self._pos]) * bound
             self._pos += 1
-            if scaled & _LOW >= threshold:
+            if scaled & (_WORD - 1) >= threshold:
                 break
         if self._next_rejectable < self._pos:
             at = int(np.searchsorted(self._rejectable, self._pos))
-            self._next_rejectable = int(self._rejectable[at]) if at < len(self._rejectable) else _NONE
+            self._next_rejectable = int(self._rejectable[at]) if at < len(self._rejectable) else _NO_REJECTION
         return scaled >> 32
 
     def _exact_batch(self, rng: np.random.Generator) -> Any:

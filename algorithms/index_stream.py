@@ -84,7 +84,8 @@ class IndexStream:
     Every call passes the same generator until `reset`.
     """
 
-    __slots__ = ("_batch_of", "_size", "_bounds", "_per_batch", "_max_words", "_block", "_words", "_segments", "_rejectable", "_next_rejectable", "_pos", "_start")
+    __slots__ = ("_batch_of", "_size", "_bounds", "_per_batch", "_max_words", "_block", "_words", "_segments",
+                 "_rejectable", "_next_rejectable", "_pos", "_start")
 
     def __init__(self, problem: Any, size: int, bounds: tuple[int, ...]) -> None:
         if not all(decodable(b) for b in bounds):

@@ -93,17 +93,20 @@ def test_a_run_drawing_ahead_equals_one_drawing_each_minibatch_when_used(name, p
                                    else type(None))
 
 
-def test_a_state_saved_mid_block_resumes_the_run_exactly():
+@pytest.mark.parametrize("name", ["soba", "ttsa"])  # whole minibatches drawn ahead; numbers (after p)
+def test_a_state_saved_mid_block_resumes_the_run_exactly(name):
     p = problems.make("simulated", seed=0, **PROBLEMS["simulated"])
-    run = algorithms.Run("soba", p, {"batch_size": 5}, seed=2, budget={"iterations": 40})
-    full = algorithms.Run("soba", p, {"batch_size": 5}, seed=2, budget={"iterations": 40})
-    for _ in range(7):  # 14 minibatches used of 28 drawn (blocks of 4, 8, 16)
+    run = algorithms.Run(name, p, {"batch_size": 5}, seed=2, budget={"iterations": 40})
+    full = algorithms.Run(name, p, {"batch_size": 5}, seed=2, budget={"iterations": 40})
+    for _ in range(8):  # the start, then 7 steps; SOBA's: 14 minibatches used of 28 drawn (blocks of 4, 8, 16)
         run.advance()
+    stream = run.algorithm._stream
+    assert (len(stream._words) - stream._pos if name == "ttsa" else len(stream._ready)) > 0  # saved mid-block
     saved = run.state_dict()
-    resumed = algorithms.Run("soba", p, {"batch_size": 5}, seed=99, budget={"iterations": 40})
+    resumed = algorithms.Run(name, p, {"batch_size": 5}, seed=99, budget={"iterations": 40})
     resumed.load_state_dict(saved)
     strip = lambda rec: {k: v for k, v in rec.items() if k not in ("time", "cpu_time", "eval_time")}  # noqa: E731
-    want = [strip(r) for r in full.records()][7:]
+    want = [strip(r) for r in full.records()][8:]
     assert [strip(r) for r in resumed.records()] == want
     assert [strip(r) for r in run.records()] == want  # saving did not disturb the run itself
 

@@ -435,15 +435,18 @@ def same(a, b):
     return a == b
 
 
+FRAMEWORK = ("problem", "_rng", "_stream")  # the run's problem, generator and draws ahead: not the method's state
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_declared_state_is_exactly_what_changes_besides_x_y_and_the_rng(name):
     alg = stepped(name, {"batch_size": 4}, p=SUM, iterations=1)
     changed = set()
     for _ in range(5):  # the union over single steps (p may repeat from one step to the next)
-        before = {k: copy.deepcopy(v) for k, v in vars(alg).items() if k not in ("problem", "_rng", "_stream")}
+        before = {k: copy.deepcopy(v) for k, v in vars(alg).items() if k not in FRAMEWORK}
         alg.step()
         alg.iteration += 1
-        changed |= {k for k, v in vars(alg).items() if k not in ("problem", "_rng", "_stream") and not same(before[k], v)}
+        changed |= {k for k, v in vars(alg).items() if k not in FRAMEWORK and not same(before[k], v)}
     assert changed == {"x", "y", "iteration"} | set(algorithms.get(name).state)
 
 

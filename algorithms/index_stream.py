@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import operator
 import sys
 from typing import Any
 
@@ -90,7 +91,8 @@ class IndexStream:
     def __init__(self, problem: Any, size: int, bounds: tuple[int, ...]) -> None:
         if not all(decodable(b) for b in bounds):
             raise ValueError(f"index bounds {bounds}: each must be in [2, 2**32)")
-        self._batch_of, self._size, self._bounds = problem.batch_of, size, tuple(bounds)
+        # Python ints: a word times a NumPy int64 bound would overflow.
+        self._batch_of, self._size, self._bounds = problem.batch_of, size, tuple(operator.index(b) for b in bounds)
         self._per_batch = size * len(bounds)
         self._max_words = max(MAX_AHEAD_WORDS, self._per_batch)
         self.reset()
@@ -125,6 +127,7 @@ class IndexStream:
 
     def integer(self, rng: np.random.Generator, high: int) -> int:
         """int(rng.integers(high)): the next integer of `rng` in [0, high)."""
+        high = operator.index(high)
         if high == 1:
             return 0  # NumPy draws nothing for a single value
         if not decodable(high):  # not one word: drawn by NumPy from the generator's exact state

@@ -78,6 +78,15 @@ def test_an_integer_of_more_than_one_word_is_drawn_from_the_settled_generator():
         stream.integer(rng, 0)
 
 
+def test_numpy_integer_bounds_decode_as_python_ints():
+    # A word times an int64 bound near 2**32 overflows in int64: the stream works in Python ints.
+    bound = np.int64(REJECTING)
+    stream, rng, ref = IndexStream(Indices(bound), 3, (bound,)), np.random.default_rng(6), np.random.default_rng(6)
+    for _ in range(20):
+        assert stream.integer(rng, bound) == int(ref.integers(bound))
+        assert as_lists(stream.take(rng, 1)[0]) == ref.integers(0, bound, size=3).tolist()
+
+
 def test_a_single_value_takes_no_word():
     stream, rng, ref = IndexStream(Indices(16), 4, (16,)), np.random.default_rng(3), np.random.default_rng(3)
     assert [stream.integer(rng, 1) for _ in range(5)] == [0] * 5

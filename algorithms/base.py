@@ -76,7 +76,7 @@ class Algorithm(ABC):
         ahead = (self._batch_size is not None and type(self).__dict__.get("draws_ahead", False)
                  and hasattr(problem, "sample_batches") and getattr(problem, "batches_drawn_whole", lambda: False)())
         # Whole minibatches drawn ahead (a duck-typed problem may not draw several at once); from the first
-        # `random_integer` on, numbers (an IndexStream: about 2 µs dearer per minibatch, so only where needed).
+        # `random_integer` on, numbers (an IndexStream: 1–2 µs dearer per take, so only where needed).
         self._stream: IndexStream | MinibatchStream | None = (
             MinibatchStream(problem, self._batch_size) if ahead else None)
 

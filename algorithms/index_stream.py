@@ -16,7 +16,7 @@ only where a rejection may fall (rare: probability below n / 2³² per word) is 
 word. A lone integer (`integer`) is decoded word by word. As in `minibatch_stream`, `rng_state` and
 `settle` give the generator's state as if only the words used had been drawn (replayed from the block's
 start), and blocks start small and double. An algorithm takes its draws from here only from its first
-`random_integer` on (`Algorithm.random_integer`): a minibatch costs ~2 µs more here than one drawn whole.
+`random_integer` on (`Algorithm.random_integer`): taking minibatches costs 1–2 µs more here than whole ones.
 """
 from __future__ import annotations
 

@@ -20,7 +20,6 @@ start), and blocks start small and double. An algorithm takes its draws from her
 """
 from __future__ import annotations
 
-import copy
 import functools
 import operator
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from algorithms.minibatch_stream import DrawnAhead
 from problems.gather import frozen_indices
 
 #: Minibatches whose words the first block holds; each further block doubles, up to MAX_AHEAD_WORDS words.
@@ -76,7 +76,7 @@ def _threshold(bound: int) -> int:
     return (_WORD - bound) % bound
 
 
-class IndexStream:
+class IndexStream(DrawnAhead):
     """The index minibatches of one size, and lone bounded integers, of a generator, decoded from words
     drawn ahead.
 
@@ -135,22 +135,10 @@ class IndexStream:
             return int(rng.integers(high))
         return self._next(rng, high)
 
-    def settle(self, rng: np.random.Generator) -> None:
-        """Put `rng` in the state the words handed out leave it, dropping those drawn ahead."""
-        if self._pos < len(self._words):
-            self._replay(rng)
-        self.reset()
-
-    def rng_state(self, rng: np.random.Generator) -> dict[str, Any]:
-        """`rng`'s state had it drawn only the words handed out."""
-        if self._pos == len(self._words):  # everything drawn was handed out
-            return copy.deepcopy(rng.bit_generator.state)
-        replay = copy.deepcopy(rng)
-        self._replay(replay)
-        return replay.bit_generator.state
+    def _ahead(self) -> bool:
+        return self._pos < len(self._words)
 
     def _replay(self, rng: np.random.Generator) -> None:
-        """Set `rng` to the block's start and draw the words handed out since."""
         rng.bit_generator.state = self._start
         rng.integers(0, _WORD, size=self._pos, dtype=np.uint32)
 

@@ -27,7 +27,40 @@ FIRST_BLOCK = 4
 MAX_AHEAD_INDICES = 1 << 14
 
 
-class MinibatchStream:
+class DrawnAhead:
+    """What a stream of draws made ahead shares: the generator's state as if only what was handed out had
+    been drawn, replayed from the start of the block in hand."""
+
+    __slots__ = ()
+
+    def reset(self) -> None:
+        """Forget what was drawn ahead (the generator's state was set from outside)."""
+        raise NotImplementedError
+
+    def _ahead(self) -> bool:
+        """Whether some of what was drawn is not handed out yet (the generator stands ahead of it)."""
+        raise NotImplementedError
+
+    def _replay(self, rng: np.random.Generator) -> None:
+        """Set `rng` to the block's start and draw again what was handed out since."""
+        raise NotImplementedError
+
+    def settle(self, rng: np.random.Generator) -> None:
+        """Put `rng` in the state what was handed out leaves it, dropping what was drawn ahead."""
+        if self._ahead():
+            self._replay(rng)
+        self.reset()
+
+    def rng_state(self, rng: np.random.Generator) -> dict[str, Any]:
+        """`rng`'s state had it drawn only what was handed out."""
+        if not self._ahead():  # the generator's own state is exact
+            return copy.deepcopy(rng.bit_generator.state)
+        replay = copy.deepcopy(rng)
+        self._replay(replay)
+        return replay.bit_generator.state
+
+
+class MinibatchStream(DrawnAhead):
     """The minibatches of one size drawn from a generator, handed out in order, drawn ahead in blocks.
 
     Every call passes the same generator until `reset` (its owner resets the stream when it sets another
@@ -59,18 +92,10 @@ class MinibatchStream:
         self._served += count
         return [ready.popleft() for _ in range(count)]
 
-    def settle(self, rng: np.random.Generator) -> None:
-        """Put `rng` back in the state the minibatches handed out leave it, dropping those drawn ahead."""
-        if self._ready:
-            rng.bit_generator.state = self.rng_state(rng)
-        self.reset()
+    def _ahead(self) -> bool:
+        return bool(self._ready)
 
-    def rng_state(self, rng: np.random.Generator) -> dict[str, Any]:
-        """`rng`'s state had it drawn only the minibatches handed out."""
-        if not self._ready:  # everything drawn was handed out
-            return copy.deepcopy(rng.bit_generator.state)
-        replay = copy.deepcopy(rng)
-        replay.bit_generator.state = self._start
+    def _replay(self, rng: np.random.Generator) -> None:
+        rng.bit_generator.state = self._start
         if self._served:
-            self._problem.sample_batches(replay, self._size, self._served)
-        return replay.bit_generator.state
+            self._problem.sample_batches(rng, self._size, self._served)

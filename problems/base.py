@@ -146,9 +146,9 @@ class BilevelProblem(ABC):
 
     def batches_drawn_whole(self) -> bool:
         """True when a minibatch is all drawn when made (no generator kept to draw from later): minibatches
-        drawn ahead are then the ones drawn when used (algorithms.minibatch_stream). The index draw here is;
-        a problem with its own `sample_batch` says so itself (False until it does)."""
-        return type(self).sample_batch is BilevelProblem.sample_batch
+        drawn ahead are then the ones drawn when used (algorithms.minibatch_stream). Index minibatches
+        (`index_bounds`) are; a problem that draws otherwise says so itself (False until it does)."""
+        return self.index_bounds() is not None
 
     def index_bounds(self) -> tuple[int, ...] | None:
         """The index draws that make one minibatch, in draw order: `size` indices below each bound, drawn

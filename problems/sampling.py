@@ -64,10 +64,6 @@ class TwoSetFiniteSum(BilevelProblem):
         starts = range(0, 2 * size * count, 2 * size)
         return [TwoSetBatch(drawn[k:k + size], drawn[k + size:k + 2 * size]) for k in starts]  # read-only views
 
-    def batches_drawn_whole(self) -> bool:
-        """Index minibatches: whole when drawn."""
-        return True
-
     def index_bounds(self) -> tuple[int, ...] | None:
         """A minibatch's inner indices, then its outer ones (None for a subclass with its own sample_batch)."""
         if type(self).sample_batch is not TwoSetFiniteSum.sample_batch:

@@ -201,8 +201,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("study", help=STUDY_HELP)
     run.add_argument("--results-dir", help="where results go (default ./results/<study>, ./results/<study>-<scale> "
                                            "at a named scale)")
-    run.add_argument("--address", help="HOST:PORT of a running Ray cluster, or 'auto' (default: start Ray locally "
-                                       "with every CPU)")
+    run.add_argument("--address", help="HOST:PORT of a running Ray cluster, or 'auto' (default: RAY_ADDRESS if "
+                                       "set, as in a Ray Job; else a local Ray of its own with every CPU)")
     run.add_argument("--tracking-uri", help="MLflow tracking URI, e.g. http://127.0.0.1:5000 (default: SQLite file "
                                             "mlflow.db in the results directory)")
     run.add_argument("--storage", help="Ray Tune storage path for checkpoints (default <results>/ray; "

@@ -44,18 +44,28 @@ def cluster_cpu_warning(cpu_per_trial: float, cluster_cpus: float) -> str | None
     return None
 
 
-def check_address(address: str | None) -> None:
-    """--address: host:port of a reachable Ray head (or 'auto'); refused at once otherwise."""
+def ray_address(address: str | None) -> tuple[str | None, str]:
+    """The Ray to use and the option it came from: --address, else RAY_ADDRESS (which a Ray Job sets for its
+    driver), else None: a local Ray of the study's own, even when a cluster started by `ray start` runs here."""
+    if address:
+        return address, "address"
+    return os.environ.get("RAY_ADDRESS") or None, "RAY_ADDRESS"
+
+
+def check_address(address: str | None, field: str = "address") -> None:
+    """--address (or RAY_ADDRESS, `field`): host:port of a reachable Ray head (or 'auto'); refused at once otherwise."""
     if address is None or address == "auto" or address.startswith("ray://"):
         return
+    unset = "; unset it to start a local Ray" if field == "RAY_ADDRESS" else ""
     m = re.fullmatch(r"\[?([^\]\s]+?)\]?:(\d{1,5})", address)
-    if m is None or not 0 < int(m.group(2)) < 65536:
-        raise ParameterError(f"address: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', got {address!r}")
+    if m is None or "://" in address or not 0 < int(m.group(2)) < 65536:  # a URL (the dashboard's) is no head
+        raise ParameterError(f"{field}: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
+                             f"got {address!r}{unset}")
     host, port = m.group(1), int(m.group(2))
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise ParameterError(f"address: cannot resolve host {host!r} ({exc})") from None
+        raise ParameterError(f"{field}: cannot resolve host {host!r} ({exc}){unset}") from None
     family, kind, proto, _, sockaddr = infos[0]
     with socket.socket(family, kind, proto) as sock:
         sock.settimeout(CONNECT_TIMEOUT)
@@ -63,8 +73,8 @@ def check_address(address: str | None) -> None:
             sock.connect(sockaddr)
         except OSError as exc:
             reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
-            raise ParameterError(f"address: no Ray head answers at {address} ({reason}); start the cluster "
-                                 "(`ray start --head`) or check the address") from None
+            raise ParameterError(f"{field}: no Ray head answers at {address} ({reason}); start the cluster "
+                                 f"(`ray start --head`) or check the address{unset}") from None
 
 
 def check_tracking_uri(uri: str | None) -> None:

@@ -25,7 +25,7 @@ _LOCAL_CONFIG = {"raylet_client_connect_timeout_milliseconds": 20, "raylet_clien
 
 
 def start_ray(address: str | None, num_cpus: int | None) -> bool:
-    """Connect to `address`, or start Ray locally; False when Ray was already initialised."""
+    """Connect to `address`, or start a Ray of this process's own; False when Ray was already initialised."""
     import ray
 
     if ray.is_initialized():
@@ -44,8 +44,10 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         workers_env = {"PYTHONPATH": os.pathsep.join([os.getcwd()] + [p for p in paths if p != os.getcwd()]),
                        "PL_DISABLE_FORK": os.environ.get("PL_DISABLE_FORK", "1")}
         with _environ(workers_env):  # inherited by every process Ray starts here
-            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, _system_config=_LOCAL_CONFIG,
-                     **common)
+            # address="local": a Ray of its own, not the cluster a `ray start` left running here (with num_cpus,
+            # Ray's default of joining that cluster is an error).
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
+                     _system_config=_LOCAL_CONFIG, **common)
     return True
 
 

@@ -69,8 +69,9 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
     options.check_results_dir(root)
     options.check_tracking_uri(tracking_uri)
     options.check_num_cpus(num_cpus)
+    address, address_field = options.ray_address(address)
     options.check_resources(study.resources["cpu"], address, num_cpus)
-    options.check_address(address)
+    options.check_address(address, address_field)
     if resume and not (root / "study.json").exists():
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()

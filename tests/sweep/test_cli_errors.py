@@ -63,6 +63,36 @@ def test_each_bad_option_or_field_is_one_line_exit_2_nothing_written(tmp_path, s
     assert listing(tmp_path) == before  # no results directory, no lock, nothing
 
 
+@pytest.mark.parametrize("ray_address, extra, message", [
+    ("127.0.0.1:1", [], "RAY_ADDRESS: no Ray head answers at 127.0.0.1:1 (Connection refused); start the cluster "
+                        "(`ray start --head`) or check the address; unset it to start a local Ray"),
+    ("http://127.0.0.1:8265", [], "RAY_ADDRESS: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
+                                  "got 'http://127.0.0.1:8265'; unset it to start a local Ray"),  # the dashboard's URL
+    ("http://127.0.0.1:8265", ["--address", "127.0.0.1:1"], "address: no Ray head answers"),  # the option wins
+])
+def test_a_bad_ray_address_is_one_line_naming_it_exit_2_nothing_written(tmp_path, monkeypatch, ray_address, extra,
+                                                                         message):
+    monkeypatch.setenv("RAY_ADDRESS", ray_address)
+    path = write(tmp_path, "s.yaml", GOOD)
+    before = listing(tmp_path)
+    code, err, _ = bisweep(["run", path, *extra], tmp_path)
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("bisweep: error: " + message), err
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("option, env, expected", [
+    (None, None, (None, "RAY_ADDRESS")), (None, "", (None, "RAY_ADDRESS")),
+    (None, "auto", ("auto", "RAY_ADDRESS")), ("10.0.0.1:6379", "auto", ("10.0.0.1:6379", "address")),
+])
+def test_the_ray_is_the_options_else_ray_address_else_a_local_one(monkeypatch, option, env, expected):
+    if env is None:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("RAY_ADDRESS", env)
+    assert options.ray_address(option) == expected
+
+
 @pytest.mark.parametrize("address", ["127.0.0.1:1", "localhost:1"])  # loopback only: no traffic leaves the machine
 def test_an_unreachable_address_fails_within_the_connect_timeout(address):
     start = time.monotonic()

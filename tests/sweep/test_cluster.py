@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _parent(pid: int) -> int | None:
@@ -60,12 +61,13 @@ def stop_tree(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
-@pytest.mark.integration
-def test_study_on_a_two_node_loopback_cluster(repo, venv_bin, free_port):
+@pytest.fixture(scope="module")
+def loopback_cluster(venv_bin, free_port):
+    """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment)."""
     port = free_port(HEAD)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(repo)}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO)}
     # Short temp dirs: Ray's socket paths must fit in 107 bytes.
-    head_dir, worker_dir, res = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww", "bswr"))
+    head_dir, worker_dir = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww"))
     common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
     procs = []
     try:
@@ -86,25 +88,64 @@ def test_study_on_a_two_node_loopback_cluster(repo, venv_bin, free_port):
              "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"],
             env=env, capture_output=True, text=True, timeout=150)
         assert nodes.stdout.strip() == str(sorted([HEAD, WORKER])), nodes.stderr[-2000:]
-        study = Path(res) / "two.yaml"
-        study.write_text(yaml.safe_dump({
-            "name": "two", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",
-            "axis": {"factors": [0.25, 0.5, 1, 1.5]}, "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
-            "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.15}}], "seeds": 1,  # 6 s a trial: time for both nodes
-            "budget": {"iterations": 40}, "n_evals": 5}))
-        run = subprocess.run([str(venv_bin / "bisweep"), "run", str(study), "--address", f"{HEAD}:{port}",
-                              "--results-dir", str(Path(res) / "out")], cwd=repo, env=env,
-                             capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-        assert f"the Ray cluster at {HEAD}:{port}" in run.stdout
-        summaries = [json.loads(p.read_text()) for p in (Path(res) / "out" / "runs").glob("*.json")]
-        assert len(summaries) == 4 and {s["status"] for s in summaries} == {"finished"}
-        assert {s["where"]["node"] for s in summaries} == {HEAD, WORKER}  # trials ran on both nodes
+        yield f"{HEAD}:{port}", env
     finally:
         for p in reversed(procs):
             stop_tree(p)
-        for d in (head_dir, worker_dir, res):
+        for d in (head_dir, worker_dir):
             shutil.rmtree(d, ignore_errors=True)
+
+
+def run_bisweep(study: dict, results: Path, env: dict, *options: str) -> subprocess.CompletedProcess:
+    """`bisweep run` of `study` (written beside `results`) in a fresh process."""
+    path = results.parent / f"{study['name']}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    run = subprocess.run([sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(results), *options],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    return run
+
+
+def summaries(results: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in (results / "runs").glob("*.json")]
+
+
+@pytest.mark.integration
+def test_study_on_a_two_node_loopback_cluster(loopback_cluster, tmp_path):
+    address, env = loopback_cluster
+    study = {"name": "two", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",
+             "axis": {"factors": [0.25, 0.5, 1, 1.5]},
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+             # 6 s a trial: time for both nodes
+             "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.15}}], "seeds": 1,
+             "budget": {"iterations": 40}, "n_evals": 5}
+    run = run_bisweep(study, tmp_path / "out", env, "--address", address)
+    assert f"the Ray cluster at {address}" in run.stdout
+    done = summaries(tmp_path / "out")
+    assert len(done) == 4 and {s["status"] for s in done} == {"finished"}
+    assert {s["where"]["node"] for s in done} == {HEAD, WORKER}  # trials ran on both nodes
+
+
+@pytest.mark.integration
+def test_without_address_a_study_joins_the_cluster_ray_address_names(loopback_cluster, tmp_path):
+    address, env = loopback_cluster  # a Ray Job's driver finds its cluster in RAY_ADDRESS
+    study = {"name": "job", "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+             "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 5}, "n_evals": 2}
+    run = run_bisweep(study, tmp_path / "out", {**env, "RAY_ADDRESS": address}, "--no-report")
+    assert f"the Ray cluster at {address}" in run.stdout
+    assert [s["status"] for s in summaries(tmp_path / "out")] == ["finished"]
+
+
+@pytest.mark.integration
+def test_a_local_start_is_a_ray_of_its_own_beside_a_running_cluster(loopback_cluster):
+    address, env = loopback_cluster  # Ray's own default would join this cluster (and refuse num_cpus)
+    own = subprocess.run(
+        [sys.executable, "-c", "import ray\nfrom sweep.ray_session import start_ray, started_here, stop_ray\n"
+         "assert start_ray(None, 1)\nprint(started_here(), len(ray.nodes()), ray.cluster_resources()['CPU'])\n"
+         "stop_ray()"],
+        cwd=REPO, env={**env, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=150)
+    assert own.returncode == 0, own.stderr[-3000:]
+    assert own.stdout.split() == ["True", "1", "1.0"]  # one node, this process's, not the cluster's two
 
 
 def _wait_port(host: str, port: int, timeout: float = 60) -> None:

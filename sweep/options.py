@@ -86,6 +86,18 @@ def check_tracking_uri(uri: str | None) -> None:
         raise ParameterError(f"tracking-uri: must be {TRACKING_HELP}, got {uri!r}")
     if scheme == "sqlite":
         _check_sqlite_file(Path(uri[len("sqlite:///"):]))
+    if scheme in ("http", "https"):
+        _check_server(uri)
+
+
+def _check_server(uri: str) -> None:
+    """An MLflow server answers its health check (asked once: the MLflow client would retry for minutes)."""
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=2 * CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from None
 
 
 #: The first 16 bytes of every SQLite database file.

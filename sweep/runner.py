@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -214,13 +213,7 @@ def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallbac
 
 def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str, tuple[Point, int]]) -> Any:
     """The study's Tracker, parent run and sync log, made on a thread (`.result()`); a one-line error when
-    the tracking store cannot be used (a server that does not answer: at once, before Ray starts)."""
-    if uri.startswith(("http://", "https://")):
-        try:  # the MLflow client would retry for minutes; ask the server once, quickly
-            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).close()
-        except OSError as exc:
-            raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from exc
-
+    the tracking store cannot be used (a server that does not answer was refused by options.check_tracking_uri)."""
     def connect() -> tuple[Tracker, SyncLog]:
         try:
             tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root))

@@ -61,20 +61,27 @@ def check_address(address: str | None, field: str = "address") -> None:
     if m is None or "://" in address or not 0 < int(m.group(2)) < 65536:  # a URL (the dashboard's) is no head
         raise ParameterError(f"{field}: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
                              f"got {address!r}{unset}")
-    host, port = m.group(1), int(m.group(2))
+    refused = _refused(m.group(1), int(m.group(2)), f"Ray head answers at {address}")
+    if refused:
+        hint = "; start the cluster (`ray start --head`) or check the address" if refused.startswith("no ") else ""
+        raise ParameterError(f"{field}: {refused}{hint}{unset}")
+
+
+def _refused(host: str, port: int, answers: str) -> str | None:
+    """Why nothing accepts a TCP connection at host:port within CONNECT_TIMEOUT ("cannot resolve host …" or
+    "no {answers} (reason)"), or None when something does."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise ParameterError(f"{field}: cannot resolve host {host!r} ({exc}){unset}") from None
+        return f"cannot resolve host {host!r} ({exc})"
     family, kind, proto, _, sockaddr = infos[0]
     with socket.socket(family, kind, proto) as sock:
         sock.settimeout(CONNECT_TIMEOUT)
         try:
             sock.connect(sockaddr)
         except OSError as exc:
-            reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
-            raise ParameterError(f"{field}: no Ray head answers at {address} ({reason}); start the cluster "
-                                 f"(`ray start --head`) or check the address{unset}") from None
+            return f"no {answers} ({'timed out' if isinstance(exc, socket.timeout) else exc.strerror or exc})"
+    return None
 
 
 def check_tracking_uri(uri: str | None) -> None:
@@ -88,6 +95,8 @@ def check_tracking_uri(uri: str | None) -> None:
         _check_sqlite_file(Path(uri[len("sqlite:///"):]))
     if scheme in ("http", "https"):
         _check_server(uri)
+    elif scheme in DATABASE_PORTS:
+        _check_database(uri, scheme)
 
 
 def _check_server(uri: str) -> None:
@@ -98,6 +107,31 @@ def _check_server(uri: str) -> None:
         urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=2 * CONNECT_TIMEOUT).close()
     except OSError as exc:
         raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from None
+
+
+#: Default ports of the database servers MLflow can keep its store in.
+DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+
+
+def _check_database(uri: str, scheme: str) -> None:
+    """A database server on host:port accepts connections (MLflow's store would retry for minutes); a URI
+    without a host (a local socket) is left to MLflow."""
+    parts = urlsplit(uri)
+    try:
+        host, port = parts.hostname, parts.port or DATABASE_PORTS[scheme]
+    except ValueError as exc:  # a port that is no number
+        raise ParameterError(f"tracking-uri: {exc} in {_without_password(uri)!r}") from None
+    refused = host and _refused(host, port, f"database server answers at {host}:{port}")
+    if refused:
+        raise ParameterError(f"tracking-uri: {refused}")
+
+
+def _without_password(uri: str) -> str:
+    """The URI with its password (if any) shown as ***."""
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
 #: The first 16 bytes of every SQLite database file.

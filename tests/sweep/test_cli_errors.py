@@ -50,6 +50,10 @@ def listing(tmp_path):
     (GOOD, ["--address", "not a host"], "address: must be host:port of a Ray head"),
     (GOOD, ["--tracking-uri", "garbage"], "tracking-uri: must be sqlite:///<absolute path>.db, http(s)://host:port"),
     (GOOD, ["--tracking-uri", "sqlite:///afile"], "tracking-uri: afile is not an SQLite database"),
+    (GOOD, ["--tracking-uri", "postgresql://u:pw@127.0.0.1:1/db"],  # MLflow would retry for minutes
+     "tracking-uri: no database server answers at 127.0.0.1:1 (Connection refused)"),
+    (GOOD, ["--tracking-uri", "mysql://u:pw@127.0.0.1:x/db"],
+     "tracking-uri: Port could not be cast to integer value as 'x' in 'mysql://u:***@127.0.0.1:x/db'"),
     (GOOD, ["--results-dir", "afile"], "results-dir:"),
     (GOOD, ["--max-runs", "0"], "max-runs: must be a positive integer"),
 ])

@@ -96,6 +96,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         if not (root / "mlflow.db").exists():
             raise ParameterError(f"study: no MLflow store at {root / 'mlflow.db'}; run the study first")
         uri = default_tracking_uri(root)
+    options.check_listen(args.host, args.port)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
            "--port", str(args.port)]

@@ -84,6 +84,23 @@ def _refused(host: str, port: int, answers: str) -> str | None:
     return None
 
 
+def check_listen(host: str, port: int) -> None:
+    """--host and --port of a server to start here: a port in 1–65535 that nothing listens on at host."""
+    if not 0 < port < 65536:
+        raise ParameterError(f"port: must be 1 to 65535, got {port}")
+    try:
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ParameterError(f"host: cannot resolve {host!r} ({exc})") from None
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: TIME_WAIT is no obstacle
+        try:
+            sock.bind(sockaddr)
+        except OSError as exc:
+            raise ParameterError(f"port: cannot listen on {host}:{port} ({exc.strerror or exc}); give another "
+                                 "--port (or --host)") from None
+
+
 def check_tracking_uri(uri: str | None) -> None:
     """--tracking-uri: a scheme MLflow can use here."""
     if uri is None:

@@ -2,6 +2,7 @@
 import contextlib
 import io
 import os
+import socket
 import string
 import subprocess
 import sys
@@ -142,6 +143,20 @@ def test_report_and_ui_refuse_a_study_name_that_is_a_path(tmp_path, command):
     assert code == 2 and err == ["bisweep: error: study: the name must be letters, digits, '_', '.', '-' "
                                  "(no path), got '../../x'"]
     assert listing(tmp_path) == ["evil.yaml"]
+
+
+def test_ui_on_a_port_in_use_is_one_line_before_any_server_starts(tmp_path):
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, err, _ = bisweep(["ui", "--tracking-uri", store, "--port", str(port)], tmp_path)
+    assert code == 2 and err == [f"bisweep: error: port: cannot listen on 127.0.0.1:{port} (Address already in use); "
+                                 "give another --port (or --host)"]
+    code, err, _ = bisweep(["ui", "--tracking-uri", store, "--port", "70000"], tmp_path)
+    assert code == 2 and err == ["bisweep: error: port: must be 1 to 65535, got 70000"]
+    assert listing(tmp_path) == []  # no store made
 
 
 def test_a_second_driver_is_refused_naming_the_holder(tmp_path):

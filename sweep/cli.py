@@ -58,6 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_study(study, _results_dir(args, study.name), address=args.address, tracking_uri=args.tracking_uri,
                         storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
                         report=not args.no_report)
+    if outcome.interrupted_by_user:
+        raise KeyboardInterrupt  # main's one line and exit code 130
     if outcome.counts["missing"]:
         print(f"bisweep: {outcome.counts['missing']} runs did not run; `bisweep run {args.study} --resume` "
               "finishes them", file=sys.stderr)

@@ -15,6 +15,7 @@ from ray import tune
 from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 
 from sweep import figures, mlflow_store, options
+from sweep.ctrl_c import CtrlC
 from sweep.dispatch import RunQueue, StudySearcher
 from sweep.mlflow_writer import MlflowCallback
 from sweep.model import Point, RunSpec, Study, TrialConfig
@@ -51,10 +52,12 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
         _drop_old_trials(session.exp_path, store)
     progress.message(f"bisweep: running {len(pending)} runs")
     session.timeline.mark("tune_started")
+    ctrl_c = CtrlC(progress.message)
     try:
-        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()):
-            _tuner(study, StudySearcher(queue), session.exp_path, callbacks).fit()
+        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching():
+            _tuner(study, StudySearcher(queue), session.exp_path, callbacks, ctrl_c).fit()
     finally:
+        session.stopped = ctrl_c.pressed.is_set()
         session.timeline.mark("fit_done")
         if writer.backlog:
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
@@ -92,7 +95,7 @@ def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback]) -> Any:
+def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: CtrlC) -> Any:
     """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
     trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
     storage, name = exp_path.rsplit("/", 1)
@@ -101,7 +104,7 @@ def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list
         tune_config=TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True,
                                max_concurrent_trials=study.max_concurrent,
                                trial_name_creator=_trial_name, trial_dirname_creator=_trial_dirname),
-        run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks,
+        run_config=RunConfig(name=name, storage_path=storage, verbose=0, callbacks=callbacks, stop=stop,
                              failure_config=FailureConfig(max_failures=study.max_failures),
                              checkpoint_config=CheckpointConfig(num_to_keep=2)),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -118,8 +119,6 @@ def check_tracking_uri(uri: str | None) -> None:
 
 def _check_server(uri: str) -> None:
     """An MLflow server answers its health check (asked once: the MLflow client would retry for minutes)."""
-    import urllib.request
-
     try:
         urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=2 * CONNECT_TIMEOUT).close()
     except OSError as exc:

@@ -132,6 +132,7 @@ _TUNE_ENV = {
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # the platform records results itself
     "RAY_AIR_NEW_OUTPUT": "0",  # the new console output prints a banner even at verbose=0
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # many short trials checkpoint often
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",  # Ctrl-C stops the experiment through sweep.ctrl_c instead
 }
 
 

@@ -49,6 +49,12 @@ class Outcome:
     counts: dict[str, int]
     report_dir: Path | None
     interrupted: bool = False
+    stopped: bool = False  # by Ctrl-C
+
+    @property
+    def interrupted_by_user(self) -> bool:
+        """Ctrl-C stopped the study before every run had run."""
+        return self.stopped and self.counts["missing"] > 0
 
     @property
     def complete(self) -> bool:
@@ -166,7 +172,8 @@ def _finish(session: Session, tracker: Tracker, synced: SyncLog, writer: MlflowC
         f"{counts['missing']} not run | MLflow parent run {tracker.parent_id}")
     if counts["missing"] == 0 and "://" not in session.exp_path:
         shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
-    return Outcome(study, root, session.tracking_uri, tracker.parent_id, counts, report_dir, interrupted)
+    return Outcome(study, root, session.tracking_uri, tracker.parent_id, counts, report_dir, interrupted,
+                   session.stopped)
 
 
 def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,

@@ -49,3 +49,4 @@ class Session:
     out: TextIO
     tracking_uri: str
     ray_held: bool  # Ray started (and guarded) by the caller for several sessions: neither started nor stopped here
+    stopped: bool = False  # Ctrl-C stopped the session's experiment

@@ -94,3 +94,38 @@ def test_killed_study_resumes_and_finishes_each_run_once(tmp_path, repo, venv_bi
     assert third.returncode == 0 and "all 8 runs already done" in third.stdout
     assert "starting a local Ray" not in third.stdout
     assert len(client.search_runs([exp.experiment_id], max_results=1000)) == 9
+
+
+def test_ctrl_c_stops_the_study_as_interrupted_and_running_it_again_finishes_it(tmp_path, repo, venv_bin):
+    study_file = tmp_path / "slow.yaml"
+    study_file.write_text(yaml.safe_dump({
+        "name": "slow", "imports": ["tests.sweep.toy_algorithms"],
+        "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+        "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.05, "lr": [0.1, 0.2, 0.3, 0.4]}}],
+        "seeds": 2, "budget": {"iterations": 60}, "n_evals": 5}))
+    res = tmp_path / "res"
+    cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "2",
+           "--no-report"]
+    first = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        for line in first.stdout:  # Tune's experiment starts right after this line
+            if line.startswith("bisweep: running 8 runs"):
+                break
+        time.sleep(4)  # into the first trials
+        os.killpg(first.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+    assert first.returncode == 130, err[-3000:]
+    assert err.strip().splitlines() == ["bisweep: interrupted; run the same command again to resume"]
+    assert "bisweep: stopping the running trials (Ctrl-C again to stop at once)" in out
+    done = len(list((res / "runs").glob("*.json")))
+    assert done < 8
+
+    second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"running {8 - done} runs" in second.stdout
+    assert "8 finished, 0 diverged, 0 failed, 0 not run" in second.stdout

@@ -25,7 +25,7 @@ class CtrlC(tune.Stopper):
         self._said = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {}  # Tune pickles its run config (experiments are never restored here): an Event cannot be
+        return {}  # Tune pickles its run config, and an Event cannot be pickled (experiments are never restored)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(lambda line: None)

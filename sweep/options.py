@@ -166,12 +166,30 @@ def _check_sqlite_file(path: Path) -> None:
                                  "an MLflow store's")
 
 
-def check_results_dir(root: Path) -> None:
-    """--results-dir: a directory (or a path where one can be made), not a file."""
+def check_results_dir(root: Path, field: str = "results-dir") -> None:
+    """--results-dir (or another directory option, `field`): a directory (or a path where one can be made), not a
+    file."""
     for p in (root, *root.parents):
         if p.exists():
             if not p.is_dir():
-                raise ParameterError(f"results-dir: {p} is a file, not a directory; give a directory path")
+                raise ParameterError(f"{field}: {p} is a file, not a directory; give a directory path")
             if not os.access(p, os.W_OK):
-                raise ParameterError(f"results-dir: {p} is not writable")
+                raise ParameterError(f"{field}: {p} is not writable")
             return
+
+
+def check_storage(storage: str | None) -> None:
+    """--storage: a directory path, or a URI of a file system Ray Tune can open (pyarrow's, as Tune opens it; for
+    s3:// the bucket's region is looked up, so a bucket that cannot be reached fails here, not after Ray starts)."""
+    if storage is None:
+        return
+    if "://" not in storage:
+        check_results_dir(Path(storage).resolve(), "storage")
+        return
+    import pyarrow.fs  # Ray Tune's own file-system layer (a dependency of ray[tune])
+
+    try:
+        pyarrow.fs.FileSystem.from_uri(storage)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ParameterError(f"storage: cannot use {storage} ({first})") from None

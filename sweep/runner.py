@@ -73,6 +73,7 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
     root = Path(results_dir or Path("results") / study.name).resolve()
     options.check_results_dir(root)
     options.check_tracking_uri(tracking_uri)
+    options.check_storage(storage_path)
     options.check_num_cpus(num_cpus)
     address, address_field = options.ray_address(address)
     options.check_resources(study.resources["cpu"], address, num_cpus)

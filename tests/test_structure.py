@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("problems", "algorithms", "sweep")
 #: Imported inside functions on purpose, so that importing the platform (and `bisweep list`, `--validate-only`)
 #: starts neither Ray nor MLflow nor matplotlib, and problems load scikit-learn only for its datasets.
-HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas", "optuna")  # jax: the optional [jax]
+HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas", "optuna", "pyarrow")  # jax: the optional [jax]
 # extra; pandas: reading results (sweep.frames) and the comparison machinery (sweep.compare), loaded only where used;
 # optuna (0.16 s): only a benchmark study's model-based tuning rounds
 HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used

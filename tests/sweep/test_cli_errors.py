@@ -56,6 +56,8 @@ def listing(tmp_path):
     (GOOD, ["--tracking-uri", "mysql://u:pw@127.0.0.1:x/db"],
      "tracking-uri: Port could not be cast to integer value as 'x' in 'mysql://u:***@127.0.0.1:x/db'"),
     (GOOD, ["--results-dir", "afile"], "results-dir:"),
+    (GOOD, ["--storage", "afile"], "storage: "),  # then "<tmp>/afile is a file, not a directory"
+    (GOOD, ["--storage", "foo://bucket/x"], "storage: cannot use foo://bucket/x (Unrecognized filesystem type in URI"),
     (GOOD, ["--max-runs", "0"], "max-runs: must be a positive integer"),
 ])
 def test_each_bad_option_or_field_is_one_line_exit_2_nothing_written(tmp_path, study, extra, message):

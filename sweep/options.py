@@ -64,8 +64,7 @@ def check_address(address: str | None, field: str = "address") -> None:
                              f"got {address!r}{unset}")
     refused = _refused(m.group(1), int(m.group(2)), f"Ray head answers at {address}")
     if refused:
-        hint = "; start the cluster (`ray start --head`) or check the address" if refused.startswith("no ") else ""
-        raise ParameterError(f"{field}: {refused}{hint}{unset}")
+        raise ParameterError(f"{field}: {refused}; start the cluster (`ray start --head`) or check the address{unset}")
 
 
 def _refused(host: str, port: int, answers: str) -> str | None:

@@ -9,7 +9,7 @@ from algorithms.run import Budget, Divergence, Run, run
 
 # Importing a family module registers its algorithms.
 from algorithms import (  # noqa: E402,F401  isort:skip
-    aid, bome, bsg, f2ba, f2csa, f2sa, implicit_constrained, neumann_sa, online, online_hypergradient, optimistic,
+    aid, bome, bsg, coreset, f2ba, f2csa, f2sa, implicit_constrained, neumann_sa, online, online_hypergradient, optimistic,
     recursive_momentum, stationary_penalty, stochastic_hypergradient, tfbo, value_function, variance_reduced, vrbo,
 )
 

@@ -50,6 +50,9 @@ class Algorithm(ABC):
     constrained: ClassVar[bool] = False
     #: True when the algorithm needs a finite-sum problem (per-sample oracles, problem.n_samples).
     finite_sum: ClassVar[bool] = False
+    #: True when the algorithm selects coresets: it needs a problem with per-task blocks of sample weights
+    #: (problem.blocks, problem.coreset_size: problems.coreset).
+    coreset: ClassVar[bool] = False
     #: Instance attributes that change during a run besides x, y and the RNG (v, accumulators,
     #: momentum buffers, memory tables): numbers, strings, None, NumPy arrays, or lists/dicts of them.
     state: ClassVar[tuple[str, ...]] = ()
@@ -65,6 +68,9 @@ class Algorithm(ABC):
         if self.finite_sum and getattr(problem, "n_samples", None) is None:
             raise ParameterError(f"algorithm '{self.name}' needs a finite-sum problem (per-sample oracles, "
                                  f"n_samples); '{getattr(problem, 'name', 'problem')}' is not one")
+        if self.coreset and getattr(problem, "blocks", None) is None:
+            raise ParameterError(f"algorithm '{self.name}' needs a coreset-selection problem (coreset_selection); "
+                                 f"'{getattr(problem, 'name', 'problem')}' is not one")
         self.problem = problem
         self.config = config
         self._rng = rng
@@ -203,6 +209,7 @@ class Algorithm(ABC):
             "online": cls.online,
             "constrained": cls.constrained,
             "finite_sum": cls.finite_sum,
+            "coreset": cls.coreset,
             "step_sizes": list(cls.step_sizes),
             "search_space": {n: r.as_dict() for n, r in cls.search_space().items()},
             "params": cls.Config.describe(),

@@ -95,7 +95,6 @@ class CoresetSelection(BilevelProblem):
         self._all = np.arange(self.n_samples)
         self.dim_x, self.dim_y = self.n_samples, self.n_tasks * self.p * self.m
         self._memo: tuple[Array, Array, Array | None] | None = None
-        self._warm: Array | None = None
         self._memory_cache: dict[tuple, tuple[float, float]] = {}
 
     # ---- the model ----
@@ -215,10 +214,10 @@ class CoresetSelection(BilevelProblem):
     def y_star(self, x: Array) -> Array:
         if self._memo is not None and np.array_equal(x, self._memo[0]):
             return self._memo[1].copy()
-        y0 = self._warm if self._warm is not None else np.zeros(self.dim_y)
+        # Cold-started (not from the last solution), so a value does not depend on what was evaluated before.
         y, _ = newton_minimize(lambda v: self.g(x, v), lambda v: self.grad_y_g(x, v),
-                               lambda v, r: self._solve(x, v, r), y0)
-        self._memo, self._warm = (x.copy(), y, None), y
+                               lambda v, r: self._solve(x, v, r), np.zeros(self.dim_y))
+        self._memo = (x.copy(), y, None)
         return y.copy()
 
     def grad_F(self, x: Array) -> Array:

@@ -22,6 +22,8 @@ def setting(name):
         return problems.make("drifting_quadratic", seed=3), {}
     if cls.constrained:
         return problems.make("constrained_quadratic", seed=3, d=12, noise=0.01), {}
+    if cls.coreset:
+        return problems.make("coreset_selection", seed=3, n_tasks=2, pool_size=10, coreset_size=3), {}
     fields = {f.name for f in dataclasses.fields(cls.Config)}
     p = problems.make("quadratic", seed=3, dim_x=4, dim_y=5, n_samples=32, rank=1)
     return p, ({"batch_size": 4} if "batch_size" in fields else {})

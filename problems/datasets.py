@@ -4,16 +4,26 @@ Sources: the datasets bundled with scikit-learn (no download), seeded synthetic 
 (make_classification) for scaling studies, and files the user already has: LIBSVM/svmlight text files
 (covtype, ijcnn1, ...) and MNIST as an .npz archive or a directory of IDX files. Nothing is downloaded;
 a missing or malformed file is a one-line ParameterError naming `data_path`.
+
+Covtype and MNIST (the real data of the TFBO paper's §5.1–5.2) also come from scikit-learn's on-disk cache,
+as its fetchers leave it: `fetch_covtype` (data_home/covertype/) and `fetch_openml(data_id=554)` for
+mnist_784 (data_home/openml/openml.org/…). The data home is `data_home`, else $BISWEEP_DATA, else
+scikit-learn's default (~/scikit_learn_data). Without `data_path` and without that cache the parameters
+fail validation in one line saying what to fetch and where to put it (so a study stops before Ray starts).
+With `data_path`, covtype reads the UCI file (covtype.data, optionally .gz: 54 features and the class per
+comma-separated line) or a LIBSVM file (covtype.libsvm.binary).
 """
 from __future__ import annotations
 
 import functools
 import gzip
+import json
 import math
 import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -22,11 +32,22 @@ from problems.validation import ParameterError, Params, param
 
 BUNDLED = ("breast_cancer", "digits", "iris", "wine")
 FILE_SOURCES = ("svmlight", "mnist")
-SOURCES = (*BUNDLED, "synthetic", *FILE_SOURCES)
+#: Real datasets read from scikit-learn's fetcher cache (or from `data_path` in their usual format).
+FETCHED = ("covtype", "mnist")
+SOURCES = (*BUNDLED, "synthetic", "svmlight", *FETCHED)
+#: The environment variable naming the data home when `data_home` is not set.
+DATA_ENV = "BISWEEP_DATA"
+#: mnist_784's OpenML dataset id (what fetch_openml("mnist_784", version=1) resolves to).
+MNIST_OPENML_ID = 554
 
 MNIST_HINT = ("an MNIST .npz with keys x_train, y_train (optionally x_test, y_test), or a directory with "
               "train-images-idx3-ubyte and train-labels-idx1-ubyte (optionally t10k-*, .gz allowed)")
 SVMLIGHT_HINT = "a LIBSVM/svmlight text file (e.g. covtype.libsvm.binary, ijcnn1)"
+COVTYPE_HINT = "the UCI covtype.data (or covtype.data.gz) or a LIBSVM covtype file"
+FETCH_HINT = {
+    "covtype": "sklearn.datasets.fetch_covtype(data_home={home!r})",
+    "mnist": f"sklearn.datasets.fetch_openml(data_id={MNIST_OPENML_ID}, data_home={{home!r}})",
+}
 IDX_FILES = (("train-images-idx3-ubyte", "train-labels-idx1-ubyte"), ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
 
 
@@ -35,7 +56,10 @@ class DataParams(Params):
     """Where the data comes from and how it is split (shared by the ML problems)."""
 
     dataset: str = param("breast_cancer", "str", "data source", choices=SOURCES)
-    data_path: str | None = param(None, "optional_path", "file (svmlight, mnist .npz) or IDX directory (mnist)")
+    data_path: str | None = param(None, "optional_path", "file (svmlight, covtype, mnist .npz) or IDX directory "
+                                  "(mnist); null for covtype/mnist: scikit-learn's cache in the data home")
+    data_home: str | None = param(None, "optional_path", f"covtype/mnist: scikit-learn data home (null: ${DATA_ENV}, "
+                                  "else scikit-learn's default)")
     max_samples: int | None = param(None, "optional_positive_int", "seeded random subset kept before splitting")
     val_fraction: float = param(0.2, "probability", "share of samples in the validation set")
     test_fraction: float = param(0.2, "probability", "share of samples in the test set")
@@ -50,7 +74,9 @@ class DataParams(Params):
             self.fail("test_fraction", f"below 1 − val_fraction = {1 - self.val_fraction:g}", self.test_fraction)
         if self.dataset == "synthetic":
             self._validate_synthetic()
-        if self.dataset in FILE_SOURCES:
+        if self.dataset in FETCHED and self.data_path is None:
+            self._validate_cache()
+        elif self.dataset in (*FILE_SOURCES, *FETCHED):
             self._validate_path()
 
     def _validate_synthetic(self) -> None:
@@ -60,8 +86,16 @@ class DataParams(Params):
         if self.n_classes > 2 ** min(self.n_features, 62):
             self.fail("n_classes", f"at most 2^n_features = {2 ** self.n_features}", self.n_classes)
 
+    def _validate_cache(self) -> None:
+        home = data_home(self.data_home)
+        if not cached(self.dataset, home):
+            fetch = FETCH_HINT[self.dataset].format(home=home)
+            self.fail("dataset", f"cached (nothing is downloaded here): run {fetch} where there is internet and copy "
+                      f"{home} here, or set data_home or ${DATA_ENV} to such a copy, or data_path to "
+                      f"{_hint(self.dataset)}", self.dataset, shown=f"'{self.dataset}' with no cache in {home}")
+
     def _validate_path(self) -> None:
-        hint = MNIST_HINT if self.dataset == "mnist" else SVMLIGHT_HINT
+        hint = _hint(self.dataset)
         if self.data_path is None:
             self.fail("data_path", f"set for dataset '{self.dataset}' (nothing is downloaded): {hint}", None)
         if not os.path.exists(os.path.expanduser(self.data_path)):
@@ -104,13 +138,24 @@ def load(p: DataParams, rng: np.random.Generator) -> tuple[Array, Array]:
         return load_bundled(p.dataset)
     if p.dataset == "synthetic":
         return make_synthetic(rng, p.n_samples, p.n_features, p.n_classes)
+    if p.dataset in FETCHED and p.data_path is None:
+        home = data_home(p.data_home)
+        try:
+            return _load_cached(p.dataset, home, _stamp_cache(p.dataset, home))
+        except (ValueError, OSError, KeyError, EOFError) as err:
+            reason = " ".join(str(err).split()) or type(err).__name__
+            raise ParameterError(f"{p.owner}: 'dataset' {p.dataset!r}: the cache in {home} is unreadable "
+                                 f"(fetch it again with {FETCH_HINT[p.dataset].format(home=home)}): {reason}") from None
     path = Path(os.path.expanduser(p.data_path))
     try:
         return _load_file(p.dataset, str(path.resolve()), _stamp(path))
     except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
-        hint = MNIST_HINT if p.dataset == "mnist" else SVMLIGHT_HINT
-        raise ParameterError(f"{p.owner}: 'data_path' {p.data_path!r} is not {hint}: {reason}") from None
+        raise ParameterError(f"{p.owner}: 'data_path' {p.data_path!r} is not {_hint(p.dataset)}: {reason}") from None
+
+
+def _hint(dataset: str) -> str:
+    return {"mnist": MNIST_HINT, "covtype": COVTYPE_HINT}.get(dataset, SVMLIGHT_HINT)
 
 
 def load_bundled(name: str) -> tuple[Array, Array]:
@@ -144,7 +189,8 @@ def _stamp(path: Path) -> tuple:
 @functools.lru_cache(maxsize=4)
 def _load_file(kind: str, path: str, stamp: tuple) -> tuple[Array, Array]:
     # Cached on (path, mtime, size): streams and repeated instances reread nothing.
-    X, y = load_svmlight(path) if kind == "svmlight" else load_mnist(path)
+    readers = {"svmlight": load_svmlight, "mnist": load_mnist, "covtype": load_covtype_file}
+    X, y = readers[kind](path)
     X.setflags(write=False)
     y.setflags(write=False)
     return X, y
@@ -231,6 +277,78 @@ def read_idx(path: Path) -> Array:
     if len(raw) != expected:
         raise ValueError(f"{path.name}: {len(raw)} bytes, header {shape} needs {expected}")
     return np.frombuffer(raw, dtype, offset=4 + 4 * ndim).reshape(shape)
+
+
+# ---------------------------------------------------------------- scikit-learn's fetcher cache
+def data_home(home: str | None = None) -> str:
+    """The data home: `home`, else $BISWEEP_DATA, else scikit-learn's default ($SCIKIT_LEARN_DATA or
+    ~/scikit_learn_data; computed here because sklearn's get_data_home creates the directory)."""
+    home = home or os.environ.get(DATA_ENV) or os.environ.get("SCIKIT_LEARN_DATA") or os.path.join("~", "scikit_learn_data")
+    return os.path.abspath(os.path.expanduser(home))
+
+
+def _openml_file(home: str, path: str) -> Path:
+    """Where fetch_openml caches the resource at openml.org/`path` (gzip-compressed)."""
+    return Path(home, "openml", "openml.org", path + ".gz")
+
+
+def _openml_json(home: str, what: str) -> Path:
+    return _openml_file(home, f"api/v1/json/data/{what}{MNIST_OPENML_ID}")
+
+
+def cache_files(dataset: str, home: str) -> list[Path]:
+    """The files the fetcher reads from a complete cache of `dataset` in `home` (the data file last)."""
+    if dataset == "covtype":
+        return [Path(home, "covertype", "samples_py3"), Path(home, "covertype", "targets_py3")]
+    files = [_openml_json(home, ""), _openml_json(home, "features/"), _openml_json(home, "qualities/")]
+    if files[0].is_file():
+        try:  # the data file is named by the URL in the cached description
+            with gzip.open(files[0], "rt") as fh:
+                url = json.load(fh)["data_set_description"]["url"]
+            files.append(_openml_file(home, urlparse(url).path.lstrip("/")))
+        except (OSError, ValueError, KeyError, TypeError):
+            files.append(files[0].with_name("unreadable-description"))
+    return files
+
+
+def cached(dataset: str, home: str) -> bool:
+    """True when every file of `dataset`'s fetcher cache is in `home`."""
+    files = cache_files(dataset, home)
+    return len(files) >= 2 + (dataset == "mnist") * 2 and all(f.is_file() for f in files)
+
+
+def _stamp_cache(dataset: str, home: str) -> tuple:
+    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in cache_files(dataset, home))
+
+
+@functools.lru_cache(maxsize=2)
+def _load_cached(dataset: str, home: str, stamp: tuple) -> tuple[Array, Array]:
+    # Cached on the files' (mtime, size): every instance of a study reads the cache once per process.
+    from sklearn import datasets
+
+    if dataset == "covtype":
+        bunch = datasets.fetch_covtype(data_home=home, download_if_missing=False)
+        X, y = bunch.data, bunch.target
+    else:  # a complete cache is read without the network (checked by `cached`)
+        X, y = datasets.fetch_openml(data_id=MNIST_OPENML_ID, data_home=home, as_frame=False, parser="liac-arff",
+                                     return_X_y=True, n_retries=0)
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
+
+
+def load_covtype_file(path: str) -> tuple[Array, Array]:
+    """Covtype from the UCI file (54 features and the class per comma-separated line, .gz allowed) or LIBSVM."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        first = fh.readline()
+    if "," not in first:
+        return load_svmlight(path)
+    table = np.loadtxt(path, delimiter=",", ndmin=2)
+    if table.shape[1] != 55:
+        raise ValueError(f"{table.shape[1]} columns, the UCI file has 55 (54 features and the class)")
+    return table[:, :-1].astype(np.float64), table[:, -1].astype(np.int64)
 
 
 def encode_labels(labels: Array) -> tuple[Array, int]:

@@ -153,7 +153,7 @@ def test_malformed_files_give_one_line_errors(tmp_path):
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"dataset": "covtype"}, "'dataset' must be one of 'breast_cancer', 'digits'"),
+    ({"dataset": "cifar10"}, "'dataset' must be one of 'breast_cancer', 'digits'"),
     ({"val_fraction": 0.0}, "'val_fraction' must be in \\(0, 1\\)"),
     ({"val_fraction": 1.5}, "'val_fraction' must be a probability"),
     ({"val_fraction": 0.5, "test_fraction": 0.5}, "'test_fraction' must be below 1 − val_fraction = 0.5"),

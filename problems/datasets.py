@@ -331,8 +331,10 @@ def _load_cached(dataset: str, home: str, stamp: tuple) -> tuple[Array, Array]:
         X, y = bunch.data, bunch.target
     else:  # a complete cache is read without the network (checked by `cached`)
         X, y = datasets.fetch_openml(data_id=MNIST_OPENML_ID, data_home=home, as_frame=False, parser="liac-arff",
-                                     return_X_y=True, n_retries=0)
+                                     return_X_y=True, n_retries=1, delay=1e-3)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
+    if y.dtype.kind in "OUS":  # OpenML's nominal digit classes come as strings
+        y = y.astype(np.int64)
     X.setflags(write=False)
     y.setflags(write=False)
     return X, y

@@ -75,7 +75,7 @@ class CoresetSelection(BilevelProblem):
     stochastic = True
 
     def __init__(self, stream: TaskStream, coreset_size: int, reg: float, delta: float, mu: float,
-                 draws: int, rng: np.random.Generator, replay: float = 1.0, learner_reg: float = 1e-2) -> None:
+                 draws: int, rng: np.random.Generator, replay: float = 1.0, learner_reg: float = 1e-4) -> None:
         self.stream, self.coreset_size = stream, coreset_size
         self.C, self.mu, self.replay, self.learner_reg = reg, mu, replay, learner_reg
         tasks = stream.tasks
@@ -263,7 +263,7 @@ class CoresetParams(Params):
     draws: int = param(32, "positive_int", "fixed draws of z estimating the regularizer's expectation")
     mu: float = param(1e-2, "positive", "ridge μ of the inner proxy model (makes g strongly convex)")
     replay: float = param(1.0, "nonnegative", "weight of each earlier task's coreset loss in the learner (1: all tasks alike)")
-    learner_reg: float = param(1e-2, "positive", "ridge of the continual learner")
+    learner_reg: float = param(1e-4, "positive", "ridge of the continual learner")
 
     def validate(self) -> None:
         if self.n_tasks not in (1, 2, 5):

@@ -1,4 +1,5 @@
-"""BCSR, uniform sampling and k-means features on coreset_selection, each against an independent computation."""
+"""BCSR, uniform sampling, k-means features and greedy coreset on coreset_selection, each against an independent
+computation."""
 import numpy as np
 import pytest
 
@@ -71,7 +72,36 @@ def test_kmeans_features_picks_the_sample_at_the_centre_of_each_cluster():
     np.testing.assert_array_equal(run.algorithm.x, expected)
 
 
-@pytest.mark.parametrize("name", ["bcsr", "uniform", "kmeans_features"])
+def test_greedy_coreset_adds_the_sample_whose_weight_most_decreases_the_outer_loss(small):
+    run = algorithms.Run("greedy_coreset", small, {}, seed=0, budget={"iterations": 5}, n_evals=5)
+    alg = run.algorithm
+    # First pick, by hand: nothing selected, so θ* = 0 (g is the ridge alone), softmax is uniform (1/m), and
+    # v = ∇y f(0)/μ with ∇θ l_i(0) = d_i (1/m − e_{c_i})ᵀ in sample i's task block.
+    m, T = small.m, small.n_tasks
+    grads = [np.outer(small.D[i], np.full(m, 1 / m) - np.eye(m)[small.c[i]]) for i in range(small.n_samples)]
+    V = np.zeros((T, small.p, m))
+    for i, G in enumerate(grads):
+        V[small.task_of[i]] += small.w_outer[i] * G / small.mu
+    gain = np.array([-np.sum(G * V[small.task_of[i]]) for i, G in enumerate(grads)])
+    first = [b.start + int(np.argmin(gain[b])) for b in small.blocks]
+    alg.step()
+    assert np.flatnonzero(alg.x).tolist() == first and np.all(alg.x[first] == 1.0)
+    # Second pick from the ground truth θ*(λ) at the first coreset.
+    ys = small.y_star(alg.x)
+    v = np.linalg.solve(small.hessian_yy_g(alg.x, ys), small.grad_y_f(alg.x, ys))
+    gain = -small.cross_xy_g(alg.x, ys, v)
+    gain[first] = np.inf
+    second = [b.start + int(np.argmin(gain[b])) for b in small.blocks]
+    alg.step()
+    np.testing.assert_allclose(alg.y, ys, atol=1e-10)  # its Newton solve reached θ*
+    assert np.flatnonzero(alg.x).tolist() == sorted(first + second) and np.all(alg.x[first + second] == 0.5)
+    for _ in range(3):
+        alg.step()
+    assert [np.count_nonzero(alg.x[b]) for b in small.blocks] == [3, 3]  # K = 3: complete, then kept
+    np.testing.assert_allclose(alg.x[alg.x > 0], 1 / 3)
+
+
+@pytest.mark.parametrize("name", ["bcsr", "uniform", "kmeans_features", "greedy_coreset"])
 def test_coreset_algorithms_refuse_a_problem_without_tasks(name):
     assert algorithms.available()[name]["coreset"]
     with pytest.raises(ParameterError, match=rf"algorithm '{name}' needs a coreset-selection problem"):

@@ -9,8 +9,9 @@
 - The learner (the stand-in for the paper's network): one multinomial logistic-regression head over all
   classes (class-incremental). After task j it is the exact minimiser of
       mean CE on task j's training data + replay · Σ_{i<j} mean CE on coreset i + (reg/2)‖W‖²,
-  where coreset i is the memory kept from task i (replay = 1 weighs every task seen alike); it predicts the arg-max over the classes seen so
-  far. a_{j,i} is its test accuracy on task i after task j (a fraction; NaN for i > j).
+  where coreset i is the memory kept from task i (replay = 1 weighs every task seen alike); it predicts the
+  arg-max over the classes seen so far. a_{j,i} is its test accuracy on task i after task j (a fraction;
+  NaN for i > j). "Exact" is L-BFGS to a gradient norm of 1e-8, far below what moves a prediction.
 - Metrics (TFBO §5.3): A_T = (1/T) Σ_i a_{T,i} and FGT_T = (1/T) Σ_i max_{i ≤ j < T} (a_{j,i} − a_{T,i}); the
   i = T term has no earlier accuracy and is 0. (BCSR's code divides the same sum by T − 1.)
 """

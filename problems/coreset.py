@@ -17,7 +17,9 @@ F = Σ_t F_t. Any offline algorithm (D-TFBO, S-TFBO, BCSR, …) then runs on it 
 part is evaluation: `metrics` takes the top-K coreset of every block as the replay memory of the learner
 of problems.continual and reports its accuracy matrix's A_T and FGT_T (plus `memory_mass`, the share of
 λ on the coresets). The difference from a sequential selection is that one run's adaptive step sizes and
-minibatches are shared by the tasks.
+minibatches are shared by the tasks. (An OnlineProblem with a task per time step would not do: the run loop
+runs only online algorithms on those, and D-TFBO, S-TFBO and BCSR are offline.) So the formulation has no
+"upper loss against task" curve (TFBO Fig. 3): every task's selection runs from the first iteration.
 
 R_K's expectation is estimated with `draws` fixed seeded draws of z per task (common random numbers), so f
 is deterministic and piecewise linear in λ; ∇R_K is minus the mean indicator of the top-K entries.
@@ -262,7 +264,8 @@ class CoresetParams(Params):
     delta: float = param(1e-3, "positive", "δ, the smoothing noise of the top-K regularizer (BCSR's 1e-3)")
     draws: int = param(32, "positive_int", "fixed draws of z estimating the regularizer's expectation")
     mu: float = param(1e-2, "positive", "ridge μ of the inner proxy model (makes g strongly convex)")
-    replay: float = param(1.0, "nonnegative", "weight of each earlier task's coreset loss in the learner (1: all tasks alike)")
+    replay: float = param(1.0, "nonnegative", "weight of each earlier task's coreset loss in the learner "
+                          "(1: all tasks alike)")
     learner_reg: float = param(1e-4, "positive", "ridge of the continual learner")
 
     def validate(self) -> None:

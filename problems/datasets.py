@@ -283,7 +283,8 @@ def read_idx(path: Path) -> Array:
 def data_home(home: str | None = None) -> str:
     """The data home: `home`, else $BISWEEP_DATA, else scikit-learn's default ($SCIKIT_LEARN_DATA or
     ~/scikit_learn_data; computed here because sklearn's get_data_home creates the directory)."""
-    home = home or os.environ.get(DATA_ENV) or os.environ.get("SCIKIT_LEARN_DATA") or os.path.join("~", "scikit_learn_data")
+    home = (home or os.environ.get(DATA_ENV) or os.environ.get("SCIKIT_LEARN_DATA")
+            or os.path.join("~", "scikit_learn_data"))
     return os.path.abspath(os.path.expanduser(home))
 
 

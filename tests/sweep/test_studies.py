@@ -19,7 +19,8 @@ PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift
 
 # ---------------------------------------------------------------- the built-in set
 def test_builtin_set_is_the_five_paper_studies_quickstart_and_the_benchmark():
-    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart", "bilevel_benchmark"))
+    # tfbo_coreset has no claim yet, so it is not among the paper studies checked below.
+    assert sorted(spec.builtin_studies()) == sorted(PAPER_STUDIES + ("quickstart", "bilevel_benchmark", "tfbo_coreset"))
 
 
 @pytest.mark.parametrize("name", PAPER_STUDIES)

@@ -39,7 +39,7 @@ class BCSRConfig(StochasticConfig):
 
 @register
 class BCSR(Algorithm):
-    """BCSR: warm-started proxy-model steps, a truncated Neumann hypergradient, projected sample-weight steps."""
+    """BCSR (coreset problems): proxy-model steps, a truncated Neumann hypergradient, projected weight steps."""
 
     name = "bcsr"
     Config = BCSRConfig
@@ -84,7 +84,7 @@ class SelectionRule(Algorithm):
 
 @register
 class Uniform(SelectionRule):
-    """Uniform sampling: K samples of each task drawn uniformly without replacement."""
+    """Uniform sampling (coreset problems): K samples of each task drawn uniformly without replacement."""
 
     name = "uniform"
     Config = AlgorithmConfig
@@ -96,7 +96,7 @@ class Uniform(SelectionRule):
 
 @register
 class KMeansFeatures(SelectionRule):
-    """k-means features: the sample nearest each of K k-means centres of a task's features."""
+    """k-means features (coreset problems): the sample nearest each of K k-means centres of a task's features."""
 
     name = "kmeans_features"
     Config = AlgorithmConfig
@@ -119,7 +119,7 @@ class GreedyConfig(AlgorithmConfig):
 
 @register
 class GreedyCoreset(Algorithm):
-    """Greedy Coreset: one sample per task and step, the one whose weight most decreases the outer loss."""
+    """Greedy Coreset (coreset problems): per task and step, the sample whose weight most lowers the outer loss."""
 
     name = "greedy_coreset"
     Config = GreedyConfig

@@ -87,6 +87,18 @@ def split_classes(X: Array, labels: Array, rng: np.random.Generator, n_tasks: in
     return TaskStream(tuple(tasks), int(len(classes)))
 
 
+def smallest_task(labels: Array, n_tasks: int, test_fraction: float, imbalance: float = 1.0,
+                  max_train: int | None = None) -> int:
+    """The fewest training samples any task of `split_classes` can get, whichever class each task thins."""
+    sizes = []
+    for group in np.array_split(np.unique(labels), n_tasks):
+        kept = [int(np.sum(labels == c)) - int(round(test_fraction * np.sum(labels == c))) for c in group]
+        thinned = [max(1, int(round(imbalance * k))) if imbalance < 1.0 else k for k in kept]
+        size = sum(kept) - max(k - t for k, t in zip(kept, thinned))
+        sizes.append(size if max_train is None else min(size, max_train))
+    return min(sizes)
+
+
 def split_digits(rng: np.random.Generator, n_tasks: int = 5, test_fraction: float = 0.3,
                  imbalance: float = 1.0, max_train: int | None = None) -> TaskStream:
     """Split-digits: scikit-learn's digits as `n_tasks` tasks of consecutive classes (module docstring)."""

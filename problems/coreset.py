@@ -34,7 +34,9 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from problems.base import Array, Batch, BilevelProblem
-from problems.continual import TaskStream, accuracy_matrix, average_accuracy, forgetting, split_digits
+from problems.continual import (TaskStream, accuracy_matrix, average_accuracy, forgetting, smallest_task,
+                                split_digits)
+from problems.datasets import load_bundled
 from problems.logistic import newton_minimize
 from problems.registry import register
 from problems.validation import Params, param
@@ -275,6 +277,11 @@ class CoresetParams(Params):
             self.fail("test_fraction", "in (0, 1)", self.test_fraction)
         if self.scenario == "imbalanced" and self.imbalance <= 0:
             self.fail("imbalance", "in (0, 1] for the imbalanced scenario", self.imbalance)
+        imbalance = self.imbalance if self.scenario == "imbalanced" else 1.0
+        fewest = smallest_task(load_bundled("digits")[1], self.n_tasks, self.test_fraction, imbalance, self.pool_size)
+        if self.coreset_size >= fewest:
+            self.fail("coreset_size", f"below the smallest task's number of training samples ({fewest})",
+                      self.coreset_size)
 
 
 @lru_cache(maxsize=8)
@@ -288,8 +295,5 @@ def build_coreset_selection(p: CoresetParams, seed: int) -> CoresetSelection:
     """BCSR coreset selection for continual learning on Split-digits, A_T/FGT_T metrics (TFBO §5.3)."""
     stream = _stream(seed, p.n_tasks, p.test_fraction, p.imbalance if p.scenario == "imbalanced" else 1.0,
                      p.pool_size)
-    if p.coreset_size >= min(len(t.y_train) for t in stream.tasks):
-        p.fail("coreset_size", "below every task's number of training samples "
-               f"({min(len(t.y_train) for t in stream.tasks)})", p.coreset_size)
     return CoresetSelection(stream, p.coreset_size, p.reg, p.delta, p.mu, p.draws, np.random.default_rng([seed, 1]),
                             p.replay, p.learner_reg)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from problems.continual import (Task, TaskStream, accuracy_matrix, average_accuracy, forgetting, split_classes,
-                                split_digits, with_bias)
+from problems.continual import (Task, TaskStream, accuracy_matrix, average_accuracy, forgetting, smallest_task,
+                                split_classes, split_digits, with_bias)
 
 NAN = np.nan
 
@@ -76,6 +76,8 @@ def test_the_imbalanced_stream_thins_one_class_per_task_and_keeps_test_sets_whol
         train = sorted(np.sum(t.y_train == c) for c in t.classes)
         assert train == [10, 40]  # 40 training samples per class, one class keeps 25% of them
         assert [np.sum(t.y_test == c) for c in t.classes] == [10, 10]
+    assert smallest_task(labels, 2, 0.2, 0.25) == 50 and smallest_task(labels, 2, 0.2) == 80
+    assert smallest_task(labels, 2, 0.2, 0.25, max_train=15) == 15
     capped = split_classes(X, labels, np.random.default_rng(3), n_tasks=2, test_fraction=0.2, max_train=15)
     assert [len(t.y_train) for t in capped.tasks] == [15, 15]
     assert all(set(t.y_train) <= set(t.classes) for t in capped.tasks)

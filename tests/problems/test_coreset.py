@@ -124,8 +124,16 @@ def test_simplex_projection_against_its_threshold_found_by_root_finding():
 def test_the_registered_problem_validates_its_parameters():
     with pytest.raises(ParameterError, match=r"'n_tasks' must be 1, 2 or 5"):
         problems.make("coreset_selection", n_tasks=3)
-    with pytest.raises(ParameterError, match=r"'coreset_size' must be below every task's number of training"):
+    with pytest.raises(ParameterError, match=r"'coreset_size' must be below the smallest task's number of training "
+                                             r"samples \(12\), got 12"):
         problems.make("coreset_selection", seed=0, n_tasks=2, pool_size=12, coreset_size=12)
+    # Imbalanced, 5 tasks: classes of ~180 samples keep 126 for training, the thinned one round(0.2 · 126) = 25.
+    fewest = min(len(t.y_train) for s in range(5) for t in problems.make(
+        "coreset_selection", seed=s, scenario="imbalanced", coreset_size=2).stream.tasks)
+    with pytest.raises(ParameterError, match=r"smallest task's number of training samples \((\d+)\)") as err:
+        problems.make("coreset_selection", scenario="imbalanced", coreset_size=500)
+    bound = int(str(err.value).split("(")[1].split(")")[0])
+    assert bound <= fewest and 140 <= bound <= 160
     with pytest.raises(ParameterError, match=r"'scenario' must be one of"):
         problems.make("coreset_selection", scenario="skewed")
 

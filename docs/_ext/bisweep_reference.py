@@ -1,6 +1,6 @@
 """Reference pages generated from the code at build time, so they cannot go stale.
 
-Directives (usable from MyST as ```{bisweep-registry} algorithms```):
+Directives (RST; from a MyST page inside an ```{eval-rst}``` block, whose content is parsed as RST):
 - ``bisweep-registry algorithms|problems``: every registered entry with its flags, paper and parameters
   (default, check, description), from the same records `bisweep list --json` prints;
 - ``bisweep-schema``: every study field with its type, default and description, from the pydantic models;
@@ -15,6 +15,7 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
 
 
 def _cell(text: Any) -> str:
@@ -63,9 +64,10 @@ def registry_rst(what: str) -> list[str]:
     return out
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(field: Any) -> str:
     """What a field accepts, in words: the `allowed` text its check carries, else the Python type."""
-    for meta in getattr(annotation, "__metadata__", ()):
+    annotation = field.annotation
+    for meta in [*field.metadata, *getattr(annotation, "__metadata__", ())]:
         allowed = getattr(meta, "allowed", None)
         if allowed:
             return allowed
@@ -88,7 +90,7 @@ def schema_rst() -> list[str]:
     from sweep import kinds, schema
 
     def table(model: Any, prefix: str = "") -> list[str]:
-        rows = [[f"``{prefix}{n}``", _type_name(f.annotation) if f.annotation is not None else "any",
+        rows = [[f"``{prefix}{n}``", _type_name(f),
                  _default(f), f.description or (model.__doc__ or "").split("\n")[0]]
                 for n, f in model.model_fields.items()]
         return list_table(["field", "type", "default", "meaning"], rows, "18 27 15 40")
@@ -126,8 +128,8 @@ class _Generated(SphinxDirective):
         raise NotImplementedError
 
     def run(self) -> list[nodes.Node]:
-        container = nodes.container()
-        self.state.nested_parse(StringList(self.lines(), source="<generated>"), self.content_offset, container)
+        container = nodes.section()  # titles allowed: each entry is a section of the page
+        nested_parse_with_titles(self.state, StringList(self.lines(), source="<generated>"), container)
         return container.children
 
 

@@ -1,13 +1,12 @@
 """The documentation site builds with warnings as errors (broken links, missing references, failing
 gallery examples), and its generated reference pages list what the registries and the parser hold."""
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import algorithms
-import problems
 from sweep import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,11 +28,20 @@ def test_the_site_builds_with_warnings_as_errors(site: Path):
         assert (site / f"{page}.html").is_file(), page
 
 
+def built_in(what: str) -> list[str]:
+    """The built-in names of a registry, from a fresh process (tests here register toy ones)."""
+    code = f"import json, {what}; print(json.dumps(list({what}.available())))"
+    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                     cwd=REPO).stdout)
+
+
 def test_the_reference_lists_every_algorithm_problem_and_option(site: Path):
     algos = (site / "reference/algorithms.html").read_text()
-    assert all(f'id="{name.replace("_", "-")}"' in algos for name in algorithms.available())
+    names = built_in("algorithms")
+    assert len(names) >= 30 and all(f'id="{name.replace("_", "-")}"' in algos for name in names)
     probs = (site / "reference/problems.html").read_text()
-    assert all(f'id="{name.replace("_", "-")}"' in probs for name in problems.available())
+    names = built_in("problems")
+    assert len(names) >= 10 and all(f'id="{name.replace("_", "-")}"' in probs for name in names)
     cli_page = (site / "reference/cli.html").read_text()
     for action in cli.parser()._subparsers._group_actions[0].choices["run"]._actions:
         if action.dest == "help":  # the parser's own -h, not shown

@@ -6,7 +6,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: Generated or built files under docs/ that are no pages of their own.
-NOT_PAGES = ("_build", "_generated", "gallery")
+NOT_PAGES = ("_build", "_generated", "generated", "gallery")
 
 
 def pages() -> list[Path]:

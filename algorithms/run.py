@@ -66,7 +66,7 @@ class Budget(Params):
 class Divergence(Params):
     """When a run counts as diverged: a watched quantity is non-finite or grows past `factor` × its start.
 
-    The start value is floored at 1 (limit = factor · max(|start|, 1)) so that quantities starting at
+    The start value is floored at 1 (limit = factor · max(abs(start), 1)) so that quantities starting at
     zero (x0 = 0, y0 = y*(x0)) are not flagged by the first move. Why 1e6: over every algorithm at
     step-size factors 0.5, 1 and 2 on every problem it runs on (200 iterations; 849 metric series of
     runs that end below their start), the largest transient growth was 3.0e5 (BVFSM's ‖y − y*‖² on

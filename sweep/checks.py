@@ -6,6 +6,7 @@ the structure: unknown fields (`extra="forbid"`), the path of every error, all e
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
@@ -34,6 +35,13 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+@dataclasses.dataclass(frozen=True)
+class Allowed:
+    """What a checked value accepts, in words (read by the generated schema reference)."""
+
+    allowed: str
+
+
 def checked(allowed: str, ok: Callable[[Any], bool], convert: Callable[[Any], Any] = lambda v: v) -> Any:
     """A value for which `ok` holds (then `convert`ed), else `must be <allowed>, got <value>`."""
     def validate(v: Any) -> Any:
@@ -41,7 +49,7 @@ def checked(allowed: str, ok: Callable[[Any], bool], convert: Callable[[Any], An
             raise invalid(f"must be {allowed}, got {shown(v)}")
         return convert(v)
 
-    return Annotated[Any, AfterValidator(validate)]
+    return Annotated[Any, AfterValidator(validate), Allowed(allowed)]
 
 
 def before(check: Callable[[Any], Any], tp: Any) -> Any:

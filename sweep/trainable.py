@@ -292,7 +292,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
 
     The Tune config sets the algorithm's hyperparameters by name (top-level keys), `seed` (or a list
     `seeds`, run one after another) and `problem_params` (merged over `problem_params`). Every metric
-    record (F, grad_F_sq, y_err_sq, calls/*, ...) is reported, so `TuneConfig(metric="grad_F_sq",
+    record (F, grad_F_sq, y_err_sq, calls/<oracle>, ...) is reported, so `TuneConfig(metric="grad_F_sq",
     mode="min")` works. With `quiet` (the default) Ray's console is kept to warnings: a local Ray is
     started here (unless one runs already) without forwarding worker logs; Tune's own progress table is
     the Tuner's `RunConfig(verbose=0)`.

@@ -1,20 +1,18 @@
-"""The README's "Bring your own problem" code runs as written (the example, the registered module in a study),
+"""The documented "Your own problem" code runs as written (the example, the registered module in a study),
 and the dispatch benchmark runs."""
 import subprocess
 import sys
 from pathlib import Path
+
+from tests import documents
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def readme_block(marker: str) -> str:
-    """The fenced code block right after `marker` in README.md."""
-    lines = (REPO / "README.md").read_text().splitlines()
-    i = lines.index(marker) + 1
-    assert lines[i].startswith("```"), lines[i]
-    end = lines.index("```", i + 1)
-    return "\n".join(lines[i + 1:end]) + "\n"
+    """The fenced code block right after `marker` (an HTML comment) in the documents."""
+    return documents.marked_block(marker.removeprefix("<!-- ").removesuffix(" -->"))
 
 
 def test_the_example_runs_as_written_and_F_decreases(tmp_path):

@@ -1,5 +1,5 @@
-"""The README is true: every example is run as written (here, or by the test it names), the study example
-validates verbatim, the results loader prints what the records say, the Tuner example is quiet, and the
+"""The README and the documentation pages are true: every example is run as written (here, or by the test it
+names), the study example validates verbatim, the results loader prints what the records say, the Tuner example is quiet, and the
 console describes every option and lists algorithm labels."""
 import argparse
 import ast
@@ -16,6 +16,7 @@ import yaml
 import algorithms
 import problems
 from sweep import cli, sources, spec
+from tests import documents
 
 REPO = Path(__file__).resolve().parents[2]
 #: Markers other tests look up by name (the block follows them directly): the test that runs each.
@@ -27,14 +28,20 @@ RUN_HERE = {"study", "results", "python", "matrices", "tuner"}
 
 
 def blocks() -> list[tuple[str, str, list[str]]]:
-    """(language, code, the HTML comments right above it) of every fenced block of README.md."""
-    lines = (REPO / "README.md").read_text().splitlines()
+    """(language, code, the HTML comments right above it) of every fenced block of README.md and the docs."""
+    return [b for page in documents.pages() for b in page_blocks(page)]
+
+
+def page_blocks(page: Path) -> list[tuple[str, str, list[str]]]:
+    """(language, code, the HTML comments right above it) of every fenced block of one document."""
+    lines = page.read_text().splitlines()
     out, i = [], 0
     while i < len(lines):
         if not lines[i].startswith("```"):
             i += 1
             continue
-        lang, end = lines[i][3:].strip(), lines.index("```", i + 1)
+        lang = lines[i][3:].strip()
+        end = next(k for k in range(i + 1, len(lines)) if lines[k] == "```")
         comments, j = [], i - 1
         while j >= 0 and lines[j].rstrip().endswith("-->"):
             k = j
@@ -62,7 +69,7 @@ def test_every_example_is_run_here_or_names_the_test_that_runs_it():
         elsewhere = [n for n in notes if n in MARKED_ELSEWHERE]
         run_by = [n.split("run by ", 1)[1] for n in notes if n.startswith("run by ")]
         not_run = [n for n in notes if n.startswith("not run:")]
-        assert here or elsewhere or run_by or not_run, f"README block without a test:\n{code[:200]}"
+        assert here or elsewhere or run_by or not_run, f"a documented block without a test:\n{code[:200]}"
         for m in elsewhere:
             if MARKED_ELSEWHERE[m]:
                 assert f"<!-- {m} -->" in (REPO / MARKED_ELSEWHERE[m]).read_text()
@@ -70,6 +77,14 @@ def test_every_example_is_run_here_or_names_the_test_that_runs_it():
             path, name = ref.split("::")
             assert f"def {name}(" in (REPO / path).read_text(), ref
     assert seen == RUN_HERE
+
+
+def test_the_docs_copies_of_the_main_command_are_the_readmes():
+    """A page showing the quickstart command marks it as run by the README's test: it must be that command."""
+    main = documents.marked_block("main-command")
+    copies = [code for _, code, notes in blocks()
+              if any(n.endswith("::test_quickstart_from_the_readme_main_command") for n in notes)]
+    assert len(copies) >= 2 and all(code == main for code in copies)
 
 
 def test_the_study_example_validates_as_written():

@@ -166,11 +166,9 @@ def test_trial_config_is_plain_data_naming_every_run():
 
 
 def test_the_readme_study_example_validates():
-    from pathlib import Path
+    from tests import documents
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = text.split("## Writing a study", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
-    data = yaml.safe_load(block)
+    data = yaml.safe_load(documents.marked_block("readme: study"))
     st = spec.validate(data)
     # 2 problem configurations × (2 + 1 + 1) algorithm configurations × 3 step-size factors.
     assert len(st.points) == 2 * 4 * 3 and st.seeds == [0, 1, 2, 3, 4]

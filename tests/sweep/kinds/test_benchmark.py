@@ -74,7 +74,9 @@ def test_the_readme_benchmark_block_validates_as_written():
 
     import yaml
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    from tests import documents
+
+    readme = documents.text()
     (block,) = re.findall(r"```yaml\n(kind: benchmark\n.*?)```", readme, re.S)
     data = {**yaml.safe_load(block), "name": "readme_bench", "problems": STUDY["problems"],
             "algorithms": STUDY["algorithms"], "budget": STUDY["budget"]}

@@ -59,6 +59,11 @@ class Algorithm(ABC):
     #: the flag only says drawing ahead pays. Declared on each class that qualifies, since a subclass may draw
     #: something else.
     draws_ahead: ClassVar[bool] = False
+    #: True when `step` runs unchanged on stacked runs (algorithms.stacked): arithmetic and oracle calls only,
+    #: no per-run branching, scalar reads or direct draws. Declared on each class that qualifies.
+    batchable: ClassVar[bool] = False
+    #: Config fields that may differ between the runs of one batch (None: the step sizes and their decays).
+    batch_params: ClassVar[tuple[str, ...] | None] = None
     paper: ClassVar[str] = ""
 
     def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:

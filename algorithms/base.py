@@ -64,6 +64,8 @@ class Algorithm(ABC):
     batchable: ClassVar[bool] = False
     #: Config fields that may differ between the runs of one batch (None: the step sizes and their decays).
     batch_params: ClassVar[tuple[str, ...] | None] = None
+    #: State names holding one number per run (stacked as (K, 1) columns, written back as floats).
+    scalar_state: ClassVar[tuple[str, ...]] = ()
     paper: ClassVar[str] = ""
 
     def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:
@@ -119,6 +121,11 @@ class Algorithm(ABC):
     @abstractmethod
     def step(self) -> None:
         """One outer iteration (or one time step of an online problem)."""
+
+    @classmethod
+    def can_batch(cls, config: AlgorithmConfig) -> bool:
+        """Whether a run with `config` can step in a batch (`batchable`, unless a config option rules it out)."""
+        return cls.batchable
 
     def diagnostics(self) -> dict[str, float]:
         """Algorithm-specific scalars to log (step sizes, λ, sub-loop lengths)."""

@@ -54,7 +54,7 @@ class BatchedRuns:
             raise ParameterError(f"batched runs: {len(configs)} configs but {len(seeds)} seeds; one seed per config")
         self.cls = get(algorithm)
         self.runs = [Run(algorithm, problem, c, s, budget, n_evals, divergence) for c, s in zip(configs, seeds)]
-        self.batched = batchable(algorithm, problem)
+        self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs)
         self.varying = varying_fields(self.cls)
         if self.batched:
             for run in self.runs:

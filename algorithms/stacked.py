@@ -209,8 +209,13 @@ def _stack(values: list[Any], path: str) -> Any:
 
 def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
     """Write run `row`'s iterates and state into its own algorithm object."""
+    scalars = type(member).scalar_state
     for name in type(member).state_fields():
-        setattr(member, name, _row(getattr(stacked, name), row, getattr(member, name)))
+        value = getattr(stacked, name)
+        if name in scalars and isinstance(value, np.ndarray):
+            setattr(member, name, float(value[row, 0]))
+        else:
+            setattr(member, name, _row(value, row, getattr(member, name)))
     member.iteration = stacked.iteration
 
 

@@ -20,14 +20,15 @@ leaves every stored value finite is not seen.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from algorithms.base import AlgorithmConfig, get
-from algorithms.run import DIVERGENCE_NORM, Budget, Divergence, Run
+from algorithms.base import Algorithm, AlgorithmConfig, get
+from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergence, Run
 from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, varying_fields
 from problems.base import BilevelProblem
 from problems.validation import ParameterError
@@ -78,6 +79,8 @@ class BatchedRuns:
             return self._one_at_a_time()
         out: list[tuple[int, dict[str, Any]]] = []
         ready: list[int] = []
+        self._evaluate_together([k for k, r in enumerate(self.runs)
+                                 if not r.done and r.algorithm.iteration == 0 and r.last_record is None])
         for k, r in enumerate(self.runs):
             if r.done:
                 continue
@@ -91,6 +94,7 @@ class BatchedRuns:
                 out.append((k, r._finish()))
         for group in self._groups(ready):
             ok = self._stretch(group)
+            self._evaluate_together([k for k in group if ok[k]])
             for k in group:
                 rec = self.runs[k]._after_stretch(ok[k])
                 if rec is not None:
@@ -166,6 +170,30 @@ class BatchedRuns:
         if 0 < len(keep) < len(leaving):
             take(stacked, keep)
         rows.keep(keep)
+
+    # ---- evaluation of a stack's runs at once ----
+    def _evaluate_together(self, group: list[int]) -> None:
+        """The metrics of `group`'s runs at their current points, computed as one stack with the problem's
+        stacked ground truth and left in each run's `ready_metrics` (its next `_evaluate` uses them); the
+        stack's evaluation seconds are divided among the runs. Runs whose records need more than
+        `_point_metrics` gives (constraints, extra points) evaluate alone."""
+        runs = [self.runs[k] for k in group]
+        if not runs or not self.batched or self.runs[0].problem.constraints is not None \
+                or type(runs[0].algorithm).extra_points is not Algorithm.extra_points or runs[0].algorithm.y is None:
+            return
+        start = time.perf_counter()
+        f_opt = runs[0].f_opt()
+        for r in runs:
+            r._f_opt = f_opt  # one instance: its optimum is every run's
+        try:
+            metrics = _stacked_metrics(runs[0].problem, np.stack([r.algorithm.x for r in runs]),
+                                       np.stack([r.algorithm.y for r in runs]), f_opt)
+        except _NUMERIC_FAILURES:
+            return  # each run evaluates alone and reports its own failure
+        share = (time.perf_counter() - start) / len(runs)
+        for r, m in zip(runs, metrics):
+            r.ready_metrics = m
+            r.eval_time += share
 
     # ---- checkpoints: every run's own state ----
     def state_dict(self) -> dict[str, Any]:
@@ -251,6 +279,26 @@ class _SharedClock:
             r.compute_time += (now - self.start) / n
             r.cpu_time += (cpu - self.cpu_start) / n
         self.start, self.cpu_start, self.now = now, cpu, now
+
+
+def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> list[dict[str, float]]:
+    """`Run._metrics` of each row (algorithms.run._point_metrics and F_gap), from stacked ground truth."""
+    with np.errstate(all="ignore"):
+        Ys = p.y_star_rows(X)
+        G = p.grad_F_rows(X)
+        F = p.f_rows(X, Ys)
+        gsq = np.einsum("ij,ij->i", G, G)
+        D = Y - Ys
+        esq = np.einsum("ij,ij->i", D, D)
+        extra = p.metrics_rows(X, Y)
+    out = []
+    for i in range(len(X)):
+        m = {"F": float(F[i]), "grad_F_sq": float(gsq[i]), "y_err_sq": float(esq[i])}
+        m.update({k: float(v) for k, v in extra[i].items()})
+        if math.isfinite(f_opt):
+            m["F_gap"] = m["F"] - f_opt
+        out.append(m)
+    return out
 
 
 def run_batched(algorithm: str, problem: Any, configs: Sequence[Config], seeds: Sequence[int],

@@ -185,6 +185,8 @@ class Run:
         self.diverged_metric = ""
         #: "batched" when the run advances in a batch (algorithms.batched): its seconds are a share of the batch's.
         self.time_mode: str | None = None
+        #: The metrics of the current point when computed already (for a whole batch at once); used once.
+        self.ready_metrics: dict[str, float] | None = None
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
         if "iterates" in self.divergence.metrics:
             for name, v in (("x", self.algorithm.x), ("y", self.algorithm.y)):
@@ -391,11 +393,13 @@ class Run:
         """The metric record at the current iterate, or None when a metric is not finite."""
         start = time.perf_counter()
         alg = self.algorithm
-        try:
-            with np.errstate(all="ignore"):
-                metrics = self._metrics(alg)
-        except _NUMERIC_FAILURES:
-            metrics = {"F": math.nan}
+        metrics, self.ready_metrics = self.ready_metrics, None
+        if metrics is None:
+            try:
+                with np.errstate(all="ignore"):
+                    metrics = self._metrics(alg)
+            except _NUMERIC_FAILURES:
+                metrics = {"F": math.nan}
         self.eval_time += time.perf_counter() - start
         # NaN ground truth where the problem flags g as not strongly convex is a fact about the point,
         # not a divergence (a diverging iterate is caught in _step).
@@ -424,16 +428,21 @@ class Run:
             return self._online_metrics(alg)
         p = self.problem
         out = _point_metrics(p, alg.x, alg.y)
-        if self._f_opt is None:
-            x_opt = p.x_opt()
-            self._f_opt = p.F(x_opt) if x_opt is not None else math.nan
-        if math.isfinite(self._f_opt):
-            out["F_gap"] = out["F"] - self._f_opt
+        f_opt = self.f_opt()
+        if math.isfinite(f_opt):
+            out["F_gap"] = out["F"] - f_opt
         for name, point in alg.extra_points().items():
             out[f"{name}/F"] = p.F(point)
             gF = p.grad_F(point)
             out[f"{name}/grad_F_sq"] = float(gF @ gF)
         return out
+
+    def f_opt(self) -> float:
+        """F at the problem's known minimiser (NaN when none is known), computed once."""
+        if self._f_opt is None:
+            x_opt = self.problem.x_opt()
+            self._f_opt = self.problem.F(x_opt) if x_opt is not None else math.nan
+        return self._f_opt
 
     def _online_metrics(self, alg: Algorithm) -> dict[str, float]:
         t = max(alg.iteration, 1)

@@ -20,7 +20,8 @@ Array = np.ndarray
 Batch = Any  # index array for finite sums, a noise draw for noisy oracles; opaque to algorithms
 
 #: Names an algorithm must never see (evaluation-only ground truth).
-GROUND_TRUTH = frozenset({"y_star", "F", "grad_F", "lambda_star", "x_opt", "metrics", "params"})
+GROUND_TRUTH = frozenset({"y_star", "F", "grad_F", "lambda_star", "x_opt", "metrics", "params",
+                          "y_star_rows", "grad_F_rows", "metrics_rows"})
 
 #: Metric a problem sets to 1.0 at an x where g is not strongly convex in y, so y*(x), F(x) and ∇F(x)
 #: are not defined (they are NaN there): the run loop records the NaNs instead of calling it divergence.
@@ -250,6 +251,21 @@ class BilevelProblem(ABC):
     @abstractmethod
     def grad_F(self, x: Array) -> Array:
         """Exact hypergradient ∇F(x)."""
+
+    # Stacked ground truth (row k: one run's x), for evaluating a batch of runs at once; loops by default.
+    def y_star_rows(self, X: Array) -> Array:
+        """y*(x) of each row: (K, dim_y)."""
+        return np.array([self.y_star(x) for x in X])
+
+    def grad_F_rows(self, X: Array) -> Array:
+        """∇F(x) of each row: (K, dim_x)."""
+        return np.array([self.grad_F(x) for x in X])
+
+    def metrics_rows(self, X: Array, Y: Array) -> list[dict[str, float]]:
+        """`metrics` of each row (none without a `metrics` of the problem's own)."""
+        if type(self).metrics is BilevelProblem.metrics:
+            return [{} for _ in range(len(X))]
+        return [self.metrics(x, y) for x, y in zip(X, Y)]
 
     def lambda_star(self, x: Array) -> Array | None:
         """Lower-level multipliers at y*(x) (None when unconstrained)."""

@@ -292,6 +292,19 @@ class Quadratic(BilevelProblem):
         ys = self.y_star(x)
         return self.m * x + self.c + self.C.T @ sla.cho_solve(self._A_chol, self.P @ (ys - self.e))
 
+    def y_star_rows(self, X: Array) -> Array:
+        return sla.cho_solve(self._A_chol, self.C @ X.T - self.a[:, None]).T
+
+    def grad_F_rows(self, X: Array) -> Array:
+        Ys = self.y_star_rows(X)
+        return self.m * X + self.c + (self.C.T @ sla.cho_solve(self._A_chol, self.P @ (Ys - self.e).T)).T
+
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().f_rows(X, Y, batches)
+        R = Y - self.e
+        return 0.5 * np.einsum("ij,ij->i", R @ self.P.T, R) + 0.5 * self.m * np.einsum("ij,ij->i", X, X) + X @ self.c
+
     def hessian_F(self) -> Array:
         """∇²F = Cᵀ A⁻¹ P A⁻¹ C + m I (constant)."""
         K = sla.cho_solve(self._A_chol, self.C)

@@ -342,6 +342,20 @@ class Simulated(TwoSetFiniteSum):
         gx, gy = self.grad_f(x, ys)
         return gx - self.inner.C @ sla.cho_solve(self._H_chol, gy)
 
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().f_rows(X, Y, batches)
+        q, rows = self.outer, lambda A, B: np.einsum("ij,ij->i", A, B)  # noqa: E731
+        return (0.5 * rows(Y @ q.H_yy.T, Y) + 0.5 * rows(X @ q.H_xx.T, X) + rows(X @ q.C, Y)
+                + Y @ q.l_mean + X @ q.m_mean)
+
+    def y_star_rows(self, X: Array) -> Array:
+        return -sla.cho_solve(self._H_chol, self.inner.C.T @ X.T + self.inner.l_mean[:, None]).T
+
+    def grad_F_rows(self, X: Array) -> Array:
+        gx, gy = self.grad_f_rows(X, self.y_star_rows(X))
+        return gx - (self.inner.C @ sla.cho_solve(self._H_chol, gy.T)).T
+
     def hessian_F(self, cross_weight: float = 1.0) -> Array:
         """∇²F = F_xx + C_f J + Jᵀ C_fᵀ + Jᵀ F_yy J with J = dy*/dx = −H⁻¹ C_gᵀ (constant).
 

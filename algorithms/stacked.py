@@ -220,6 +220,8 @@ def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
 
 
 def _row(value: Any, row: int, like: Any) -> Any:
+    if type(value) is np.ndarray and type(like) is np.ndarray:  # the common case first
+        return value[row].copy()
     if isinstance(value, np.ndarray):
         picked = value[row].copy()
         return picked.item() if isinstance(like, (int, float)) and not isinstance(like, bool) else picked

@@ -89,7 +89,7 @@ class StackedView:
     def __getattr__(self, name: str) -> Any:
         if name in GROUND_TRUTH:
             raise AttributeError(f"'{name}' is ground truth and is not available to algorithms")
-        if name.endswith("_samples") or name in ("hessian_yy_g", "jacobian_xy_g"):
+        if name in ("hessian_yy_g", "jacobian_xy_g"):
             raise TypeError(f"'{name}' has no stacked form: this algorithm cannot run batched")
         return getattr(self._problem, name)
 
@@ -132,6 +132,23 @@ class StackedView:
         self._count("cross", batch)
         return self._problem.cross_xy_g_rows(*self._xy(x, y), _rows(v, self.count), batch)
 
+    # Per-sample oracles: one call of their kind per run, touching one sample per index of a row.
+    def grad_f_samples(self, x: Array, y: Array, idx: Array) -> tuple[Array, Array]:
+        self.counter.add("grad_f", idx.shape[-1])
+        return self._problem.grad_f_samples_rows(*self._xy(x, y), idx)
+
+    def grad_y_g_samples(self, x: Array, y: Array, idx: Array) -> Array:
+        self.counter.add("grad_g", idx.shape[-1])
+        return self._problem.grad_y_g_samples_rows(*self._xy(x, y), idx)
+
+    def hvp_yy_g_samples(self, x: Array, y: Array, v: Array, idx: Array) -> Array:
+        self.counter.add("hvp", idx.shape[-1])
+        return self._problem.hvp_yy_g_samples_rows(*self._xy(x, y), _rows(v, self.count), idx)
+
+    def cross_xy_g_samples(self, x: Array, y: Array, v: Array, idx: Array) -> Array:
+        self.counter.add("cross", idx.shape[-1])
+        return self._problem.cross_xy_g_samples_rows(*self._xy(x, y), _rows(v, self.count), idx)
+
     def project_x(self, x: Array) -> Array:
         return self._problem.project_x_rows(x)
 
@@ -168,7 +185,9 @@ _CLASSES: dict[type, type] = {}
 def stacked_class(cls: type[Algorithm]) -> type[Algorithm]:
     """`cls` with its draws made per run (built once per class)."""
     if cls not in _CLASSES:
-        _CLASSES[cls] = type(f"Stacked{cls.__name__}", (StackedDraws, cls), {"__module__": __name__})
+        own = getattr(cls, "Stacked", None)  # the class's own stacked forms of what differs per run
+        bases = (StackedDraws, cls) if own is None else (StackedDraws, own, cls)
+        _CLASSES[cls] = type(f"Stacked{cls.__name__}", bases, {"__module__": __name__})
     return _CLASSES[cls]
 
 

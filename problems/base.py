@@ -136,6 +136,23 @@ class BilevelProblem(ABC):
         """∇²xy g · v at each row."""
         return np.array([self.cross_xy_g(x, y, v, b) for x, y, v, b in zip(X, Y, V, _per_row(batches, len(X)))])
 
+    def grad_f_samples_rows(self, X: Array, Y: Array, idx: Array) -> tuple[Array, Array]:
+        """`grad_f_samples` of each row on its indices idx[k] (idx 1-D: the same for every row): (K, b, ·)."""
+        pairs = [self.grad_f_samples(x, y, i) for x, y, i in zip(X, Y, _index_rows(idx, len(X)))]
+        return np.array([gx for gx, _ in pairs]), np.array([gy for _, gy in pairs])
+
+    def grad_y_g_samples_rows(self, X: Array, Y: Array, idx: Array) -> Array:
+        """`grad_y_g_samples` of each row: (K, b, dim_y)."""
+        return np.array([self.grad_y_g_samples(x, y, i) for x, y, i in zip(X, Y, _index_rows(idx, len(X)))])
+
+    def hvp_yy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        """`hvp_yy_g_samples` of each row: (K, b, dim_y)."""
+        return np.array([self.hvp_yy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, _index_rows(idx, len(X)))])
+
+    def cross_xy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        """`cross_xy_g_samples` of each row: (K, b, dim_x)."""
+        return np.array([self.cross_xy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, _index_rows(idx, len(X)))])
+
     def project_x_rows(self, X: Array) -> Array:
         """Proj_X of each row (X itself when X is the whole space)."""
         if type(self).project_x is BilevelProblem.project_x:
@@ -308,6 +325,11 @@ class OnlineProblem(ABC):
 def _per_row(batches: Sequence[Batch] | None, count: int) -> Sequence[Batch]:
     """One minibatch per row: the rows' own, or None (full batch) for each."""
     return (None,) * count if batches is None else batches
+
+
+def _index_rows(idx: Array, count: int) -> Sequence[Array]:
+    """Each row's sample indices: idx's rows, or the one 1-D idx for every row."""
+    return (idx,) * count if idx.ndim == 1 else idx
 
 
 def stacked_indices(batches: Sequence[Batch]) -> Array:

@@ -23,6 +23,16 @@ from problems.counting import OracleCounter
 from problems.validation import ParameterError
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(cls: type[Algorithm]) -> tuple[str, ...]:
+    """cls.state_fields(), kept per class (it walks the class hierarchy)."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = cls.state_fields()
+    return _FIELDS[cls]
+
+
 def varying_fields(cls: type[Algorithm]) -> frozenset[str]:
     """Config fields whose values may differ within a batch: those that only scale arithmetic.
 
@@ -203,7 +213,7 @@ def stack(members: Sequence[Algorithm], varying: frozenset[str]) -> Algorithm:
     stacked.problem = StackedView(first.problem._problem, len(members))
     stacked.config = StackedConfig([m.config for m in members], varying)
     stacked._rng, stacked._stream, stacked._members = None, None, list(members)
-    for name in type(first).state_fields():
+    for name in _fields(type(first)):
         setattr(stacked, name, _stack([getattr(m, name) for m in members], name))
     return stacked
 
@@ -229,7 +239,7 @@ def _stack(values: list[Any], path: str) -> Any:
 def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
     """Write run `row`'s iterates and state into its own algorithm object."""
     scalars = type(member).scalar_state
-    for name in type(member).state_fields():
+    for name in _fields(type(member)):
         value = getattr(stacked, name)
         if name in scalars and isinstance(value, np.ndarray):
             setattr(member, name, float(value[row, 0]))
@@ -240,7 +250,7 @@ def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
 
 def _row(value: Any, row: int, like: Any) -> Any:
     if type(value) is np.ndarray and type(like) is np.ndarray:  # the common case first
-        return value[row].copy()
+        return value[row]  # a view: the stack is rebuilt (copied) before it steps again
     if isinstance(value, np.ndarray):
         picked = value[row].copy()
         return picked.item() if isinstance(like, (int, float)) and not isinstance(like, bool) else picked
@@ -256,7 +266,7 @@ def _row(value: Any, row: int, like: Any) -> Any:
 
 def take(stacked: Algorithm, rows: Array) -> None:
     """Keep only `rows` (indices into the current rows) of every stacked array, column and member."""
-    for name in type(stacked).state_fields():
+    for name in _fields(type(stacked)):
         setattr(stacked, name, _take(getattr(stacked, name), rows, stacked.problem.count))
     stacked.config.take(rows)
     stacked._members = [stacked._members[i] for i in rows]
@@ -289,6 +299,6 @@ def stacked_arrays(stacked: Algorithm) -> list[Array]:
             for v in value.values():
                 collect(v)
 
-    for name in type(stacked).state_fields():
+    for name in _fields(type(stacked)):
         collect(getattr(stacked, name))
     return out

@@ -141,7 +141,8 @@ class BatchedRuns:
                                                    and stacked.iteration >= budget.iterations):
                     ended = np.ones(len(rows.index), dtype=bool)
                 else:
-                    ended = rows.budget_spent(budget, stacked.problem.counter.total_calls, clock.pending())
+                    calls = stacked.problem.counter.total_calls + stacked.problem.row_total_calls()
+                    ended = rows.budget_spent(budget, calls, clock.pending())
                 if failed.any() or ended.any():
                     clock.share()
                     self._leave(stacked, rows, failed, metric, ended, ok)
@@ -160,6 +161,8 @@ class BatchedRuns:
             unstack(stacked, int(i), run.algorithm)
             _add(run.view.counter.calls, calls)
             _add(run.view.counter.samples, samples)
+            _add(run.view.counter.calls, {kind: int(n[i]) for kind, n in stacked.problem.row_calls.items()})
+            _add(run.view.counter.samples, {kind: int(n[i]) for kind, n in stacked.problem.row_samples.items()})
             ok[k] = not failed[i]
             if failed[i]:
                 if metric[i]:
@@ -225,7 +228,7 @@ class _Rows:
         self.calls, self.seconds = self.calls[rows], self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
 
-    def budget_spent(self, budget: Budget, calls: int, seconds: float) -> np.ndarray:
+    def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
         """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
         spent = np.zeros(len(self.index), dtype=bool)
         if budget.oracle_calls is not None:

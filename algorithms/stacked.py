@@ -92,7 +92,10 @@ class StackedView:
     def __init__(self, problem: Any, count: int) -> None:
         self._problem = problem
         self.count = count
-        self.counter = OracleCounter()
+        self.counter = OracleCounter()  # calls every run made
+        # Calls only some runs made (an HIA factor past another run's length), per kind: one count per row.
+        self.row_calls: dict[str, Array] = {}
+        self.row_samples: dict[str, Array] = {}
         touched = getattr(problem, "samples_touched", None)
         self._touched = touched if touched is not None else lambda kind, batch: problem.batch_size(batch)
 
@@ -106,6 +109,26 @@ class StackedView:
     def _count(self, kind: str, batches: RunBatches | None) -> None:
         self.counter.calls[kind] += 1  # one call per run: added to each run's own counter when it leaves
         self.counter.samples[kind] += self._touched(kind, None if batches is None else batches[0])
+
+    def hvp_yy_g_on(self, rows: Array, x: Array, y: Array, v: Array, batch: RunBatches | None = None) -> Array:
+        """∇²yy g · v of `rows` alone (v: theirs), counted for those runs only."""
+        x, y = self._xy(x, y)
+        kind = "hvp"
+        calls = self.row_calls.setdefault(kind, np.zeros(self.count, dtype=np.int64))
+        samples = self.row_samples.setdefault(kind, np.zeros(self.count, dtype=np.int64))
+        calls[rows] += 1
+        samples[rows] += self._touched(kind, None if batch is None else batch[0])
+        return self._problem.hvp_yy_g_rows(x[rows], y[rows], v, batch)
+
+    def row_total_calls(self) -> Array | int:
+        """Per row, the calls it made beyond those of every run."""
+        return sum(self.row_calls.values()) if self.row_calls else 0
+
+    def take(self, rows: Array) -> None:
+        """Keep the per-row counts of `rows` only."""
+        self.row_calls = {k: v[rows] for k, v in self.row_calls.items()}
+        self.row_samples = {k: v[rows] for k, v in self.row_samples.items()}
+        self.count = len(rows)
 
     def _xy(self, x: Array, y: Array) -> tuple[Array, Array]:
         return _rows(x, self.count), _rows(y, self.count)
@@ -242,7 +265,8 @@ def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
     for name in _fields(type(member)):
         value = getattr(stacked, name)
         if name in scalars and isinstance(value, np.ndarray):
-            setattr(member, name, float(value[row, 0]))
+            number = type(getattr(member, name))  # int or float, as the run alone keeps it
+            setattr(member, name, (number if number in (int, float) else float)(value[row, 0]))
         else:
             setattr(member, name, _row(value, row, getattr(member, name)))
     member.iteration = stacked.iteration
@@ -270,7 +294,7 @@ def take(stacked: Algorithm, rows: Array) -> None:
         setattr(stacked, name, _take(getattr(stacked, name), rows, stacked.problem.count))
     stacked.config.take(rows)
     stacked._members = [stacked._members[i] for i in rows]
-    stacked.problem.count = len(rows)
+    stacked.problem.take(rows)
 
 
 def _take(value: Any, rows: Array, count: int) -> Any:

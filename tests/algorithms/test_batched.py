@@ -18,6 +18,7 @@ CONFIGS = {
     "saba": ({"rho": 0.1, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.2, "memory_init": "zero"}, {"rho": 0.1, "gamma": 400.0}),
     "amigo": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
     "stocbio": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
+    "ttsa": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
     "aid_cg": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
     "aid_fp": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
     "itd": ({"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2}, {"alpha": 0.1, "gamma": 400.0}),
@@ -87,12 +88,12 @@ def test_batched_runs_equal_sequential_runs(algorithm, name):
         assert want[2][-1]["status"] == "diverged", algorithm
 
 
-def test_every_priority_algorithm_but_ttsa_is_batchable():
-    assert {n for n in CONFIGS if algorithms.get(n).batchable} == set(CONFIGS)
-    assert not algorithms.get("ttsa").batchable
+def test_the_fourteen_algorithms_are_batchable_and_others_are_not():
+    assert len(CONFIGS) == 14 and all(algorithms.get(n).batchable for n in CONFIGS)
+    assert not algorithms.get("bsa").batchable
 
 
-@pytest.mark.parametrize("algorithm", ["soba", "aid_cg", "stfbo"])
+@pytest.mark.parametrize("algorithm", ["soba", "aid_cg", "stfbo", "ttsa"])
 def test_an_oracle_budget_ends_runs_between_evaluation_points(algorithm):
     budget = {"oracle_calls": 333}
     configs = configs_for(algorithm, "quadratic_sum")
@@ -154,15 +155,25 @@ def test_a_problem_without_stacked_oracles_runs_through_the_loop_fallback():
 
 def test_an_algorithm_that_cannot_batch_runs_one_after_another():
     configs, budget = [{"batch_size": 4}, {"batch_size": 4, "gamma": 0.05}], {"iterations": 15}
-    runs = BatchedRuns("ttsa", make("quadratic_sum"), configs, [0, 1], budget, n_evals=8)
+    runs = BatchedRuns("bsa", make("quadratic_sum"), configs, [0, 1], budget, n_evals=8)
     assert not runs.batched
     out = [[] for _ in configs]
     for k, rec in runs.records():
         out[k].append(rec)
     for k, (c, s) in enumerate(zip(configs, [0, 1])):
-        want = list(algorithms.run("ttsa", make("quadratic_sum"), c, s, budget, n_evals=8))
+        want = list(algorithms.run("bsa", make("quadratic_sum"), c, s, budget, n_evals=8))
         assert out[k] == [{**r, "time": o["time"], "cpu_time": o["cpu_time"], "eval_time": o["eval_time"]}
                           for r, o in zip(want, out[k])]
+
+
+def test_ttsa_runs_stop_their_hia_at_their_own_length():
+    """Each run's HIA length is its own draw: the runs' HVP counts differ, as they do alone."""
+    configs = [dict(c, batch_size=4) for c in CONFIGS["ttsa"][:2]] * 2
+    got = batched("ttsa", "quadratic_sum", configs, {"iterations": 12}, seeds=[0, 1, 2, 3])
+    want = sequential("ttsa", "quadratic_sum", configs, {"iterations": 12}, seeds=[0, 1, 2, 3])
+    for k in range(4):
+        assert_same(got[k], want[k], f"run {k}")
+    assert len({r[-1]["calls/hvp"] for r in want}) > 1
 
 
 def test_a_tolerance_dtfbo_is_not_batched_and_a_structural_mismatch_of_a_varying_kind_is_refused():

@@ -245,8 +245,9 @@ class _Rows:
         norms = {name: np.sqrt(np.einsum("ij,ij->i", v, v)) for name in ("x", "y")
                  if (v := _matrix(getattr(stacked, name), n)) is not None}
         # The common case in one test per array: every sum finite (so every entry is) and every norm in range.
-        if all(np.isfinite(a.sum()) for a in arrays) and \
-                all((norm < DIVERGENCE_NORM).all() and not (norm > self.limits[name]).any() for name, norm in norms.items()):
+        in_range = all((norm < DIVERGENCE_NORM).all() and not (norm > self.limits[name]).any()
+                       for name, norm in norms.items())
+        if in_range and all(np.isfinite(a.sum()) for a in arrays):
             return np.zeros(n, dtype=bool), []
         bad = np.zeros(n, dtype=bool)
         for a in arrays:

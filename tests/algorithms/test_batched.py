@@ -3,7 +3,6 @@ problems (full batch and minibatches), with runs that diverge, end on an oracle 
 state saved mid-batch. Records are compared key by key (floats to rtol 1e-10, the rest exactly), times
 aside; the configs avoid chaotic regimes, where rounding differences (a stacked product sums in another
 order) grow without diverging."""
-import numpy as np
 import pytest
 
 import algorithms

@@ -124,8 +124,9 @@ class Algorithm(ABC):
 
     @classmethod
     def can_batch(cls, config: AlgorithmConfig) -> bool:
-        """Whether a run with `config` can step in a batch (`batchable`, unless a config option rules it out)."""
-        return cls.batchable
+        """Whether a run with `config` can step in a batch (`batchable` declared on the class itself, not
+        inherited: a subclass may branch or draw differently), unless a config option rules it out."""
+        return bool(cls.__dict__.get("batchable", False))
 
     def diagnostics(self) -> dict[str, float]:
         """Algorithm-specific scalars to log (step sizes, λ, sub-loop lengths)."""

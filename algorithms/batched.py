@@ -38,7 +38,8 @@ Config = Mapping[str, Any] | AlgorithmConfig | None
 
 def batchable(algorithm: str, problem: Any) -> bool:
     """Whether runs of `algorithm` on `problem` can be batched (else they run one after another)."""
-    return get(algorithm).batchable and isinstance(problem, BilevelProblem)
+    cls = get(algorithm)
+    return bool(cls.__dict__.get("batchable", False)) and isinstance(problem, BilevelProblem)
 
 
 class BatchedRuns:

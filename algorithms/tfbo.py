@@ -105,7 +105,7 @@ class DTFBO(TuningFree):
     @classmethod
     def can_batch(cls, config: DTFBOConfig) -> bool:
         """Fixed sub-loops only: a tolerance loop's length is each run's own."""
-        return config.sub_loops == "fixed"
+        return super().can_batch(config) and config.sub_loops == "fixed"
 
     def _loop_bounds(self, c_eps: float, fixed_steps: int) -> tuple[float, int]:
         """(tolerance, step limit): (c/T, cap) in tolerance mode; (−1, count) in fixed mode (−1 is never met)."""

@@ -154,16 +154,19 @@ class BatchedRuns:
     def _leave(self, stacked: Any, rows: _Rows, failed: np.ndarray, metric: list[str], ended: np.ndarray,
                ok: dict[int, bool]) -> None:
         """Write the leaving rows back into their runs (iterates, state, calls) and drop them from the stack."""
-        calls, samples = stacked.problem.counter.calls, stacked.problem.counter.samples
+        view = stacked.problem
+        calls, samples = list(view.counter.calls.items()), list(view.counter.samples.items())
         leaving = failed | ended
         for i in np.flatnonzero(leaving):
             k = rows.index[i]
             run = self.runs[k]
             unstack(stacked, int(i), run.algorithm)
-            _add(run.view.counter.calls, calls)
-            _add(run.view.counter.samples, samples)
-            _add(run.view.counter.calls, {kind: int(n[i]) for kind, n in stacked.problem.row_calls.items()})
-            _add(run.view.counter.samples, {kind: int(n[i]) for kind, n in stacked.problem.row_samples.items()})
+            counter = run.view.counter
+            _add(counter.calls, calls)
+            _add(counter.samples, samples)
+            if view.row_calls:  # calls some runs made and others not (TTSA's HIA factors)
+                _add(counter.calls, [(kind, int(n[i])) for kind, n in view.row_calls.items()])
+                _add(counter.samples, [(kind, int(n[i])) for kind, n in view.row_samples.items()])
             ok[k] = not failed[i]
             if failed[i]:
                 if metric[i]:
@@ -263,9 +266,9 @@ class _Rows:
         return failed, metric
 
 
-def _add(into: dict[str, int], counts: dict[str, int]) -> None:
-    """into += counts, key by key (Counter.update's generality costs ~10 µs a call)."""
-    for kind, n in counts.items():
+def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:
+    """into += counts, kind by kind (Counter.update's generality costs ~10 µs a call)."""
+    for kind, n in counts:
         into[kind] = into.get(kind, 0) + n
 
 

@@ -6,6 +6,7 @@
 """
 from algorithms.base import Algorithm, AlgorithmConfig, StochasticConfig, available, get, make_config, register
 from algorithms.run import Budget, Divergence, Run, run
+from algorithms.batched import BatchedRuns, batchable, run_batched
 
 # Importing a family module registers its algorithms.
 from algorithms import (  # noqa: E402,F401  isort:skip
@@ -15,5 +16,5 @@ from algorithms import (  # noqa: E402,F401  isort:skip
 
 __all__ = [
     "Algorithm", "AlgorithmConfig", "StochasticConfig", "available", "get", "make_config", "register",
-    "Budget", "Divergence", "Run", "run",
+    "Budget", "Divergence", "Run", "run", "BatchedRuns", "batchable", "run_batched",
 ]

@@ -93,6 +93,7 @@ class AIDCG(DoubleLoop):
 
     name = "aid_cg"
     draws_ahead = True
+    batchable = True
     Config = AIDCGConfig
     step_sizes = ("alpha", "gamma")
     tunables = {"cg_steps": Range(1, 100, integer=True)}
@@ -122,6 +123,7 @@ class AIDFP(DoubleLoop):
 
     name = "aid_fp"
     draws_ahead = True
+    batchable = True
     Config = AIDFPConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"fp_steps": Range(1, 100, integer=True)}
@@ -154,6 +156,7 @@ class ITD(DoubleLoop):
 
     name = "itd"
     draws_ahead = True
+    batchable = True
     Config = ITDConfig
     step_sizes = ("alpha", "gamma")
     paper = "Franceschi et al. 2017; Ji, Yang & Liang 2021 (ITD-BiO); Shaban et al. 2019 (truncation)"

@@ -62,6 +62,13 @@ class Algorithm(ABC):
     #: the flag only says drawing ahead pays. Declared on each class that qualifies, since a subclass may draw
     #: something else.
     draws_ahead: ClassVar[bool] = False
+    #: True when `step` runs unchanged on stacked runs (algorithms.stacked): arithmetic and oracle calls only,
+    #: no per-run branching, scalar reads or direct draws. Declared on each class that qualifies.
+    batchable: ClassVar[bool] = False
+    #: Config fields that may differ between the runs of one batch (None: the step sizes and their decays).
+    batch_params: ClassVar[tuple[str, ...] | None] = None
+    #: State names holding one number per run (stacked as (K, 1) columns, written back as floats).
+    scalar_state: ClassVar[tuple[str, ...]] = ()
     paper: ClassVar[str] = ""
 
     def __init__(self, problem: Any, config: AlgorithmConfig, rng: np.random.Generator) -> None:
@@ -120,6 +127,12 @@ class Algorithm(ABC):
     @abstractmethod
     def step(self) -> None:
         """One outer iteration (or one time step of an online problem)."""
+
+    @classmethod
+    def can_batch(cls, config: AlgorithmConfig) -> bool:
+        """Whether a run with `config` can step in a batch (`batchable` declared on the class itself, not
+        inherited: a subclass may branch or draw differently), unless a config option rules it out."""
+        return bool(cls.__dict__.get("batchable", False))
 
     def diagnostics(self) -> dict[str, float]:
         """Algorithm-specific scalars to log (step sizes, λ, sub-loop lengths)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from algorithms import rowwise
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
 from problems.base import Array
@@ -37,7 +38,10 @@ class BOMEConfig(StochasticConfig):
 
 def bome_lambda(grad_f: Array, grad_q: Array, phi: float, eps: float = 0.0) -> float:
     """λ = max((φ − ⟨∇f, ∇q̂⟩)/(‖∇q̂‖² + eps), 0), and 0 when ∇q̂ = 0."""
-    denom = float(grad_q @ grad_q) + eps
+    denom = rowwise.dot(grad_q, grad_q) + eps
+    if grad_q.ndim == 2:  # stacked runs: each row's λ
+        zero = ~np.any(grad_q, axis=1, keepdims=True) | (denom == 0.0)
+        return np.where(zero, 0.0, np.maximum((phi - rowwise.dot(grad_f, grad_q)) / np.where(zero, 1.0, denom), 0.0))
     if not np.any(grad_q) or denom == 0.0:
         return 0.0
     return max((phi - float(grad_f @ grad_q)) / denom, 0.0)
@@ -48,8 +52,10 @@ class BOME(Algorithm):
     """BOME: first-order value-function method with a dynamic barrier."""
 
     state = ("lam", "q_hat", "grad_q_norm")
+    scalar_state = ("lam", "q_hat", "grad_q_norm")
     name = "bome"
     draws_ahead = True
+    batchable = True
     Config = BOMEConfig
     step_sizes = ("xi", "alpha")
     tunables = {"T": Range(1, 100, integer=True), "eta": Range(0.05, 5.0)}
@@ -80,19 +86,19 @@ class BOME(Algorithm):
         fx, fy = p.grad_f(x, y, batch)
         gx, gy = p.grad_g(x, y, batch)
         gx_hat, _ = p.grad_g(x, y_hat, batch)
-        grad_f = np.concatenate([fx, fy])
-        grad_q = np.concatenate([gx - gx_hat, gy])
+        grad_f = np.concatenate([fx, fy], axis=-1)
+        grad_q = np.concatenate([gx - gx_hat, gy], axis=-1)
         q_hat = None
         if c.track_q or c.phi == "value":
             q_hat = p.g(x, y, batch) - p.g(x, y_hat, batch)
-        phi = c.eta * (float(grad_q @ grad_q) if c.phi == "grad_norm" else q_hat)
+        phi = c.eta * (rowwise.dot(grad_q, grad_q) if c.phi == "grad_norm" else q_hat)
         lam = bome_lambda(grad_f, grad_q, phi, c.eps)
         d = grad_f + lam * grad_q
-        n = x.size
-        self.x = p.project_x(x - (c.xi_x or c.xi) * d[:n])
-        self.y = p.project_y(y - (c.xi_y or c.xi) * d[n:])
+        n = x.shape[-1]
+        self.x = p.project_x(x - (c.xi if c.xi_x is None else c.xi_x) * d[..., :n])
+        self.y = p.project_y(y - (c.xi if c.xi_y is None else c.xi_y) * d[..., n:])
         self.lam, self.q_hat = lam, q_hat
-        self.grad_q_norm = float(np.linalg.norm(grad_q))
+        self.grad_q_norm = rowwise.norm(grad_q)
 
     def diagnostics(self) -> dict[str, float]:
         if self.lam is None:

@@ -86,6 +86,7 @@ class FSLA(Algorithm):
 
     name = "fsla"
     draws_ahead = True
+    batchable = True
     Config = FSLAConfig
     step_sizes = ("alpha", "gamma")
     first_order = False
@@ -161,6 +162,7 @@ class MRBO(Algorithm):
 
     name = "mrbo"
     draws_ahead = True
+    batchable = True
     Config = MRBOConfig
     step_sizes = ("alpha", "eta", "gamma")
     first_order = False

@@ -183,6 +183,10 @@ class Run:
         self._f_opt: float | None = None
         self._failed_step: int | None = None
         self.diverged_metric = ""
+        #: "batched" when the run advances in a batch (algorithms.batched): its seconds are a share of the batch's.
+        self.time_mode: str | None = None
+        #: The metrics of the current point when computed already (for a whole batch at once); used once.
+        self.ready_metrics: dict[str, float] | None = None
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
         if "iterates" in self.divergence.metrics:
             for name, v in (("x", self.algorithm.x), ("y", self.algorithm.y)):
@@ -224,17 +228,29 @@ class Run:
             if rec is not None:
                 return rec
         while self._budget_left():
-            if not self._steps_to_next_point():
-                return self._diverged()
-            if self.algorithm.iteration >= self._next_point():
-                self._skip_passed_points()
-                rec = self._evaluate()
-                if rec is None:
-                    return self._diverged()
-                if self._budget_left():
-                    return rec
-                self.status = "finished"
-                return {**rec, "status": "finished"}
+            rec = self._after_stretch(self._steps_to_next_point())
+            if rec is not None:
+                return rec
+        return self._finish()
+
+    def _after_stretch(self, ok: bool) -> dict[str, Any] | None:
+        """The record a stretch of steps ends on (`ok`: no divergence), or None when its budget ended before
+        the next evaluation point (then `_finish` gives the last record). Shared with algorithms.batched."""
+        if not ok:
+            return self._diverged()
+        if self.algorithm.iteration < self._next_point():
+            return None
+        self._skip_passed_points()
+        rec = self._evaluate()
+        if rec is None:
+            return self._diverged()
+        if self._budget_left():
+            return rec
+        self.status = "finished"
+        return {**rec, "status": "finished"}
+
+    def _finish(self) -> dict[str, Any]:
+        """The final record of a run whose budget is spent."""
         self.status = "finished"
         if self.last_record is not None and self.last_record["iteration"] == self.algorithm.iteration:
             return {**self.last_record, "status": "finished"}
@@ -252,33 +268,55 @@ class Run:
         """Step until the next evaluation point or the end of the budget; False on divergence.
 
         Floating-point errors raise inside steps (a divergence); the error state is set once for the
-        whole stretch, as setting it around every step cost several microseconds per step.
+        whole stretch, as setting it around every step cost several microseconds per step. The clocks are
+        read once per stretch too (a CPU-clock read is a system call, ~24 % of a cheap step's cost when read
+        twice per step), so compute seconds include the run loop's checks (~2.5 µs per step); under a
+        seconds budget the wall clock, a cheap read, is also read after every step to stop on time.
         """
         target = self._next_point()
+        if self.online:
+            return self._online_steps(target)
+        alg, timed, base = self.algorithm, self.budget.seconds is not None, self.compute_time
+        start, cpu_start = time.perf_counter(), time.thread_time()
+        try:
+            with np.errstate(over="raise", divide="raise", invalid="raise"):
+                while True:
+                    try:
+                        alg.step()
+                    except _NUMERIC_FAILURES:
+                        # Number the failed step as a completed one would be, like a non-finite iterate after it.
+                        self._failed_step = alg.iteration + 1
+                        return False
+                    alg.iteration += 1
+                    if timed:
+                        self.compute_time = base + (time.perf_counter() - start)
+                    if not self._iterates_ok(alg):
+                        return False
+                    if alg.iteration >= target or not self._budget_left():
+                        return True
+        finally:
+            self.compute_time = base + (time.perf_counter() - start)
+            self.cpu_time += time.thread_time() - cpu_start
+
+    def _online_steps(self, target: int) -> bool:
+        """`_steps_to_next_point` online: the regret (evaluation) comes between steps, so each step is timed."""
         outer = np.geterr()
         with np.errstate(over="raise", divide="raise", invalid="raise"):
             while True:
-                if self.online:
-                    with np.errstate(**outer):  # the regret is evaluation, under the caller's error state
-                        self._accumulate_regret()
+                with np.errstate(**outer):  # the regret is evaluation, under the caller's error state
+                    self._accumulate_regret()
                 if not self._step():
                     return False
                 if self.algorithm.iteration >= target or not self._budget_left():
                     return True
 
     def _step(self) -> bool:
-        """One outer iteration, under the raising error state of `_steps_to_next_point`; False on divergence.
-
-        Each step is timed alone, so that compute seconds are the algorithm's: timing a stretch of steps
-        as a whole saved ~2 µs per step but counted the run loop's checks (~2.5 µs per step), a bias against
-        methods with cheap steps (a toy step costs a few µs).
-        """
+        """One timed outer iteration (online runs), under the raising error state; False on divergence."""
         alg = self.algorithm
         start, cpu_start = time.perf_counter(), time.thread_time()
         try:
             alg.step()
         except _NUMERIC_FAILURES:
-            # Number the failed step as a completed one would be, like a non-finite iterate after it.
             self._failed_step = alg.iteration + 1
             return False
         finally:
@@ -355,11 +393,13 @@ class Run:
         """The metric record at the current iterate, or None when a metric is not finite."""
         start = time.perf_counter()
         alg = self.algorithm
-        try:
-            with np.errstate(all="ignore"):
-                metrics = self._metrics(alg)
-        except _NUMERIC_FAILURES:
-            metrics = {"F": math.nan}
+        metrics, self.ready_metrics = self.ready_metrics, None
+        if metrics is None:
+            try:
+                with np.errstate(all="ignore"):
+                    metrics = self._metrics(alg)
+            except _NUMERIC_FAILURES:
+                metrics = {"F": math.nan}
         self.eval_time += time.perf_counter() - start
         # NaN ground truth where the problem flags g as not strongly convex is a fact about the point,
         # not a divergence (a diverging iterate is caught in _step).
@@ -378,6 +418,8 @@ class Run:
             **metrics,
             **{f"diag/{k}": float(v) for k, v in alg.diagnostics().items()},
         }
+        if self.time_mode is not None:
+            rec["time_mode"] = self.time_mode
         self.last_record = rec
         return rec if self._metrics_ok(rec) else None
 
@@ -386,16 +428,21 @@ class Run:
             return self._online_metrics(alg)
         p = self.problem
         out = _point_metrics(p, alg.x, alg.y)
-        if self._f_opt is None:
-            x_opt = p.x_opt()
-            self._f_opt = p.F(x_opt) if x_opt is not None else math.nan
-        if math.isfinite(self._f_opt):
-            out["F_gap"] = out["F"] - self._f_opt
+        f_opt = self.f_opt()
+        if math.isfinite(f_opt):
+            out["F_gap"] = out["F"] - f_opt
         for name, point in alg.extra_points().items():
             out[f"{name}/F"] = p.F(point)
             gF = p.grad_F(point)
             out[f"{name}/grad_F_sq"] = float(gF @ gF)
         return out
+
+    def f_opt(self) -> float:
+        """F at the problem's known minimiser (NaN when none is known), computed once."""
+        if self._f_opt is None:
+            x_opt = self.problem.x_opt()
+            self._f_opt = self.problem.F(x_opt) if x_opt is not None else math.nan
+        return self._f_opt
 
     def _online_metrics(self, alg: Algorithm) -> dict[str, float]:
         t = max(alg.iteration, 1)

@@ -37,6 +37,7 @@ class SOBA(Algorithm):
     state = ("v",)
     name = "soba"
     draws_ahead = True
+    batchable = True
     Config = SOBAConfig
     step_sizes = ("rho", "gamma")
     first_order = False
@@ -84,6 +85,7 @@ class AmIGO(DoubleLoop):
 
     name = "amigo"
     draws_ahead = True
+    batchable = True
     Config = AmIGOConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"v_steps": Range(1, 100, integer=True)}
@@ -111,6 +113,7 @@ class StocBiO(DoubleLoop):
 
     name = "stocbio"
     draws_ahead = True
+    batchable = True
     Config = StocBiOConfig
     step_sizes = ("alpha", "eta", "gamma")
     tunables = {"neumann_terms": Range(1, 100, integer=True)}

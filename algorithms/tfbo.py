@@ -10,11 +10,11 @@ minibatches of 64, which `batch_size` reproduces (fresh minibatches at every inn
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
 import numpy as np
 
+from algorithms import rowwise
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
 from problems.base import Array
@@ -23,7 +23,7 @@ from problems.validation import param
 
 def _accumulate(s: float, sq_norm: float) -> float:
     """s_{k+1} = sqrt(s_k² + ‖gradient‖²)."""
-    return math.sqrt(s * s + sq_norm)
+    return rowwise.sqrt(s * s + sq_norm)
 
 
 def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: float, tol: float,
@@ -36,8 +36,8 @@ def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: floa
     s, steps = s0, 0
     while True:
         g = grad(z)
-        sq = float(g @ g)
-        if sq <= tol:
+        sq = rowwise.dot(g, g)
+        if np.all(sq <= tol):  # a stacked loop (fixed mode: tol −1) never stops early
             return z, s, steps
         s = _accumulate(s, sq)
         z = z - (eta / s) * g
@@ -70,6 +70,7 @@ class TuningFree(Algorithm):
     """What D-TFBO and S-TFBO share: the declared initial accumulators α0, β0, γ0 and the v iterate."""
 
     state = ("alpha", "beta", "gamma", "v")
+    scalar_state = ("alpha", "beta", "gamma")
     step_sizes = ("alpha0", "beta0", "gamma0")
     first_order = False
     stochastic = True
@@ -89,6 +90,7 @@ class DTFBO(TuningFree):
     state = ("y_loop", "v_loop", "y_cap_hits", "v_cap_hits")
     name = "dtfbo"
     draws_ahead = True
+    batchable = True
     Config = DTFBOConfig
     loops = "double"
     paper = "tfbo_tuning_free_bilevel Alg. 1"
@@ -99,6 +101,11 @@ class DTFBO(TuningFree):
         self.v_loop = 0
         self.y_cap_hits = 0
         self.v_cap_hits = 0
+
+    @classmethod
+    def can_batch(cls, config: DTFBOConfig) -> bool:
+        """Fixed sub-loops only: a tolerance loop's length is each run's own."""
+        return super().can_batch(config) and config.sub_loops == "fixed"
 
     def _loop_bounds(self, c_eps: float, fixed_steps: int) -> tuple[float, int]:
         """(tolerance, step limit): (c/T, cap) in tolerance mode; (−1, count) in fixed mode (−1 is never met)."""
@@ -126,7 +133,7 @@ class DTFBO(TuningFree):
             lambda v: p.hvp_yy_g(x, self.y, v, draw()) - grad_y_f, self.v, c.gamma0, c.eta_v, tol, limit)
         self.v_cap_hits += self._capped(self.v_loop)
         hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, draw())
-        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
+        self.alpha = _accumulate(self.alpha, rowwise.dot(hypergrad, hypergrad))
         self.x = p.project_x(x - (c.eta_x / self.alpha) * hypergrad)
 
     def diagnostics(self) -> dict[str, float]:
@@ -159,6 +166,7 @@ class STFBO(TuningFree):
 
     name = "stfbo"
     draws_ahead = True
+    batchable = True
     Config = STFBOConfig
     # Alg. 2 requires α0 ≥ 1: the default range [0.5, 50] is clipped below.
     tunables = {"alpha0": Range(1.0, 50.0)}
@@ -172,10 +180,10 @@ class STFBO(TuningFree):
         grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
         residual = p.hvp_yy_g(x, y, v, batch_g) - grad_y_f
         hypergrad = grad_x_f - p.cross_xy_g(x, y, v, batch_g)
-        self.beta = _accumulate(self.beta, float(grad_y_g @ grad_y_g))
-        self.gamma = _accumulate(self.gamma, float(residual @ residual))
-        phi = max(self.beta, self.gamma)
-        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
+        self.beta = _accumulate(self.beta, rowwise.dot(grad_y_g, grad_y_g))
+        self.gamma = _accumulate(self.gamma, rowwise.dot(residual, residual))
+        phi = rowwise.maximum(self.beta, self.gamma)
+        self.alpha = _accumulate(self.alpha, rowwise.dot(hypergrad, hypergrad))
         self.y = y - (c.eta_y / self.beta) * grad_y_g
         self.v = v - (c.eta_v / phi) * residual
         self.x = p.project_x(x - (c.eta_x / (self.alpha * phi)) * hypergrad)

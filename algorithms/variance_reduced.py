@@ -84,11 +84,25 @@ def saga(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
     S[φ, w]_i = φ_i(w_i^{t+1}) − φ_i(w_i^t) + (1/n) Σ φ_{i'}(w_{i'}^t). Columns are independent (a sum
     over rows adds each column on its own), so terms side by side in one table give each term's values.
     """
+    if table.ndim == 3:
+        return _saga_rows(table, mean, idx, fresh)
     diff = fresh - table.take(idx, axis=0)
     total = diff.sum(axis=0)  # one sum for both: numpy's diff.mean(axis=0) is this sum / len(idx)
     estimate = mean + total / len(idx)
     mean += total / len(table)
     table[idx] = fresh
+    return estimate
+
+
+def _saga_rows(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
+    """`saga` on stacked runs: tables (K, n, w), means (K, w), indices (K, b), fresh terms (K, b, w)."""
+    idx = np.broadcast_to(idx, fresh.shape[:2])
+    runs = np.arange(len(table))[:, None]
+    diff = fresh - table[runs, idx]
+    total = diff.sum(axis=1)
+    estimate = mean + total / idx.shape[1]
+    mean += total / table.shape[1]
+    table[runs, idx] = fresh
     return estimate
 
 
@@ -108,11 +122,23 @@ class SABAConfig(VarianceReducedConfig):
     memory_limit_gb: float = param(1.0, "positive", "refuse problems whose per-sample tables need more memory")
 
 
+class _StackedSABA:
+    """SABA on stacked runs (algorithms.stacked): each run draws its indices from its own generator."""
+
+    _members: list[Any]
+
+    def draw(self) -> dict[str, Array]:
+        draws = [m.draw() for m in self._members]
+        return {lvl: np.stack([d[lvl] for d in draws]) for lvl in draws[0]}
+
+
 @register
 class SABA(SOBAFramework):
     """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c)."""
 
     name = "saba"
+    batchable = True
+    Stacked = _StackedSABA
     Config = SABAConfig
     state = ("v", "memory", "memory_mean")
     paper = "Dagréou, Ablin, Vaiter & Moreau 2022 (§2.2, eqs. 11a–c)"
@@ -151,12 +177,12 @@ class SABA(SOBAFramework):
         grad_x_f, grad_y_f = p.grad_f_samples(x, y, idx["f"])
         g = (p.grad_y_g_samples(x, y, idx["g"]), p.hvp_yy_g_samples(x, y, v, idx["g"]),
              p.cross_xy_g_samples(x, y, v, idx["g"]))
-        return {"g": np.concatenate(g, axis=1), "f": np.concatenate((grad_y_f, grad_x_f), axis=1)}
+        return {"g": np.concatenate(g, axis=-1), "f": np.concatenate((grad_y_f, grad_x_f), axis=-1)}
 
     def _directions_from(self, means: dict[str, Array]) -> Directions:
         """(D_y, D_v, D_x) from each level's estimate of its terms' means (LEVEL_TERMS' columns)."""
         dy, g, f = self.problem.dim_y, means["g"], means["f"]
-        return g[:dy], g[dy:2 * dy] + f[:dy], g[2 * dy:] + f[dy:]
+        return g[..., :dy], g[..., dy:2 * dy] + f[..., :dy], g[..., 2 * dy:] + f[..., dy:]
 
     def directions(self) -> Directions:
         """SABA's (D_y, D_v, D_x) at the current point; refreshes the memory of the drawn samples."""
@@ -169,7 +195,7 @@ class SABA(SOBAFramework):
         """Every sample's terms at the current point (one full pass); the directions are their means."""
         every = {lvl: np.arange(n) for lvl, n in self.sizes.items()}
         self.memory = self.terms(every)
-        self.memory_mean = {lvl: t.mean(axis=0) for lvl, t in self.memory.items()}
+        self.memory_mean = {lvl: t.mean(axis=-2) for lvl, t in self.memory.items()}
         return self._directions_from(self.memory_mean)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

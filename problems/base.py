@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ Array = np.ndarray
 Batch = Any  # index array for finite sums, a noise draw for noisy oracles; opaque to algorithms
 
 #: Names an algorithm must never see (evaluation-only ground truth).
-GROUND_TRUTH = frozenset({"y_star", "F", "grad_F", "lambda_star", "x_opt", "metrics", "params"})
+GROUND_TRUTH = frozenset({"y_star", "F", "grad_F", "lambda_star", "x_opt", "metrics", "params",
+                          "y_star_rows", "grad_F_rows", "metrics_rows"})
 
 #: Metric a problem sets to 1.0 at an x where g is not strongly convex in y, so y*(x), F(x) and ∇F(x)
 #: are not defined (they are NaN there): the run loop records the NaNs instead of calling it divergence.
@@ -96,6 +98,72 @@ class BilevelProblem(ABC):
     def jacobian_xy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
         """Dense ∇²xy g (dim_x × dim_y); only for algorithms that ask for it explicitly."""
         return np.column_stack([self.cross_xy_g(x, y, e, batch) for e in np.eye(self.dim_y)])
+
+    # ---- stacked oracles: row k of X, Y (and V) is one run's point, batches[k] its minibatch ----
+    # (algorithms.stacked advances K runs at once). These loop over the rows, correct for any problem;
+    # a family overrides the ones it can compute as one stacked product (batches None: full batch).
+    def f_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """f at each row: (K,)."""
+        return np.array([self.f(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))])
+
+    def g_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """g at each row: (K,)."""
+        return np.array([self.g(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))])
+
+    def grad_f_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> tuple[Array, Array]:
+        """(∇x f, ∇y f) at each row: (K, dim_x), (K, dim_y)."""
+        pairs = [self.grad_f(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))]
+        return np.array([gx for gx, _ in pairs]), np.array([gy for _, gy in pairs])
+
+    def grad_g_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> tuple[Array, Array]:
+        """(∇x g, ∇y g) at each row."""
+        pairs = [self.grad_g(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))]
+        return np.array([gx for gx, _ in pairs]), np.array([gy for _, gy in pairs])
+
+    def grad_y_f_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """∇y f at each row."""
+        return np.array([self.grad_y_f(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))])
+
+    def grad_y_g_rows(self, X: Array, Y: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """∇y g at each row."""
+        return np.array([self.grad_y_g(x, y, b) for x, y, b in zip(X, Y, _per_row(batches, len(X)))])
+
+    def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """∇²yy g · v at each row."""
+        return np.array([self.hvp_yy_g(x, y, v, b) for x, y, v, b in zip(X, Y, V, _per_row(batches, len(X)))])
+
+    def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches: Sequence[Batch] | None = None) -> Array:
+        """∇²xy g · v at each row."""
+        return np.array([self.cross_xy_g(x, y, v, b) for x, y, v, b in zip(X, Y, V, _per_row(batches, len(X)))])
+
+    def grad_f_samples_rows(self, X: Array, Y: Array, idx: Array) -> tuple[Array, Array]:
+        """`grad_f_samples` of each row on its indices idx[k] (idx 1-D: the same for every row): (K, b, ·)."""
+        pairs = [self.grad_f_samples(x, y, i) for x, y, i in zip(X, Y, _index_rows(idx, len(X)))]
+        return np.array([gx for gx, _ in pairs]), np.array([gy for _, gy in pairs])
+
+    def grad_y_g_samples_rows(self, X: Array, Y: Array, idx: Array) -> Array:
+        """`grad_y_g_samples` of each row: (K, b, dim_y)."""
+        return np.array([self.grad_y_g_samples(x, y, i) for x, y, i in zip(X, Y, _index_rows(idx, len(X)))])
+
+    def hvp_yy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        """`hvp_yy_g_samples` of each row: (K, b, dim_y)."""
+        return np.array([self.hvp_yy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, _index_rows(idx, len(X)))])
+
+    def cross_xy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        """`cross_xy_g_samples` of each row: (K, b, dim_x)."""
+        return np.array([self.cross_xy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, _index_rows(idx, len(X)))])
+
+    def project_x_rows(self, X: Array) -> Array:
+        """Proj_X of each row (X itself when X is the whole space)."""
+        if type(self).project_x is BilevelProblem.project_x:
+            return X
+        return np.array([self.project_x(x) for x in X])
+
+    def project_y_rows(self, Y: Array) -> Array:
+        """Proj_Y of each row (Y itself when Y is the whole space)."""
+        if type(self).project_y is BilevelProblem.project_y:
+            return Y
+        return np.array([self.project_y(y) for y in Y])
 
     # ---- per-sample oracles of a finite sum (the memory of SAGA-type methods) ----
     # `idx` indexes one level's samples (g's for the g-oracles, f's for grad_f_samples); row k is the
@@ -201,6 +269,21 @@ class BilevelProblem(ABC):
     def grad_F(self, x: Array) -> Array:
         """Exact hypergradient ∇F(x)."""
 
+    # Stacked ground truth (row k: one run's x), for evaluating a batch of runs at once; loops by default.
+    def y_star_rows(self, X: Array) -> Array:
+        """y*(x) of each row: (K, dim_y)."""
+        return np.array([self.y_star(x) for x in X])
+
+    def grad_F_rows(self, X: Array) -> Array:
+        """∇F(x) of each row: (K, dim_x)."""
+        return np.array([self.grad_F(x) for x in X])
+
+    def metrics_rows(self, X: Array, Y: Array) -> list[dict[str, float]]:
+        """`metrics` of each row (none without a `metrics` of the problem's own)."""
+        if type(self).metrics is BilevelProblem.metrics:
+            return [{} for _ in range(len(X))]
+        return [self.metrics(x, y) for x, y in zip(X, Y)]
+
     def lambda_star(self, x: Array) -> Array | None:
         """Lower-level multipliers at y*(x) (None when unconstrained)."""
         return None
@@ -237,6 +320,21 @@ class OnlineProblem(ABC):
     def variation(self) -> dict[str, float]:
         """Path quantities of the sequence where computable (V_T, H_{2,T}); empty by default."""
         return {}
+
+
+def _per_row(batches: Sequence[Batch] | None, count: int) -> Sequence[Batch]:
+    """One minibatch per row: the rows' own, or None (full batch) for each."""
+    return (None,) * count if batches is None else batches
+
+
+def _index_rows(idx: Array, count: int) -> Sequence[Array]:
+    """Each row's sample indices: idx's rows, or the one 1-D idx for every row."""
+    return (idx,) * count if idx.ndim == 1 else idx
+
+
+def stacked_indices(batches: Sequence[Batch]) -> Array:
+    """The runs' index minibatches (equal sizes) as one (K, batch) array."""
+    return np.stack(batches)
 
 
 def gradient_mapping(project_x, x: Array, grad: Array, gamma: float) -> Array:

@@ -14,6 +14,8 @@ from problems.base import GROUND_TRUTH, Array, Batch, BilevelProblem, OnlineProb
 
 #: Oracle kinds, in reporting order.
 ORACLE_KINDS = ("f", "g", "grad_f", "grad_g", "hvp", "cross", "hessian")
+_CALL_KEYS = tuple(f"calls/{k}" for k in ORACLE_KINDS)
+_SAMPLE_KEYS = tuple(f"samples/{k}" for k in ORACLE_KINDS)
 
 
 class OracleCounter:
@@ -40,8 +42,9 @@ class OracleCounter:
 
     def snapshot(self) -> dict[str, int]:
         """Flat record: calls/<kind>, samples/<kind>, and totals."""
-        out = {f"calls/{k}": int(self.calls[k]) for k in ORACLE_KINDS}
-        out.update({f"samples/{k}": int(self.samples[k]) for k in ORACLE_KINDS})
+        calls, samples = self.calls, self.samples  # keys made once (_CALL_KEYS): this runs on every record
+        out = dict(zip(_CALL_KEYS, [int(calls[k]) for k in ORACLE_KINDS]))
+        out.update(zip(_SAMPLE_KEYS, [int(samples[k]) for k in ORACLE_KINDS]))
         out["calls/total"] = self.total_calls
         out["samples/total"] = self.total_samples
         return out

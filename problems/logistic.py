@@ -213,6 +213,37 @@ class RegularizationSelection(LogisticBilevel):
     def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
         return np.exp(x) * y * v  # the regulariser is the only x–y coupling, and it is not sampled
 
+    # ---- stacked oracles, full batch (rows: one run each; algorithms.stacked) ----
+    @staticmethod
+    def _loss_grad_rows(D: Array, b: Array, Y: Array) -> Array:
+        """Each row's mean ∇ log(1 + exp(−b_i d_iᵀy)): (K, dim_y)."""
+        return (-b * expit(-b * (Y @ D.T))) @ D / len(b)
+
+    def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().grad_y_f_rows(X, Y, batches)
+        return self._loss_grad_rows(self.Dv, self.bv, Y)
+
+    def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        return np.zeros_like(X), self.grad_y_f_rows(X, Y, batches)
+
+    def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().grad_y_g_rows(X, Y, batches)
+        return self._loss_grad_rows(self.D, self.b, Y) + np.exp(X) * Y
+
+    def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        return 0.5 * np.exp(X) * Y * Y, self.grad_y_g_rows(X, Y, batches)
+
+    def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().hvp_yy_g_rows(X, Y, V, batches)
+        Z = self.b * (Y @ self.D.T)
+        return (expit(Z) * expit(-Z) * (V @ self.D.T)) @ self.D / len(self.b) + np.exp(X) * V
+
+    def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        return np.exp(X) * Y * V  # not sampled: the same for every minibatch
+
     # ---- per-sample oracles (rows: one sample each) ----
     @staticmethod
     def _loss_grads(D: Array, b: Array, y: Array) -> Array:

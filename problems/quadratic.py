@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from problems import matrices as mx
-from problems.base import Array, Batch, BilevelProblem
+from problems.base import Array, Batch, BilevelProblem, stacked_indices
 from problems.gather import RowCache
 from problems.registry import register
 from problems.validation import Params, param
@@ -228,6 +228,48 @@ class Quadratic(BilevelProblem):
     def cross_xy_g_samples(self, x: Array, y: Array, v: Array, idx: Array) -> Array:
         return -_per_sample(self._block(self._g_rows, "U", idx) @ v, self._rows(self._g_rows, "V", idx))
 
+    # ---- stacked oracles (rows: one run each; algorithms.stacked): one product for every run ----
+    def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is None:
+            return Y @ self.A.T - X @ self.C.T + self.a
+        idx = stacked_indices(batches)
+        Ub, n = self._stacked_block("U", idx), idx.shape[1]
+        t = _row_products(Ub, Y) - _row_products(self._stacked_block("V", idx), X)
+        return self.mu0 * Y + _row_combinations(t, Ub) / n + self.a_i[idx].sum(1) / n
+
+    def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        R = Y - self.e
+        if batches is None:
+            return R @ self.P.T
+        idx = stacked_indices(batches)
+        Sb = self._stacked_block("S", idx)
+        return self.p0 * R + _row_combinations(_row_products(Sb, R), Sb) / idx.shape[1]
+
+    def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        return self.m * X + self.c, self.grad_y_f_rows(X, Y, batches)
+
+    def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        return self.cross_xy_g_rows(X, Y, Y, batches), self.grad_y_g_rows(X, Y, batches)
+
+    def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        if batches is None:
+            return V @ self.A.T
+        idx = stacked_indices(batches)
+        Ub = self._stacked_block("U", idx)
+        return self.mu0 * V + _row_combinations(_row_products(Ub, V), Ub) / idx.shape[1]
+
+    def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        if batches is None:
+            return -(V @ self.C)
+        idx = stacked_indices(batches)
+        uv = _row_products(self._stacked_block("U", idx), V)
+        return -_row_combinations(uv, self._stacked_block("V", idx)) / idx.shape[1]
+
+    def _stacked_block(self, name: str, idx: Array) -> Array:
+        """Each run's minibatch rows of U, V or S: (K, batch · r, d)."""
+        rows = getattr(self, name)[idx]
+        return rows.reshape(idx.shape[0], -1, rows.shape[-1])
+
     def hessian_yy_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
         if batch is None:
             return self.A.copy()
@@ -250,6 +292,19 @@ class Quadratic(BilevelProblem):
         ys = self.y_star(x)
         return self.m * x + self.c + self.C.T @ sla.cho_solve(self._A_chol, self.P @ (ys - self.e))
 
+    def y_star_rows(self, X: Array) -> Array:
+        return sla.cho_solve(self._A_chol, self.C @ X.T - self.a[:, None]).T
+
+    def grad_F_rows(self, X: Array) -> Array:
+        Ys = self.y_star_rows(X)
+        return self.m * X + self.c + (self.C.T @ sla.cho_solve(self._A_chol, self.P @ (Ys - self.e).T)).T
+
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().f_rows(X, Y, batches)
+        R = Y - self.e
+        return 0.5 * np.einsum("ij,ij->i", R @ self.P.T, R) + 0.5 * self.m * np.einsum("ij,ij->i", X, X) + X @ self.c
+
     def hessian_F(self) -> Array:
         """∇²F = Cᵀ A⁻¹ P A⁻¹ C + m I (constant)."""
         K = sla.cho_solve(self._A_chol, self.C)
@@ -266,6 +321,16 @@ class Quadratic(BilevelProblem):
 def _flat(rows: Array) -> Array:
     """Samples' rows (batch, r, d) as one (batch · r) × d matrix (a view)."""
     return rows.reshape(-1, rows.shape[-1])
+
+
+def _row_products(blocks: Array, V: Array) -> Array:
+    """blocks[k] @ V[k] for each run k: (K, m)."""
+    return np.matmul(blocks, V[:, :, None])[:, :, 0]
+
+
+def _row_combinations(coef: Array, blocks: Array) -> Array:
+    """coef[k] @ blocks[k] for each run k: (K, d)."""
+    return np.matmul(coef[:, None, :], blocks)[:, 0, :]
 
 
 def _per_sample(coef: Array, rows: Array) -> Array:

@@ -259,6 +259,43 @@ class Simulated(TwoSetFiniteSum):
             return self.inner.C @ v
         return (self._rows(self.inner, idx, "e") @ v) @ self._rows(self.inner, idx, "c") / len(idx)
 
+    # ---- stacked oracles, full batch (rows: one run each; algorithms.stacked) ----
+    def _grad_y_rows(self, q: SampleQuadratics, X: Array, Y: Array) -> Array:
+        return Y @ q.H_yy.T + X @ q.C + q.l_mean
+
+    def _grad_x_rows(self, q: SampleQuadratics, X: Array, Y: Array) -> Array:
+        return X @ q.H_xx.T + Y @ q.C.T + q.m_mean
+
+    def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        if batches is not None:
+            return super().grad_f_rows(X, Y, batches)
+        return self._grad_x_rows(self.outer, X, Y), self._grad_y_rows(self.outer, X, Y)
+
+    def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
+        if batches is not None:
+            return super().grad_g_rows(X, Y, batches)
+        return self._grad_x_rows(self.inner, X, Y), self._grad_y_rows(self.inner, X, Y)
+
+    def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().grad_y_f_rows(X, Y, batches)
+        return self._grad_y_rows(self.outer, X, Y)
+
+    def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().grad_y_g_rows(X, Y, batches)
+        return self._grad_y_rows(self.inner, X, Y)
+
+    def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().hvp_yy_g_rows(X, Y, V, batches)
+        return V @ self.inner.H_yy.T
+
+    def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().cross_xy_g_rows(X, Y, V, batches)
+        return V @ self.inner.C.T
+
     # ---- per-sample oracles (rows: one sample each) ----
     def grad_f_samples(self, x: Array, y: Array, idx: Array) -> tuple[Array, Array]:
         o = self.outer
@@ -304,6 +341,20 @@ class Simulated(TwoSetFiniteSum):
         ys = self.y_star(x)
         gx, gy = self.grad_f(x, ys)
         return gx - self.inner.C @ sla.cho_solve(self._H_chol, gy)
+
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        if batches is not None:
+            return super().f_rows(X, Y, batches)
+        q, rows = self.outer, lambda A, B: np.einsum("ij,ij->i", A, B)  # noqa: E731
+        return (0.5 * rows(Y @ q.H_yy.T, Y) + 0.5 * rows(X @ q.H_xx.T, X) + rows(X @ q.C, Y)
+                + Y @ q.l_mean + X @ q.m_mean)
+
+    def y_star_rows(self, X: Array) -> Array:
+        return -sla.cho_solve(self._H_chol, self.inner.C.T @ X.T + self.inner.l_mean[:, None]).T
+
+    def grad_F_rows(self, X: Array) -> Array:
+        gx, gy = self.grad_f_rows(X, self.y_star_rows(X))
+        return gx - (self.inner.C @ sla.cho_solve(self._H_chol, gy.T)).T
 
     def hessian_F(self, cross_weight: float = 1.0) -> Array:
         """∇²F = F_xx + C_f J + Jᵀ C_fᵀ + Jᵀ F_yy J with J = dy*/dx = −H⁻¹ C_gᵀ (constant).

@@ -1,0 +1,330 @@
+"""Batched runs: K runs of one algorithm on one problem instance for one budget, advanced as one.
+
+    import problems, algorithms
+    p = problems.make("quadratic", seed=0)
+    configs = [{"rho": r, "gamma": 0.1} for r in (0.05, 0.1, 0.2)]
+    for k, record in algorithms.run_batched("soba", p, configs, seeds=[0, 0, 0], budget={"iterations": 100}):
+        print(k, record["iteration"], record["grad_F_sq"])
+
+Each run keeps its own `Run` (counter, evaluation points, divergence rule, checkpoint state); between
+evaluation points the runs still going step together as one stacked algorithm (algorithms.stacked), so
+run k's records are the ones `algorithms.run` gives it alone (to rounding: a stacked product sums as the
+single one does, up to BLAS blocking), in the same order. A run that diverges or whose budget ends
+leaves the stack at that step; the others go on. A run's compute seconds (`time`, `cpu_time`) are the
+batch's seconds divided among the runs stepping with it, and its records say `time_mode: batched`.
+
+Divergence acts per run, with one difference in kind: a sequential step raises on the first overflow,
+a stacked one computes on (its other rows must go on) and a run whose iterates or state became
+non-finite counts as failed at that step, as the raise would have it; an overflow inside a step that
+leaves every stored value finite is not seen.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import Algorithm, AlgorithmConfig, get
+from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergence, Run
+from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, varying_fields
+from problems.base import BilevelProblem
+from problems.validation import ParameterError
+
+Config = Mapping[str, Any] | AlgorithmConfig | None
+
+
+def batchable(algorithm: str, problem: Any) -> bool:
+    """Whether runs of `algorithm` on `problem` can be batched (else they run one after another)."""
+    cls = get(algorithm)
+    return bool(cls.__dict__.get("batchable", False)) and isinstance(problem, BilevelProblem)
+
+
+class BatchedRuns:
+    """K resumable runs advanced together; `records()` yields (run index, record) pairs.
+
+    Runs whose configs differ in a field that may not vary (`algorithms.stacked.varying_fields`) form
+    separate stacks; an algorithm that is not batchable runs its runs one after another.
+    """
+
+    def __init__(self, algorithm: str, problem: Any, configs: Sequence[Config], seeds: Sequence[int],
+                 budget: Budget | Mapping[str, Any] | None = None, n_evals: int = 30,
+                 divergence: Divergence | Mapping[str, Any] | None = None) -> None:
+        if len(configs) != len(seeds):
+            raise ParameterError(f"batched runs: {len(configs)} configs but {len(seeds)} seeds; one seed per config")
+        self.cls = get(algorithm)
+        self.runs = [Run(algorithm, problem, c, s, budget, n_evals, divergence) for c, s in zip(configs, seeds)]
+        self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs)
+        self.varying = varying_fields(self.cls)
+        if self.batched:
+            for run in self.runs:
+                run.time_mode = "batched"
+        self._keys = [group_key(self.cls, r.algorithm.config) for r in self.runs]  # configs do not change
+
+    @property
+    def done(self) -> bool:
+        """True once every run has finished or diverged."""
+        return all(r.done for r in self.runs)
+
+    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every run's records, each run's in its own order, until all have ended."""
+        while not self.done:
+            yield from self.advance()
+
+    def advance(self) -> list[tuple[int, dict[str, Any]]]:
+        """One round: every running run to its next evaluation point (or its end); the records it made.
+
+        Between rounds every run's own `Run` holds its whole state (`state_dict`)."""
+        if not self.batched:
+            return self._one_at_a_time()
+        out: list[tuple[int, dict[str, Any]]] = []
+        ready: list[int] = []
+        self._evaluate_together([k for k, r in enumerate(self.runs)
+                                 if not r.done and r.algorithm.iteration == 0 and r.last_record is None])
+        for k, r in enumerate(self.runs):
+            if r.done:
+                continue
+            if r.algorithm.iteration == 0 and r.last_record is None:  # as Run.advance: the start is a record
+                rec = r._evaluate()
+                if rec is not None:
+                    out.append((k, rec))
+            if r._budget_left():
+                ready.append(k)
+            else:
+                out.append((k, r._finish()))
+        for group in self._groups(ready):
+            ok = self._stretch(group)
+            self._evaluate_together([k for k in group if ok[k]])
+            for k in group:
+                rec = self.runs[k]._after_stretch(ok[k])
+                if rec is not None:
+                    out.append((k, rec))
+        return out
+
+    def _one_at_a_time(self) -> list[tuple[int, dict[str, Any]]]:
+        """The next record of the first unfinished run (a run that cannot be batched)."""
+        for k, r in enumerate(self.runs):
+            rec = r.advance()
+            if rec is not None:
+                return [(k, rec)]
+        return []
+
+    def _groups(self, ready: list[int]) -> list[list[int]]:
+        """Runs that can step as one stack: same iteration, same next point, same structural config."""
+        groups: dict[tuple, list[int]] = {}
+        for k in ready:
+            r = self.runs[k]
+            key = (r.algorithm.iteration, r._next_point(), self._keys[k])
+            groups.setdefault(key, []).append(k)
+        return list(groups.values())
+
+    # ---- one stretch of stacked steps ----
+    def _stretch(self, group: list[int]) -> dict[int, bool]:
+        """Step `group` as one stack to its next evaluation point; per run, False on divergence.
+
+        The per-step checks (budget, finiteness, norm limits) are vectorised over the rows; only rows that
+        leave are visited one by one."""
+        stacked = stack([self.runs[k].algorithm for k in group], self.varying)
+        rows = _Rows(self.runs, group)
+        ok: dict[int, bool] = {}
+        target, budget = self.runs[group[0]]._next_point(), self.runs[group[0]].budget
+        clock = _SharedClock([self.runs[k] for k in group])
+        with np.errstate(all="ignore"):  # a row's overflow must not stop the others (see the module docstring)
+            while rows.index:
+                stacked.step()
+                stacked.iteration += 1
+                if budget.seconds is not None:
+                    clock.lap()
+                failed, metric = rows.diverged(stacked)
+                if stacked.iteration >= target or (budget.iterations is not None
+                                                   and stacked.iteration >= budget.iterations):
+                    ended = np.ones(len(rows.index), dtype=bool)
+                else:
+                    calls = stacked.problem.counter.total_calls + stacked.problem.row_total_calls()
+                    ended = rows.budget_spent(budget, calls, clock.pending())
+                if failed.any() or ended.any():
+                    clock.share()
+                    self._leave(stacked, rows, failed, metric, ended, ok)
+                    clock.runs = [self.runs[k] for k in rows.index]
+                    rows.seconds = np.array([r.compute_time for r in clock.runs])
+        return ok
+
+    def _leave(self, stacked: Any, rows: _Rows, failed: np.ndarray, metric: list[str], ended: np.ndarray,
+               ok: dict[int, bool]) -> None:
+        """Write the leaving rows back into their runs (iterates, state, calls) and drop them from the stack."""
+        view = stacked.problem
+        calls, samples = list(view.counter.calls.items()), list(view.counter.samples.items())
+        leaving = failed | ended
+        for i in np.flatnonzero(leaving):
+            k = rows.index[i]
+            run = self.runs[k]
+            unstack(stacked, int(i), run.algorithm)
+            counter = run.view.counter
+            _add(counter.calls, calls)
+            _add(counter.samples, samples)
+            if view.row_calls:  # calls some runs made and others not (TTSA's HIA factors)
+                _add(counter.calls, [(kind, int(n[i])) for kind, n in view.row_calls.items()])
+                _add(counter.samples, [(kind, int(n[i])) for kind, n in view.row_samples.items()])
+            ok[k] = not failed[i]
+            if failed[i]:
+                if metric[i]:
+                    run.diverged_metric = metric[i]
+                else:  # a non-finite value: the step that would have raised, not counted as done
+                    run._failed_step = stacked.iteration
+                    run.algorithm.iteration = stacked.iteration - 1
+        keep = np.flatnonzero(~leaving)
+        if 0 < len(keep) < len(leaving):
+            take(stacked, keep)
+        rows.keep(keep)
+
+    # ---- evaluation of a stack's runs at once ----
+    def _evaluate_together(self, group: list[int]) -> None:
+        """The metrics of `group`'s runs at their current points, computed as one stack with the problem's
+        stacked ground truth and left in each run's `ready_metrics` (its next `_evaluate` uses them); the
+        stack's evaluation seconds are divided among the runs. Runs whose records need more than
+        `_point_metrics` gives (constraints, extra points) evaluate alone."""
+        runs = [self.runs[k] for k in group]
+        if not runs or not self.batched or self.runs[0].problem.constraints is not None \
+                or type(runs[0].algorithm).extra_points is not Algorithm.extra_points or runs[0].algorithm.y is None:
+            return
+        start = time.perf_counter()
+        f_opt = runs[0].f_opt()
+        for r in runs:
+            r._f_opt = f_opt  # one instance: its optimum is every run's
+        try:
+            metrics = _stacked_metrics(runs[0].problem, np.stack([r.algorithm.x for r in runs]),
+                                       np.stack([r.algorithm.y for r in runs]), f_opt)
+        except _NUMERIC_FAILURES:
+            return  # each run evaluates alone and reports its own failure
+        share = (time.perf_counter() - start) / len(runs)
+        for r, m in zip(runs, metrics):
+            r.ready_metrics = m
+            r.eval_time += share
+
+    # ---- checkpoints: every run's own state ----
+    def state_dict(self) -> dict[str, Any]:
+        """Every run's `Run.state_dict()` (between rounds): a run resumes from it batched or alone."""
+        return {"runs": [r.state_dict() for r in self.runs]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from `state_dict()` output: finished runs stay finished, the others go on from their state."""
+        if len(state["runs"]) != len(self.runs):
+            raise ParameterError(f"batched runs: the state holds {len(state['runs'])} runs, not {len(self.runs)}")
+        for run, s in zip(self.runs, state["runs"]):
+            run.load_state_dict(s)
+
+
+class _Rows:
+    """The runs of a stack, row by row, with what the per-step checks compare against as arrays."""
+
+    def __init__(self, runs: list[Run], group: list[int]) -> None:
+        members = [runs[k] for k in group]
+        self.index = list(group)  # run index of each row
+        self.calls = np.array([r.view.counter.total_calls for r in members], dtype=float)
+        self.seconds = np.array([r.compute_time for r in members])
+        self.limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in members])
+                       for name in ("x", "y")}
+
+    def keep(self, rows: np.ndarray) -> None:
+        self.index = [self.index[i] for i in rows]
+        self.calls, self.seconds = self.calls[rows], self.seconds[rows]
+        self.limits = {name: v[rows] for name, v in self.limits.items()}
+
+    def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
+        """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
+        spent = np.zeros(len(self.index), dtype=bool)
+        if budget.oracle_calls is not None:
+            spent |= self.calls + calls >= budget.oracle_calls
+        if budget.seconds is not None:
+            spent |= ~(self.seconds + seconds < budget.seconds)
+        return spent
+
+    def diverged(self, stacked: Any) -> tuple[np.ndarray, list[str]]:
+        """Rows that diverged at this step, and why: "" for a non-finite stored value (as if the step had
+        raised), else x's or y's reason as Run._check_iterates gives it (x first)."""
+        n = len(self.index)
+        arrays = stacked_arrays(stacked)
+        norms = {name: np.sqrt(np.einsum("ij,ij->i", v, v)) for name in ("x", "y")
+                 if (v := _matrix(getattr(stacked, name), n)) is not None}
+        # The common case in one test per array: every sum finite (so every entry is) and every norm in range.
+        in_range = all((norm < DIVERGENCE_NORM).all() and not (norm > self.limits[name]).any()
+                       for name, norm in norms.items())
+        if in_range and all(np.isfinite(a.sum()) for a in arrays):
+            return np.zeros(n, dtype=bool), []
+        bad = np.zeros(n, dtype=bool)
+        for a in arrays:
+            bad |= ~np.isfinite(a.reshape(n, -1)).all(axis=1)
+        failed, metric = bad.copy(), [""] * n
+        for name, norm in norms.items():
+            for i in np.flatnonzero(~failed & ~(norm < DIVERGENCE_NORM)):
+                metric[i] = f"{name} non-finite"
+            for i in np.flatnonzero(~failed & (norm < DIVERGENCE_NORM) & (norm > self.limits[name])):
+                metric[i] = f"‖{name}‖"
+            failed |= ~(norm < DIVERGENCE_NORM) | (norm > self.limits[name])
+        return failed, metric
+
+
+def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:
+    """into += counts, kind by kind (Counter.update's generality costs ~10 µs a call)."""
+    for kind, n in counts:
+        into[kind] = into.get(kind, 0) + n
+
+
+def _matrix(v: np.ndarray | None, rows: int) -> np.ndarray | None:
+    return None if v is None else v.reshape(rows, -1)
+
+
+class _SharedClock:
+    """The stack's wall and CPU seconds, read per stretch (and the wall clock per step under a seconds
+    budget), divided equally among the runs stepping when they passed."""
+
+    def __init__(self, runs: list[Run]) -> None:
+        self.runs = runs
+        self.start, self.cpu_start = time.perf_counter(), time.thread_time()
+        self.now = self.start
+
+    def lap(self) -> None:
+        self.now = time.perf_counter()
+
+    def pending(self) -> float:
+        """Each run's share of the seconds since the last `share` (as of the last lap)."""
+        return (self.now - self.start) / len(self.runs)
+
+    def share(self) -> None:
+        """Add each stepping run's share of the seconds since the last share to its run."""
+        now, cpu = time.perf_counter(), time.thread_time()
+        n = len(self.runs)
+        for r in self.runs:
+            r.compute_time += (now - self.start) / n
+            r.cpu_time += (cpu - self.cpu_start) / n
+        self.start, self.cpu_start, self.now = now, cpu, now
+
+
+def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> list[dict[str, float]]:
+    """`Run._metrics` of each row (algorithms.run._point_metrics and F_gap), from stacked ground truth."""
+    with np.errstate(all="ignore"):
+        Ys = p.y_star_rows(X)
+        G = p.grad_F_rows(X)
+        F = p.f_rows(X, Ys)
+        gsq = np.einsum("ij,ij->i", G, G)
+        D = Y - Ys
+        esq = np.einsum("ij,ij->i", D, D)
+        extra = p.metrics_rows(X, Y)
+    out = []
+    for i in range(len(X)):
+        m = {"F": float(F[i]), "grad_F_sq": float(gsq[i]), "y_err_sq": float(esq[i])}
+        m.update({k: float(v) for k, v in extra[i].items()})
+        if math.isfinite(f_opt):
+            m["F_gap"] = m["F"] - f_opt
+        out.append(m)
+    return out
+
+
+def run_batched(algorithm: str, problem: Any, configs: Sequence[Config], seeds: Sequence[int],
+                budget: Budget | Mapping[str, Any] | None = None, n_evals: int = 30,
+                divergence: Divergence | Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (k, record) for K runs of `algorithm` on one `problem` instance: run k's records are those of
+    `algorithms.run(algorithm, problem, configs[k], seeds[k], budget, n_evals, divergence)`."""
+    return BatchedRuns(algorithm, problem, configs, seeds, budget, n_evals, divergence).records()

@@ -27,10 +27,11 @@ from problems.validation import ParameterError
 from sweep import kinds, options, spec
 from sweep.limits import MAX_RUNS
 from sweep.lock import StudyLocked
+from sweep.masking import mask
 from sweep.model import scale_names
 from sweep.report import build_report
 from sweep.runner import run_study
-from sweep.sources import builtin_studies, results_dir, study_name
+from sweep.sources import builtin_studies, import_plugins, results_dir, study_name
 from sweep.store import ResultStore
 from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
 
@@ -70,16 +71,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
+    _import_named(args.imports or [])  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))
         if tracker.find_parent(meta["spec_hash"]):
             tracker.log_report(rep.directory, rep.directory.name)
-            print(f"report logged to MLflow run {tracker.parent_id} at {uri}")
+            print(f"report logged to MLflow run {tracker.parent_id} at {mask(uri)}")
         else:
-            print(f"bisweep: no MLflow parent run for this study at {uri}; report kept on disk", file=sys.stderr)
+            print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     return 0
+
+
+def _import_named(modules: list[str]) -> None:
+    """`report --import`: the modules the user named, from the current directory as for `python -m`."""
+    if modules and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        import_plugins(modules)
+    except ImportError as exc:
+        raise ParameterError(f"import: cannot import module {exc.name or modules!r}: {exc}") from None
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -88,7 +100,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if args.tracking_uri:
         uri = args.tracking_uri
         if uri.startswith(("http://", "https://")):
-            print(f"bisweep: {uri} is an MLflow server: open it in a browser, it serves its own UI")
+            print(f"bisweep: {mask(uri)} is an MLflow server: open it in a browser, it serves its own UI")
             return 0
     else:
         name = study_name(args.study) if args.study else None
@@ -103,7 +115,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
            "--port", str(args.port)]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
-    print(f"bisweep: MLflow UI for {uri} at {url} (Ctrl-C stops it)", flush=True)
+    print(f"bisweep: MLflow UI for {mask(uri)} at {url} (Ctrl-C stops it)", flush=True)
     proc = subprocess.Popen(cmd, env=env)
     if args.open:
         webbrowser.open(url)
@@ -227,6 +239,9 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
     rep.add_argument("--force", action="store_true", help="rebuild the report even if nothing changed since it was built")
     rep.add_argument("--scale", help=SCALE_HELP)
+    rep.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                     help="import this module first (a study's plugin kinds or claims; repeatable): the results "
+                          "directory's own list is never imported")
     rep.add_argument("--metric", help="compare this final value instead of the study's report.metric (e.g. F, "
                                       "grad_F_sq, y_err_sq, test_accuracy); written to report-<metric>-<goal>/")
     rep.add_argument("--goal", choices=("min", "max"), help="whether lower or higher --metric is better "

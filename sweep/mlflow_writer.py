@@ -19,6 +19,7 @@ from typing import Any
 
 from ray.tune import Callback
 
+from sweep.masking import mask_text
 from sweep.model import Point
 from sweep.store import ResultStore
 from sweep.tracking import FLUSH_SECONDS, SyncLog, Tracker
@@ -87,7 +88,7 @@ class MlflowCallback(Callback):
             self.max_lag = max(self.max_lag, time.monotonic() - min(when for _, when, *_ in items))
         except Exception as exc:  # noqa: BLE001  MLflow trouble must not stop the study; results stay on disk
             self.error = exc
-            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {exc}); "
+            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {mask_text(str(exc))}); "
                   "results are kept on disk and synced at the end", file=sys.stderr)
 
     def close(self) -> None:

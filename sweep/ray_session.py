@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from problems.validation import ParameterError
+from sweep.masking import mask, mask_text
 
 NAMESPACE = "bisweep"
 
@@ -35,7 +36,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         try:
             ray.init(address=address, **common)
         except ConnectionError as exc:
-            raise ClusterError(f"address: cannot connect to the Ray cluster at {address} ({exc}); is it running, "
+            raise ClusterError(f"address: cannot connect to the Ray cluster at {mask(address)} ({mask_text(str(exc))}); is it running, "
                                "and is RAY_AUTH_TOKEN (or ~/.ray/auth_token) the cluster's token?") from exc
     else:
         # Trials import study plugins by name: let local workers see the caller's directory. PL_DISABLE_FORK is

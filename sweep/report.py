@@ -19,7 +19,6 @@ from sweep import claims, kinds, report_cache
 from sweep.claims import ClaimReport
 from sweep.curves import palette, plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
-from sweep.sources import import_plugins
 from sweep.store import ResultStore
 from sweep.tables import best_table, format_table, runs_table, slug, write_csv
 
@@ -46,7 +45,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()
-    import_plugins((meta.get("source") or {}).get("imports", []))  # a plugin kind or claim
+    _check_registered(meta)  # never imported from study.json: a received results directory must not run code
     meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
     fp = report_cache.fingerprint(store, meta, opts)
@@ -83,6 +82,19 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         out.write(f"report written to {d}\n")
         out.flush()
     return Report(d, tables, plots)
+
+
+def _check_registered(meta: dict[str, Any]) -> None:
+    """A kind or claim the study's plugin modules registered must be registered already (by the study's YAML when
+    it ran here, or `--import`): one line naming the modules otherwise."""
+    missing = [f"kind {meta['kind']!r}"] if meta["kind"] not in kinds.names() else []
+    if meta.get("claim") and meta["claim"] not in claims.CLAIMS:
+        missing.append(f"claim {meta['claim']!r}")
+    if missing:
+        modules = [str(m) for m in (meta.get("source") or {}).get("imports", []) if isinstance(m, str)]
+        named = f" (the study named the modules {', '.join(map(repr, modules))[:300]})" if modules else ""
+        raise ParameterError(f"import: this study's {' and '.join(missing)} is not registered{named}; a results "
+                             "directory never imports code: give --import MODULE for each module you trust")
 
 
 def _cached(d: Path, out: TextIO, quiet: bool) -> Report:

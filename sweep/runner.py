@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from problems.validation import ParameterError
 from sweep import kinds, mlflow_store, options, rounds, spec
 from sweep.lock import StudyLock
+from sweep.masking import mask, mask_text
 from sweep.model import Point, Study
 from sweep.processes import ProcessGuard
 from sweep.progress import Progress
@@ -102,8 +103,9 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
     Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
     then reach Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
     """
-    where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
-    say(f"bisweep: starting {where}{purpose}")
+    where = (f"connecting to the Ray cluster at {mask(address)}" if address
+             else f"starting a local Ray ({num_cpus or os.cpu_count()} CPUs)")
+    say(f"bisweep: {where}{purpose}")
     guard = None if address else ProcessGuard(str(root))
     if guard is not None and guard.start():
         say("bisweep: stopped processes a killed earlier driver of this study left running")
@@ -130,7 +132,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     say = Progress(study, 0, out).message
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
         f"= {len(study.run_keys)} runs; results in {root}")
-    say(f"bisweep: MLflow tracking at {uri}")
+    say(f"bisweep: MLflow tracking at {mask(uri)}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
                        uri, ray_held)
@@ -228,8 +230,8 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
             parent = tracker.start_study(study)
         except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
             first_line = str(exc).strip().split("\n", 1)[0]  # SQLAlchemy's errors add the SQL and a link
-            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} "
-                                 f"({type(exc).__name__}: {first_line})") from exc
+            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {mask(uri)} "
+                                 f"({type(exc).__name__}: {mask_text(first_line)})") from exc
         synced = SyncLog(store, parent)
         synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced

@@ -24,14 +24,13 @@ from sweep.ray_session import started_here, trials_on_idle_workers, tune_env
 from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.session import Session, Timeline
 from sweep.store import ResultStore
-from sweep.tracking import SyncLog, Tracker
 from sweep.trainable import META, chunks, study_trainable
 
 
 def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any, on_cluster: bool,
-        report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
-    """The pending runs through one fresh Tune experiment (Ray is up); the tracker, its sync log and the MLflow
-    writer."""
+        report: bool) -> MlflowCallback:
+    """The pending runs through one fresh Tune experiment (Ray is up); the MLflow writer, closed (`stalled` when
+    the store stopped answering)."""
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)
@@ -44,7 +43,8 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     if study.max_concurrent:
         slots = min(slots, study.max_concurrent)
     queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
-    writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store)
+    writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store,
+                            session.answers)
     recorder = StoreCallback(store, session.index, registry, queue)
     callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
                  TimelineCallback(session.timeline), Slim()]
@@ -63,8 +63,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
-    tracker, synced = connecting.result()
-    return tracker, synced, writer
+    return writer
 
 
 def _marked(work: Callable[[], Any], timeline: Timeline, name: str) -> Callable[[], Any]:

@@ -137,6 +137,22 @@ def test_without_address_a_study_joins_the_cluster_ray_address_names(loopback_cl
 
 
 @pytest.mark.integration
+def test_a_driver_without_the_clusters_token_is_one_line_before_anything_is_written(loopback_cluster, tmp_path):
+    address, env = loopback_cluster
+    home = tmp_path / "home"  # no ~/.ray/auth_token either
+    home.mkdir()
+    bare = {k: v for k, v in env.items() if k != "RAY_AUTH_TOKEN"} | {"HOME": str(home)}
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "quickstart", "--results-dir", str(tmp_path / "out"),
+                          "--address", address], cwd=REPO, env=bare, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and time.monotonic() - start < 20, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines() == [
+        f"bisweep: error: address: the Ray cluster at {address} wants an auth token this driver does not have: "
+        "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token) as the cluster's"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.integration
 def test_a_local_start_is_a_ray_of_its_own_beside_a_running_cluster(loopback_cluster):
     address, env = loopback_cluster  # Ray's own default would join this cluster (and refuse num_cpus)
     own = subprocess.run(

@@ -1,0 +1,110 @@
+"""Nothing outside the driver can hang it (issue 34, items 2-3): an MLflow store that takes TCP but never answers
+ends the run with one line saying how many results MLflow did not get (they are on disk), and a rerun sends them."""
+import copy
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from sweep import mlflow_store
+from sweep.cli import main
+from sweep.mlflow_writer import MlflowCallback
+from sweep.store import ResultStore
+from sweep.tracking import SyncLog, Tracker, default_tracking_uri
+from tests.conftest import TOY_STUDY
+from tests.sweep.test_tracking import ended_result, index_of
+
+
+@pytest.fixture
+def silent_port():
+    """A port that accepts TCP connections and never says a word (a socket listener on a database port)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_the_writer_gives_up_on_a_store_that_stops_answering(tmp_path, toy_study):
+    study = toy_study(seeds=1)
+    never = threading.Event()
+    cb = MlflowCallback(lambda: never.wait(), index_of(study), ResultStore(tmp_path))  # connect never returns
+    cb.on_trial_result(0, [], None, ended_result(study.run_keys[0], [0, 1]))
+    start = time.monotonic()
+    assert cb.close(stall=0.5) is False
+    assert cb.stalled and 0.5 <= time.monotonic() - start < 2.0 and cb.backlog == 2  # the result and the stop mark
+    never.set()
+
+
+def test_the_writer_waits_for_a_slow_store_that_keeps_answering(tmp_path, toy_study):
+    study = toy_study(seeds=1)
+    store = ResultStore(tmp_path)
+    t = Tracker(default_tracking_uri(tmp_path), study.name)
+    t.start_study(study)
+
+    def slow():  # 1.2 s to connect, answering every 0.2 s: never 0.5 s silent
+        for _ in range(6):
+            time.sleep(0.2)
+            t.answers.mark()
+        return t, SyncLog(store, t.parent_id)
+
+    cb = MlflowCallback(slow, index_of(study), store, t.answers)
+    cb.on_trial_result(0, [], None, ended_result(study.run_keys[0], [0, 1]))
+    assert cb.close(stall=0.5) is True
+    assert not cb.stalled and cb.drain_seconds >= 1.0 and cb.synced.keys == {study.run_keys[0]}
+
+
+def test_a_store_that_takes_tcp_but_never_answers_ends_the_run_in_one_line(tmp_path, toy_study, write_synthetic,
+                                                                           silent_port, monkeypatch, capsys):
+    """Every run is on disk already (no Ray starts): what is left is MLflow, which never answers."""
+    data = {**copy.deepcopy(TOY_STUDY), "name": "silent"}
+    path = tmp_path / "silent.yaml"
+    path.write_text(yaml.safe_dump(data))
+    root = tmp_path / "res"
+    write_synthetic(toy_study(name="silent"), root,
+                    lambda p, s: ("finished", {"iteration": 30, "status": "finished", "grad_F_sq": 0.1 * s}))
+    monkeypatch.setattr(mlflow_store, "STALL_SECONDS", 1.0)
+    uri = f"postgresql+psycopg://mlflow:S3cretPW@127.0.0.1:{silent_port}/mlflow"
+    start = time.monotonic()
+    assert main(["run", str(path), "--results-dir", str(root), "--tracking-uri", uri, "--no-report"]) == 1
+    assert time.monotonic() - start < 6.0
+    out = capsys.readouterr().out
+    assert "S3cretPW" not in out and f"MLflow tracking at postgresql+psycopg://mlflow:***@127.0.0.1:{silent_port}" in out
+    assert out.strip().splitlines()[-1] == ("bisweep: 3 finished, 0 diverged, 0 failed, 0 not run | MLflow logging "
+                                            "incomplete: 3 results not sent; run again to send them")
+    assert ResultStore(root).done(toy_study(name="silent").run_keys) == set(toy_study(name="silent").run_keys)
+
+
+def test_an_address_that_takes_tcp_but_is_no_ray_head_is_refused_before_anything_is_written(tmp_path, silent_port,
+                                                                                             repo):
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "quickstart", "--results-dir", str(tmp_path / "r"),
+                          "--address", f"127.0.0.1:{silent_port}"], cwd=repo, capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert run.returncode == 2 and time.monotonic() - start < 20
+    assert run.stderr.strip().splitlines() == [
+        f"bisweep: error: address: no Ray head answered at 127.0.0.1:{silent_port} within 5 s (something takes TCP "
+        "there but does not speak Ray's protocol); give the head's GCS port (`ray start --head` prints it, 6379 by "
+        "default)"]
+    assert not (tmp_path / "r").exists() and run.stdout == ""

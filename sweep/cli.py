@@ -29,6 +29,7 @@ from sweep.limits import MAX_RUNS
 from sweep.lock import StudyLocked
 from sweep.masking import mask
 from sweep.model import scale_names
+from sweep.ray_session import NodeLost
 from sweep.report import build_report
 from sweep.runner import run_study
 from sweep.sources import builtin_studies, import_plugins, results_dir, study_name
@@ -279,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bisweep: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except NodeLost as exc:  # its message is the line to print
+        print(str(exc), file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001  the CLI boundary: one line, the traceback on request
         if args.debug:
             raise

@@ -12,12 +12,14 @@ from typing import Any
 
 import ray
 from ray import tune
-from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, Stopper, TuneConfig
+from ray.tune.stopper import CombinedStopper
 
 from sweep import figures, mlflow_store, options
 from sweep.ctrl_c import CtrlC
 from sweep.dispatch import RunQueue, StudySearcher
 from sweep.mlflow_writer import MlflowCallback
+from sweep.node_watch import NodeLost, NodeWatch, local_raylet
 from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.progress import Progress, trial_error
 from sweep.ray_session import started_here, trials_on_idle_workers, tune_env
@@ -53,9 +55,12 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     progress.message(f"bisweep: running {len(pending)} runs")
     session.timeline.mark("tune_started")
     ctrl_c = CtrlC(progress.message)
+    watch = NodeWatch(local_raylet())
     try:
-        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching():
-            _tuner(study, StudySearcher(queue), session.exp_path, callbacks, ctrl_c).fit()
+        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching(), \
+                watch:
+            _fit(_tuner(study, StudySearcher(queue), session.exp_path, callbacks, CombinedStopper(ctrl_c, watch)),
+                 watch)
     finally:
         session.stopped = ctrl_c.pressed.is_set()
         session.timeline.mark("fit_done")
@@ -63,7 +68,20 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
+    if watch.lost is not None:
+        done = len(store.done(session.index))
+        raise NodeLost(f"bisweep: Ray node lost: {watch.lost}; {done} of {len(session.index)} runs are done and kept "
+                       f"in {store.root}: run the same command again to resume")
     return writer
+
+
+def _fit(tuner: Any, watch: NodeWatch) -> None:
+    """`tuner.fit()`; the interruption the watch makes when Tune cannot stop after a lost node ends it quietly."""
+    try:
+        tuner.fit()
+    except KeyboardInterrupt:
+        if not watch.interrupted:
+            raise
 
 
 def _marked(work: Callable[[], Any], timeline: Timeline, name: str) -> Callable[[], Any]:
@@ -94,7 +112,7 @@ def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: CtrlC) -> Any:
+def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: Stopper) -> Any:
     """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
     trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
     storage, name = exp_path.rsplit("/", 1)

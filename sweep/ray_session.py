@@ -23,6 +23,10 @@ class ClusterError(ParameterError):
     """The Ray cluster at --address could not be reached (a bad address or token)."""
 
 
+class NodeLost(RuntimeError):
+    """The Ray node(s) a study ran on went away (sweep/node_watch.py); the message is the driver's one line."""
+
+
 #: How long a Ray head may take to answer the handshake (seconds).
 HANDSHAKE_SECONDS = 5.0
 #: Asks the GCS at argv[1] one question, in a process of its own: Ray's client retries a silent address for ~30 s,

@@ -1,7 +1,9 @@
 """Nothing outside the driver can hang it (issue 34, items 2-3): an MLflow store that takes TCP but never answers
-ends the run with one line saying how many results MLflow did not get (they are on disk), and a rerun sends them."""
+ends the run with one line saying how many results MLflow did not get (they are on disk), a port that is no Ray
+head is refused in seconds, and a killed raylet ends the run in one line (exit 1) that a rerun finishes."""
 import copy
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -108,3 +110,58 @@ def test_an_address_that_takes_tcp_but_is_no_ray_head_is_refused_before_anything
         "there but does not speak Ray's protocol); give the head's GCS port (`ray start --head` prints it, 6379 by "
         "default)"]
     assert not (tmp_path / "r").exists() and run.stdout == ""
+
+
+def _children(pid: int, name: str) -> list[int]:
+    """The direct children of `pid` whose command is `name` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as fh:
+                comm = fh.read().strip()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(fields[1]) == pid and comm == name:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.integration
+def test_a_killed_raylet_ends_the_run_in_one_line_and_the_rerun_finishes_it(tmp_path, repo, venv_bin):
+    study_file = tmp_path / "lost.yaml"
+    study_file.write_text(yaml.safe_dump({
+        "name": "lost", "imports": ["tests.sweep.toy_algorithms"],
+        "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+        "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.1}}], "seeds": 2,
+        "budget": {"iterations": 40}, "n_evals": 8}))
+    res = tmp_path / "res"
+    cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "1",
+           "--no-report"]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    driver = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and driver.poll() is None:
+            if (res / "records").is_dir() and any((res / "records").iterdir()):
+                break  # a run is under way
+            time.sleep(0.1)
+        (raylet,) = _children(driver.pid, "raylet")
+        os.kill(raylet, signal.SIGKILL)  # as the kernel's OOM killer would
+        killed = time.monotonic()
+        out, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert driver.returncode == 1 and time.monotonic() - killed < 20
+    (line,) = err.strip().splitlines()
+    assert line.startswith("bisweep: Ray node lost: the local Ray node's raylet ended (exit code -9")
+    assert line.endswith(f"runs are done and kept in {res}: run the same command again to resume")
+    assert "Raylet is terminated" not in out
+    again = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr[-2000:]
+    st = ResultStore(res)
+    assert {s["status"] for s in st.summaries()} == {"finished"} and len(st.summaries()) == 2
+    assert [len(st.records(s["run_key"])) for s in st.summaries()] == [9, 9]  # 0 and 8 evaluation points

@@ -26,6 +26,7 @@ from algorithms.run import Divergence
 from problems.validation import ParameterError
 from sweep import kinds, options, spec
 from sweep.limits import MAX_RUNS
+from sweep.disk import disk_full
 from sweep.lock import StudyLocked
 from sweep.masking import mask
 from sweep.model import scale_names
@@ -57,7 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
-    outcome = run_study(study, _results_dir(args, study.name), address=args.address, tracking_uri=args.tracking_uri,
+    args.results_root = _results_dir(args, study.name)  # named if the disk fills up
+    outcome = run_study(study, args.results_root, address=args.address, tracking_uri=args.tracking_uri,
                         storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
                         report=not args.no_report)
     if outcome.interrupted_by_user:
@@ -286,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001  the CLI boundary: one line, the traceback on request
         if args.debug:
             raise
+        if (full := disk_full(exc, getattr(args, "results_root", None))) is not None:
+            print(full, file=sys.stderr)
+            return 1
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"bisweep: error: {type(exc).__name__}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1

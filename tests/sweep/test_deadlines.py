@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import pytest
 import yaml
@@ -165,3 +166,34 @@ def test_a_killed_raylet_ends_the_run_in_one_line_and_the_rerun_finishes_it(tmp_
     st = ResultStore(res)
     assert {s["status"] for s in st.summaries()} == {"finished"} and len(st.summaries()) == 2
     assert [len(st.records(s["run_key"])) for s in st.summaries()] == [9, 9]  # 0 and 8 evaluation points
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["oserror", "tune-error-text"])
+def test_a_full_disk_is_one_line_saying_so_and_where(tmp_path, toy_study, monkeypatch, capsys, wrapped):
+    """/dev/full answers every write with ENOSPC, as a full disk does."""
+    from sweep import cli
+
+    st = toy_study(seeds=1)
+    store = ResultStore(tmp_path / "res")
+    store.write_study(st)
+    store.records_dir.mkdir(exist_ok=True)
+    target = store.records_dir / f"{st.run_keys[0]}.jsonl"
+    target.symlink_to("/dev/full")
+    store._seen[st.run_keys[0]] = set()  # nothing stored yet: never read /dev/full (it reads as endless zeros)
+
+    def run_study(*args, **kwargs):
+        try:
+            store.append(st.run_keys[0], {"iteration": 0, "status": "running", "F": 1.0})
+        except OSError as exc:
+            if not wrapped:
+                raise
+            # Tune's TuneError carries a worker's traceback as text; open() of a new file names it
+            named = OSError(exc.errno, exc.strerror, str(target))
+            raise RuntimeError("Traceback (most recent call last):\n" + "".join(traceback.format_exception(named))) from None
+
+    monkeypatch.setattr(cli, "run_study", run_study)
+    assert main(["run", "quickstart", "--results-dir", str(tmp_path / "res")]) == 1
+    where = f"while writing {target}" if wrapped else f"on the file system of {tmp_path / 'res'}"  # write(): no name
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"bisweep: error: the disk is full (no space left on device) {where}; free space there, then "
+        "run the same command again to resume (the results written so far are kept)"]

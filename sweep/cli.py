@@ -12,6 +12,7 @@ import argparse
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import webbrowser
@@ -24,7 +25,7 @@ import algorithms
 import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
-from sweep import kinds, options, spec
+from sweep import kinds, options, spec, ui_server
 from sweep.limits import MAX_RUNS
 from sweep.disk import disk_full
 from sweep.lock import StudyLocked
@@ -80,8 +81,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))
         if tracker.find_parent(meta["spec_hash"]):
-            tracker.log_report(rep.directory, rep.directory.name)
-            print(f"report logged to MLflow run {tracker.parent_id} at {mask(uri)}")
+            tracker.log_report(rep.directory, rep.artifact_name)
+            what = f"partial report ({rep.partial}) logged as {rep.artifact_name}/" if rep.partial else "report logged"
+            print(f"{what} to MLflow run {tracker.parent_id} at {mask(uri)}")
         else:
             print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     return 0
@@ -118,16 +120,26 @@ def cmd_ui(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
            "--port", str(args.port)]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
-    print(f"bisweep: MLflow UI for {mask(uri)} at {url} (Ctrl-C stops it)", flush=True)
-    proc = subprocess.Popen(cmd, env=env)
-    if args.open:
-        webbrowser.open(url)
+    print(f"bisweep: starting the MLflow UI for {mask(uri)} (Ctrl-C stops it)", flush=True)
+    # A process group of its own: `mlflow ui` runs its server in worker processes, stopped with it.
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # SIGTERM stops the server too, as Ctrl-C does
     try:
+        if not ui_server.wait_answering(proc, args.host, args.port):
+            return proc.wait()  # it ended without serving: its own error is above
+        print(f"bisweep: MLflow UI at {url}", flush=True)
+        if args.open:
+            webbrowser.open(url)
         return proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait(timeout=30)
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        ui_server.stop_group(proc)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # `cmd_ui` then stops the server's process group
 
 
 def _experiment_page(uri: str, experiment: str | None) -> str:

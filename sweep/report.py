@@ -30,6 +30,12 @@ class Report:
     directory: Path
     tables: dict[str, list[dict[str, Any]]]
     plots: list[Path]
+    partial: str | None = None  # "12 of 40 runs ended" while the study has runs not ended, else None
+
+    @property
+    def artifact_name(self) -> str:
+        """Where the report goes in MLflow: its directory's name, with '-partial' while runs are missing."""
+        return self.directory.name + ("-partial" if self.partial else "")
 
 
 def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
@@ -49,8 +55,9 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
     fp = report_cache.fingerprint(store, meta, opts)
+    partial = _partial(store, meta)
     if not force and report_cache.up_to_date(d, fp):
-        return _cached(d, out, quiet)
+        return dataclasses.replace(_cached(d, out, quiet), partial=partial)
     runs = load_runs(store, meta)
     if d != store.report_dir:
         _check_metric(runs, opts["metric"])
@@ -66,7 +73,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
     if meta.get("online"):
         plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
-    text = _summary_text(meta, tables)
+    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(meta, tables)
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
@@ -81,7 +88,15 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         out.write(text)
         out.write(f"report written to {d}\n")
         out.flush()
-    return Report(d, tables, plots)
+    return Report(d, tables, plots, partial)
+
+
+def _partial(store: ResultStore, meta: dict[str, Any]) -> str | None:
+    """'N of M runs ended' when some of the study's runs have not ended (a report during a run), else None."""
+    ended = store.ended()
+    total = len(meta["points"]) * len(meta["seeds"])
+    n = sum(f"{p['key']}.s{s}" in ended for p in meta["points"] for s in meta["seeds"])
+    return f"{n} of {total} runs ended" if n < total else None
 
 
 def _check_registered(meta: dict[str, Any]) -> None:

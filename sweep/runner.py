@@ -163,15 +163,17 @@ def _finish(session: Session, connecting: mlflow_store.Background, writer: Mlflo
     written.result()
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
-    report_dir = None
+    report_dir, report_name = None, "report"
     if report:
         say("bisweep: building the report")
-        report_dir = build_report(root, out=out).directory
+        built = build_report(root, out=out)
+        report_dir, report_name = built.directory, built.artifact_name
         timeline.mark("reported")
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     parent_id = None
     if writer is None or not writer.stalled:
-        ending = mlflow_store.Background(lambda: _end_mlflow(session, connecting, report_dir, status, counts),
+        ending = mlflow_store.Background(lambda: _end_mlflow(session, connecting, report_dir, report_name, status,
+                                                             counts),
                                          "bisweep-mlflow-end")
         if ending.done(session.answers):
             parent_id = ending.result()
@@ -188,14 +190,14 @@ def _finish(session: Session, connecting: mlflow_store.Background, writer: Mlflo
                    session.stopped, unsent)
 
 
-def _end_mlflow(session: Session, connecting: mlflow_store.Background, report_dir: Path | None, status: str,
-                counts: dict[str, int]) -> str:
+def _end_mlflow(session: Session, connecting: mlflow_store.Background, report_dir: Path | None, report_name: str,
+                status: str, counts: dict[str, int]) -> str:
     """Send what MLflow missed while running, attach the report, end the parent run; its id."""
     tracker, synced = connecting.result()
     synced.add_many(tracker.sync(session.store, session.index, synced.keys))
     session.timeline.mark("synced")
     if report_dir is not None:
-        tracker.log_report(report_dir)
+        tracker.log_report(report_dir, report_name)  # 'report-partial' while runs are missing
     tracker.end_study(status, counts, active_seconds(session))
     return tracker.parent_id
 

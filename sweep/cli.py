@@ -152,6 +152,21 @@ def _experiment_page(uri: str, experiment: str | None) -> str:
     return "" if exp is None else f"/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
 
 
+def cmd_cluster_check(args: argparse.Namespace) -> int:
+    """Check a Ray cluster-launcher file offline against Ray's own schema: one line per error (exit 2)."""
+    from sweep import cluster_check
+
+    errors, notes = cluster_check.check(args.file)
+    for line in errors:
+        print(f"bisweep: error: {line}", file=sys.stderr)
+    if errors:
+        return 2
+    for line in notes:
+        print(f"bisweep: {line}")
+    print(f"bisweep: {args.file} is a valid Ray cluster file")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """List algorithms, problems or studies with their parameters."""
     items = _listing(args.what)
@@ -273,6 +288,11 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
     ui.add_argument("--open", action="store_true", help="also open a browser")
     ui.set_defaults(func=cmd_ui)
+
+    cluster = sub.add_parser("cluster", help="Ray cluster-launcher files").add_subparsers(dest="action", required=True)
+    check = cluster.add_parser("check", help="validate a cluster file (e.g. cluster.yaml) offline against Ray's schema")
+    check.add_argument("file", help="the cluster file `ray up` would take")
+    check.set_defaults(func=cmd_cluster_check)
 
     ls = sub.add_parser("list", help="list algorithms, problems or built-in studies with their parameters")
     ls.add_argument("what", choices=("algorithms", "problems", "studies"), help="what to list")

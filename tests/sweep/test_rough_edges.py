@@ -88,7 +88,9 @@ def test_ui_announces_its_address_once_it_answers_and_sigterm_stops_every_proces
                           stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         assert ui.stdout.readline().startswith(f"bisweep: starting the MLflow UI for {uri}")
-        announced = ui.stdout.readline()  # blocks until the address is printed
+        announced = ""
+        while not announced.startswith("bisweep:") and ui.poll() is None:  # the server prints lines of its own
+            announced = ui.stdout.readline()
         assert announced == f"bisweep: MLflow UI at http://127.0.0.1:{port}\n"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
             assert reply.status == 200  # at once: it answered before it was announced

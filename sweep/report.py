@@ -157,7 +157,7 @@ def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimR
 
 
 def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path,
-                       order: list[str]) -> list[Path]:
+                       order: dict[str, str]) -> list[Path]:
     """One convergence figure per problem configuration."""
     by_problem: dict[str, list[RunData]] = defaultdict(list)
     for r in runs:

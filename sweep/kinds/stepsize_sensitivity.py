@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from pydantic import model_validator
 
 from sweep import analysis as an
@@ -15,7 +14,7 @@ from sweep import figures, tables
 from sweep.checks import Block, PositiveNumber, after, before, invalid, is_number, no_repeats, nonempty_list
 from sweep.expand import Expansion
 from sweep.kinds.base import Kind, Tables, register
-from sweep.results import RunData
+from sweep.results import RunData, config_label
 
 Steps = before(nonempty_list("values"), after(list[PositiveNumber], no_repeats()))
 
@@ -85,7 +84,8 @@ class StepsizeSensitivity(Kind):
         """`sensitivity.csv` and `sensitivity.png` (the final metric at each step size of the grid)."""
         opts, axis_name = meta["report"], meta["axis_name"]
         rows = tables.axis_table([r for r in runs if r.point["coords"].get("in_grid")], opts, axis_name)
-        plot = figures.plot_axis(rows, axis_name, opts["metric"], "step-size sensitivity", directory / "sensitivity.png")
+        plot = figures.plot_axis(rows, axis_name, opts["metric"], "step-size sensitivity", directory / "sensitivity.png",
+                                 algorithms={config_label(r.point): r.point["algorithm"] for r in runs})
         return {"sensitivity": sensitivity_table(runs, opts, axis_name)}, [plot]
 
     def convergence_runs(self, runs: list[RunData]) -> list[RunData]:

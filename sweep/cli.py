@@ -289,7 +289,8 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--open", action="store_true", help="also open a browser")
     ui.set_defaults(func=cmd_ui)
 
-    cluster = sub.add_parser("cluster", help="Ray cluster-launcher files").add_subparsers(dest="action", required=True)
+    cluster = sub.add_parser("cluster", help="Ray cluster-launcher files").add_subparsers(
+        dest="action", required=True, help="check: validate a cluster file offline")
     check = cluster.add_parser("check", help="validate a cluster file (e.g. cluster.yaml) offline against Ray's schema")
     check.add_argument("file", help="the cluster file `ray up` would take")
     check.set_defaults(func=cmd_cluster_check)

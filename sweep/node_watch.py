@@ -1,8 +1,8 @@
 """A lost Ray node ends the study in bounded time instead of a driver waiting for ever.
 
 When the local raylet dies (kill -9, the kernel's OOM killer), Tune keeps waiting for resources that never come
-back. `NodeWatch` notices within seconds, from the raylet process of a Ray this driver started, or from the
-cluster's resources reading no CPU for `LOST_SECONDS` (a cluster: its nodes may come back for a while), and stops
+back. `NodeWatch` notices within seconds, from the raylet process of a Ray this driver started, or from a
+cluster's resources reading no CPU for `LOST_SECONDS` after they had some (its nodes may come back), and stops
 the experiment as a Tune stopper. If Tune cannot stop it (its calls to the lost node can block), the main thread
 is interrupted after `GRACE_SECONDS`. The runs already recorded stay on disk; running the command again resumes.
 """
@@ -62,14 +62,14 @@ class NodeWatch(tune.Stopper):
         _restore_printer(self._printer)
 
     def _watch(self) -> None:
-        cpu_since = time.monotonic()
+        cpu_seen: float | None = None  # when the cluster last showed a CPU (an autoscaling one may start without)
         while not self._done.wait(self.period):
             reason = self._raylet_ended()
             if reason is None:
                 if _cluster_cpus() > 0:
-                    cpu_since = time.monotonic()
-                elif time.monotonic() - cpu_since > self.lost_seconds:
-                    reason = f"the Ray cluster has shown no CPU for {self.lost_seconds:g} s"
+                    cpu_seen = time.monotonic()
+                elif cpu_seen is not None and time.monotonic() - cpu_seen > self.lost_seconds:
+                    reason = f"the Ray cluster's nodes have shown no CPU for {self.lost_seconds:g} s"
             if reason is not None:
                 self.lost = reason
                 if not self._done.wait(self.grace_seconds):  # Tune did not end the experiment in time

@@ -63,7 +63,7 @@ def check_address(address: str | None, field: str = "address") -> None:
     m = re.fullmatch(r"\[?([^\]\s]+?)\]?:(\d{1,5})", address)
     if m is None or "://" in address or not 0 < int(m.group(2)) < 65536:  # a URL (the dashboard's) is no head
         raise ParameterError(f"{field}: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
-                             f"got {address!r}{unset}")
+                             f"got {mask(address)!r}{unset}")
     refused = _refused(m.group(1), int(m.group(2)), f"Ray head answers at {address}")
     if refused:
         raise ParameterError(f"{field}: {refused}; start the cluster (`ray start --head`) or check the address{unset}")

@@ -197,3 +197,35 @@ def test_a_full_disk_is_one_line_saying_so_and_where(tmp_path, toy_study, monkey
     assert capsys.readouterr().err.strip().splitlines() == [
         f"bisweep: error: the disk is full (no space left on device) {where}; free space there, then "
         "run the same command again to resume (the results written so far are kept)"]
+
+
+def test_the_watch_notices_a_dead_raylet_at_once_and_interrupts_a_stuck_experiment(monkeypatch):
+    from sweep import node_watch
+
+    monkeypatch.setattr(node_watch, "_cluster_cpus", lambda: 2.0)
+    raylet = subprocess.Popen(["sleep", "30"])
+    watch = node_watch.NodeWatch(raylet, period=0.05, grace_seconds=0.5)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):  # Tune never stops here: the watch interrupts the main thread
+        with watch:
+            assert not watch.stop_all()
+            raylet.kill()
+            while True:
+                time.sleep(0.01)
+    assert watch.interrupted and watch.stop_all() and 0.5 <= time.monotonic() - start < 3.0
+    assert watch.lost == "the local Ray node's raylet ended (exit code -9: killed, or out of memory?)"
+    raylet.wait()
+
+
+def test_the_watch_waits_for_a_cluster_to_scale_up_and_notices_when_its_nodes_go(monkeypatch):
+    from sweep import node_watch
+
+    cpus = [0.0] * 50 + [4.0] * 3 + [0.0] * 1000  # 1 s without CPUs (autoscaling), then some, then none
+    monkeypatch.setattr(node_watch, "_cluster_cpus", lambda: cpus.pop(0))
+    watch = node_watch.NodeWatch(None, period=0.02, lost_seconds=0.3, grace_seconds=30)
+    with watch:
+        end = time.monotonic() + 5
+        while watch.lost is None and time.monotonic() < end:
+            time.sleep(0.01)
+    assert watch.lost == "the Ray cluster's nodes have shown no CPU for 0.3 s" and not watch.interrupted
+    assert len(cpus) < 1000  # lost only once the CPUs it had went away, not in the first second without any

@@ -1,5 +1,6 @@
 """`bisweep cluster check cluster.yaml`: a Ray cluster-launcher file checked offline, as `ray up` would check it
-before its first cloud call (Ray's own defaults, then Ray's own JSON schema), with one line per error.
+before its first cloud call (Ray's own defaults, then Ray's own JSON schema), with one line per error. Imports
+Ray's launcher: `bisweep` loads this module only for that command.
 
 Also says which optional packages `ray up` needs for the file's cloud (the `[aws]` and `[gcp]` extras).
 """
@@ -12,7 +13,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import ray.autoscaler
 import yaml
+from ray.autoscaler._private.util import prepare_config, validate_config
 
 #: The packages `ray up` imports for a provider, and the extra of this project that installs them.
 PROVIDER_PACKAGES = {"aws": (("boto3", "botocore"), "aws"), "gcp": (("googleapiclient", "google_auth_httplib2"), "gcp")}
@@ -40,9 +44,6 @@ def check(path: str | Path) -> tuple[list[str], list[str]]:
 def _schema_errors(name: str, raw: dict[str, Any]) -> list[str]:
     """What Ray's schema says of the file as written (a field Ray's defaults fill may be left out), then of the file
     with Ray's defaults for its provider filled in, as `ray up` checks it."""
-    import ray.autoscaler
-    from ray.autoscaler._private.util import prepare_config, validate_config
-
     schema = json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
     lines = _validate(name, raw, schema, skip=("required",))
     if lines:
@@ -64,8 +65,6 @@ def _schema_errors(name: str, raw: dict[str, Any]) -> list[str]:
 
 def _validate(name: str, config: Any, schema: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
     """One line per error of Ray's JSON schema (draft 7), in the order of the fields."""
-    import jsonschema
-
     found = [e for e in jsonschema.Draft7Validator(schema).iter_errors(config) if e.validator not in skip]
     found.sort(key=lambda e: list(map(str, e.path)))
     return [f"{name}: {'.'.join(map(str, e.path)) or '(top level)'}: {_first_line(e.message)}" for e in found]

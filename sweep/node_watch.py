@@ -16,7 +16,7 @@ from typing import Any
 import ray
 from ray import tune
 
-from sweep.ray_session import NodeLost
+from sweep.ray_session import NodeLost, _node, started_here
 
 __all__ = ["NodeLost", "NodeWatch", "local_raylet"]
 
@@ -115,8 +115,6 @@ def _cluster_cpus() -> float:
 
 def local_raylet() -> Any:
     """The raylet process of the Ray this driver started (from Ray's private node record), or None."""
-    from sweep.ray_session import _node, started_here
-
     if not started_here():
         return None
     infos = (getattr(_node(), "all_processes", None) or {}).get("raylet") or []

@@ -117,8 +117,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
         uri = default_tracking_uri(root)
     options.check_listen(args.host, args.port)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    # One worker serves one person's browser; MLflow's default of four each import MLflow first (~70 s before the
+    # first answer on a busy 2-core machine, against ~20 s).
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
-           "--port", str(args.port)]
+           "--port", str(args.port), "--workers", "1"]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
     print(f"bisweep: starting the MLflow UI for {mask(uri)} (Ctrl-C stops it)", flush=True)
     # A process group of its own: `mlflow ui` runs its server in worker processes, stopped with it.

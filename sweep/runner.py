@@ -260,9 +260,9 @@ def _loaded(loading: mlflow_store.Background) -> ModuleType:
 
 
 def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int,
-                   store_hash: str) -> None:
+                   spec_hash: str) -> None:
     """One line per session in sessions.jsonl: its phases, runs and how MLflow kept up."""
-    line = {"started": timeline.start, "spec_hash": store_hash, "runs": runs, **timeline.marks}
+    line = {"started": timeline.start, "spec_hash": spec_hash, "runs": runs, **timeline.marks}
     if writer is not None:
         line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
     with open(store.root / "sessions.jsonl", "a") as fh:

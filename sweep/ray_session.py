@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import os
+import re
 import selectors
 import subprocess
 import sys
@@ -53,10 +54,14 @@ def check_head(address: str, field: str = "address") -> None:
         return
     lines = [line for line in err.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else f"exit code {proc.returncode}"
-    if "AuthenticationError" in last or "InvalidAuthToken" in last:
+    # A wrong token is an AuthenticationError; with RAY_AUTH_MODE=token and no token Ray's core aborts, saying so.
+    if _AUTH.search(err):
         raise ClusterError(f"{field}: the Ray cluster at {mask(address)} wants an auth token this driver does not "
                            "have: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token) as the cluster's")
     raise ClusterError(f"{field}: no Ray head answered at {mask(address)} ({mask_text(last)[:300]})")
+
+
+_AUTH = re.compile(r"AuthenticationError|InvalidAuthToken|auth(entication)?[ _-]?token", re.IGNORECASE)
 
 
 def _wait_line(proc: subprocess.Popen, timeout: float) -> None:

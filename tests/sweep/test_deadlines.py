@@ -44,9 +44,12 @@ def silent_port():
     yield server.getsockname()[1]
     stop.set()
     thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
+    # Left open until the tests end: the driver's abandoned MLflow thread then waits on silently, where a closed
+    # port would set MLflow retrying with a warning line every few seconds during the tests that follow.
+    _KEPT_OPEN.extend([server, *held])
+
+
+_KEPT_OPEN: list[socket.socket] = []
 
 
 def test_the_writer_gives_up_on_a_store_that_stops_answering(tmp_path, toy_study):

@@ -56,6 +56,22 @@ def relative_average_change(grid_values: Sequence[float], reference: float) -> f
     return float(abs(v.mean() - reference) / abs(reference))
 
 
+def log10_spread(grid_values: Sequence[float], floor: float = 0.0) -> float:
+    """Decades between the largest and smallest value over the grid, each raised to `floor` first (values below
+    the convergence threshold count as converged, not as more or less converged): a step-size sensitivity that does
+    not rank a method converging to 1e-22 at one step size and 1e-7 at another as the most sensitive. +inf when a
+    value is +inf (a diverged point), NaN when one is not positive (or NaN)."""
+    v = np.asarray(grid_values, dtype=float)
+    if not v.size or np.any(np.isnan(v)):
+        return math.nan
+    if np.any(np.isposinf(v)):
+        return math.inf
+    v = np.maximum(v, floor) if floor > 0 else v
+    if np.any(v <= 0):
+        return math.nan
+    return float(np.log10(v.max()) - np.log10(v.min()))
+
+
 def converged(records: list[dict[str, Any]], status: str, metric: str, below: float, relative: bool) -> bool:
     """A finished run converged when its final `metric` is at most `below` (times its initial value)."""
     if status != "finished" or not records:

@@ -12,6 +12,7 @@ import argparse
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import webbrowser
@@ -24,13 +25,16 @@ import algorithms
 import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
-from sweep import kinds, options, spec
+from sweep import kinds, options, spec, ui_server
 from sweep.limits import MAX_RUNS
+from sweep.disk import disk_full
 from sweep.lock import StudyLocked
+from sweep.masking import mask
 from sweep.model import scale_names
+from sweep.ray_session import NodeLost
 from sweep.report import build_report
 from sweep.runner import run_study
-from sweep.sources import builtin_studies, results_dir, study_name
+from sweep.sources import builtin_studies, import_plugins, results_dir, study_name
 from sweep.store import ResultStore
 from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
 
@@ -55,7 +59,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
-    outcome = run_study(study, _results_dir(args, study.name), address=args.address, tracking_uri=args.tracking_uri,
+    args.results_root = _results_dir(args, study.name)  # named if the disk fills up
+    outcome = run_study(study, args.results_root, address=args.address, tracking_uri=args.tracking_uri,
                         storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
                         report=not args.no_report)
     if outcome.interrupted_by_user:
@@ -70,16 +75,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
+    _import_named(args.imports or [])  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))
         if tracker.find_parent(meta["spec_hash"]):
-            tracker.log_report(rep.directory, rep.directory.name)
-            print(f"report logged to MLflow run {tracker.parent_id} at {uri}")
+            tracker.log_report(rep.directory, rep.artifact_name)
+            what = f"partial report ({rep.partial}) logged as {rep.artifact_name}/" if rep.partial else "report logged"
+            print(f"{what} to MLflow run {tracker.parent_id} at {mask(uri)}")
         else:
-            print(f"bisweep: no MLflow parent run for this study at {uri}; report kept on disk", file=sys.stderr)
+            print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     return 0
+
+
+def _import_named(modules: list[str]) -> None:
+    """`report --import`: the modules the user named, from the current directory as for `python -m`."""
+    if modules and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        import_plugins(modules)
+    except ImportError as exc:
+        raise ParameterError(f"import: cannot import module {exc.name or modules!r}: {exc}") from None
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -88,7 +105,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if args.tracking_uri:
         uri = args.tracking_uri
         if uri.startswith(("http://", "https://")):
-            print(f"bisweep: {uri} is an MLflow server: open it in a browser, it serves its own UI")
+            print(f"bisweep: {mask(uri)} is an MLflow server: open it in a browser, it serves its own UI")
             return 0
     else:
         name = study_name(args.study) if args.study else None
@@ -100,19 +117,31 @@ def cmd_ui(args: argparse.Namespace) -> int:
         uri = default_tracking_uri(root)
     options.check_listen(args.host, args.port)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    # One worker serves one person's browser; MLflow's default of four each import MLflow first (~70 s before the
+    # first answer on a busy 2-core machine, against ~20 s).
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
-           "--port", str(args.port)]
+           "--port", str(args.port), "--workers", "1"]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
-    print(f"bisweep: MLflow UI for {uri} at {url} (Ctrl-C stops it)", flush=True)
-    proc = subprocess.Popen(cmd, env=env)
-    if args.open:
-        webbrowser.open(url)
+    print(f"bisweep: starting the MLflow UI for {mask(uri)} (Ctrl-C stops it)", flush=True)
+    # A process group of its own: `mlflow ui` runs its server in worker processes, stopped with it.
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # SIGTERM stops the server too, as Ctrl-C does
     try:
+        if not ui_server.wait_answering(proc, args.host, args.port):
+            return proc.wait()  # it ended without serving: its own error is above
+        print(f"bisweep: MLflow UI at {url}", flush=True)
+        if args.open:
+            webbrowser.open(url)
         return proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait(timeout=30)
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        ui_server.stop_group(proc)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # `cmd_ui` then stops the server's process group
 
 
 def _experiment_page(uri: str, experiment: str | None) -> str:
@@ -123,6 +152,21 @@ def _experiment_page(uri: str, experiment: str | None) -> str:
 
     exp = MlflowClient(uri).get_experiment_by_name(experiment)
     return "" if exp is None else f"/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
+
+
+def cmd_cluster_check(args: argparse.Namespace) -> int:
+    """Check a Ray cluster-launcher file offline against Ray's own schema: one line per error (exit 2)."""
+    from sweep import cluster_check
+
+    errors, notes = cluster_check.check(args.file)
+    for line in errors:
+        print(f"bisweep: error: {line}", file=sys.stderr)
+    if errors:
+        return 2
+    for line in notes:
+        print(f"bisweep: {line}")
+    print(f"bisweep: {args.file} is a valid Ray cluster file")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -227,6 +271,9 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
     rep.add_argument("--force", action="store_true", help="rebuild the report even if nothing changed since it was built")
     rep.add_argument("--scale", help=SCALE_HELP)
+    rep.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                     help="import this module first (a study's plugin kinds or claims; repeatable): the results "
+                          "directory's own list is never imported")
     rep.add_argument("--metric", help="compare this final value instead of the study's report.metric (e.g. F, "
                                       "grad_F_sq, y_err_sq, test_accuracy); written to report-<metric>-<goal>/")
     rep.add_argument("--goal", choices=("min", "max"), help="whether lower or higher --metric is better "
@@ -243,6 +290,12 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
     ui.add_argument("--open", action="store_true", help="also open a browser")
     ui.set_defaults(func=cmd_ui)
+
+    cluster = sub.add_parser("cluster", help="Ray cluster-launcher files").add_subparsers(
+        dest="action", required=True, help="check: validate a cluster file offline")
+    check = cluster.add_parser("check", help="validate a cluster file (e.g. cluster.yaml) offline against Ray's schema")
+    check.add_argument("file", help="the cluster file `ray up` would take")
+    check.set_defaults(func=cmd_cluster_check)
 
     ls = sub.add_parser("list", help="list algorithms, problems or built-in studies with their parameters")
     ls.add_argument("what", choices=("algorithms", "problems", "studies"), help="what to list")
@@ -264,9 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bisweep: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except NodeLost as exc:  # its message is the line to print
+        print(str(exc), file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001  the CLI boundary: one line, the traceback on request
         if args.debug:
             raise
+        if (full := disk_full(exc, getattr(args, "results_root", None))) is not None:
+            print(full, file=sys.stderr)
+            return 1
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"bisweep: error: {type(exc).__name__}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1

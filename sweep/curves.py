@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sweep import analysis as an
-from sweep.figures import legend, log_ticks, pyplot, save_figure, seeds_text, styles, use_log
+from sweep.figures import algorithm_styles, legend, log_ticks, pyplot, save_figure, seeds_text, use_log
 from sweep.results import RunData, axis_text, config_label, problem_label
 from sweep.tables import axis_order
 
@@ -137,24 +137,26 @@ def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: di
     return bands
 
 
-def palette(runs: list[RunData]) -> list[str]:
-    """The configuration labels of a study's runs in the study's order: the colour order of its figures."""
-    return list(dict.fromkeys(config_label(r.point) for r in runs))
+def palette(runs: list[RunData]) -> dict[str, str]:
+    """Configuration label -> algorithm name of a study's runs, in the study's order: a configuration is drawn in
+    its algorithm's colour (the same in every study) and, among those of that colour, its line style by this
+    order (the same in every figure of the study)."""
+    return {config_label(r.point): r.point["algorithm"] for r in runs}
 
 
-def _styles(shown: Iterable[str], order: list[str] | None) -> dict[str, dict[str, Any]]:
-    """Styles of the configurations shown. With a study-wide `order` of at most MANY labels a label has
-    the same colour in every figure of the study, whichever subset a figure shows."""
+def _styles(shown: Iterable[str], order: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Styles of the configurations shown (`order`: the study's palette). With at most MANY configurations in
+    the study a configuration keeps its line style in every figure, whichever subset a figure shows."""
     shown = list(dict.fromkeys(shown))
-    if order is not None and len(order) <= MANY and set(shown) <= set(order):
-        full = styles(order)
+    if len(order) <= MANY and set(shown) <= set(order):
+        full = algorithm_styles(order.items())
         return {cfg: full[cfg] for cfg in shown}
-    return styles(shown)
+    return algorithm_styles((cfg, order.get(cfg, cfg)) for cfg in shown)
 
 
 def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, axis_name: str | None,
                 x_axes: tuple[tuple[str, str], ...] = X_AXES, ylabel: str | None = None,
-                order: list[str] | None = None) -> Path:
+                order: dict[str, str] | None = None) -> Path:
     """`y` against each of `x_axes` (columns), one row per axis value, one line per configuration
     (coloured by its place in `order`, the study's `palette`, when given)."""
     plt = pyplot()
@@ -168,7 +170,8 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
         for r in rs:
             series[config_label(r.point)].append(r)
     shown_rows = [_ranked(series, y, goal) for series, _ in per_row]
-    style = _styles((cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown), order)
+    style = _styles((cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown),
+                    order if order is not None else palette(runs))
     bands = []
     for (value, rs), (series, _), shown, row_axes in zip(rows, per_row, shown_rows, axes):
         where = _row_title(rs[0].point, axis_name)
@@ -194,14 +197,14 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
 
 
 def plot_convergence(runs: list[RunData], metric: str, goal: str, title: str, path: Path,
-                     axis_name: str | None = None, online: bool = False, order: list[str] | None = None) -> Path:
+                     axis_name: str | None = None, online: bool = False, order: dict[str, str] | None = None) -> Path:
     """The metric against iterations (time steps of an online problem), oracle calls and compute seconds."""
     x_axes = ((X_AXES[0][0], "time steps t"), *X_AXES[1:]) if online else X_AXES
     return plot_curves(runs, metric, goal, title, path, axis_name, x_axes, order=order)
 
 
 def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | None = None,
-                order: list[str] | None = None) -> Path:
+                order: dict[str, str] | None = None) -> Path:
     """Cumulative local regret against t, one figure row per axis value, one panel per problem."""
     plt = pyplot()
     problems = list(dict.fromkeys(problem_label(r.point) for r in runs))

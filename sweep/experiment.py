@@ -12,26 +12,27 @@ from typing import Any
 
 import ray
 from ray import tune
-from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, Stopper, TuneConfig
+from ray.tune.stopper import CombinedStopper
 
 from sweep import figures, mlflow_store, options
 from sweep.ctrl_c import CtrlC
 from sweep.dispatch import RunQueue, StudySearcher
 from sweep.mlflow_writer import MlflowCallback
+from sweep.node_watch import NodeLost, NodeWatch, local_raylet
 from sweep.model import Point, RunSpec, Study, TrialConfig
 from sweep.progress import Progress, trial_error
 from sweep.ray_session import started_here, trials_on_idle_workers, tune_env
 from sweep.recording import Slim, StoreCallback, config_of, done_registry
 from sweep.session import Session, Timeline
 from sweep.store import ResultStore
-from sweep.tracking import SyncLog, Tracker
 from sweep.trainable import META, chunks, study_trainable
 
 
 def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any, on_cluster: bool,
-        report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
-    """The pending runs through one fresh Tune experiment (Ray is up); the tracker, its sync log and the MLflow
-    writer."""
+        report: bool) -> MlflowCallback:
+    """The pending runs through one fresh Tune experiment (Ray is up); the MLflow writer, closed (`stalled` when
+    the store stopped answering)."""
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         mlflow_store.Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)
@@ -44,7 +45,8 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     if study.max_concurrent:
         slots = min(slots, study.max_concurrent)
     queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
-    writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store)
+    writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store,
+                            session.answers)
     recorder = StoreCallback(store, session.index, registry, queue)
     callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
                  TimelineCallback(session.timeline), Slim()]
@@ -53,9 +55,12 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     progress.message(f"bisweep: running {len(pending)} runs")
     session.timeline.mark("tune_started")
     ctrl_c = CtrlC(progress.message)
+    watch = NodeWatch(local_raylet())
     try:
-        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching():
-            _tuner(study, StudySearcher(queue), session.exp_path, callbacks, ctrl_c).fit()
+        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching(), \
+                watch:
+            _fit(_tuner(study, StudySearcher(queue), session.exp_path, callbacks, CombinedStopper(ctrl_c, watch)),
+                 watch)
     finally:
         session.stopped = ctrl_c.pressed.is_set()
         session.timeline.mark("fit_done")
@@ -63,8 +68,20 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
-    tracker, synced = connecting.result()
-    return tracker, synced, writer
+    if watch.lost is not None:
+        done = len(store.done(session.index))
+        raise NodeLost(f"bisweep: Ray node lost: {watch.lost}; {done} of {len(session.index)} runs are done and kept "
+                       f"in {store.root}: run the same command again to resume")
+    return writer
+
+
+def _fit(tuner: Any, watch: NodeWatch) -> None:
+    """`tuner.fit()`; the interruption the watch makes when Tune cannot stop after a lost node ends it quietly."""
+    try:
+        tuner.fit()
+    except KeyboardInterrupt:
+        if not watch.interrupted:
+            raise
 
 
 def _marked(work: Callable[[], Any], timeline: Timeline, name: str) -> Callable[[], Any]:
@@ -95,7 +112,7 @@ def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: CtrlC) -> Any:
+def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: Stopper) -> Any:
     """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
     trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
     storage, name = exp_path.rsplit("/", 1)

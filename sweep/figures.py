@@ -7,6 +7,7 @@ distinct colours and line styles; a log y axis only when the values span more th
 """
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,6 +18,18 @@ import numpy as np
 #: Line styles that, combined with the 10 tab10 colours, tell up to 60 series apart.
 LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 4)))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: The colours algorithms are drawn in: tab10, then Dark2 and two more (20 that tell apart).
+PALETTE: tuple[str, ...] = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                            "#bcbd22", "#17becf", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+                            "#a6761d", "#000000", "#6a3d9a", "#b15928")
+#: Each built-in algorithm's colour (an index into PALETTE) in every figure of every study: no two algorithms of a
+#: built-in study of at most 20 share one. Other algorithms get one from their name.
+ALGORITHM_COLOURS = {
+    "soba": 0, "dtfbo": 1, "stfbo": 2, "aid_cg": 3, "aid_fp": 4, "amigo": 5, "bome": 6, "bsa": 7, "bsg1": 8,
+    "bvfsm": 9, "f2ba": 10, "f2sa": 11, "fsla": 12, "itd": 13, "mrbo": 14, "penalty": 15, "saba": 16, "srba": 17,
+    "stocbio": 18, "sustain": 19, "ttsa": 3, "vrbo": 4, "af2obo": 0, "dsblo": 1, "f2csa": 3, "f2obo": 1, "oagd": 2,
+    "obbo": 3, "ogd": 0, "sobow": 4, "ssigd": 4,
+}
 #: A log y axis only when max / min of the (positive) values is at least this (1.5 decades).
 LOG_SPAN = 30.0
 
@@ -50,6 +63,32 @@ def styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
             style["marker"] = MARKERS[(i // 60) % len(MARKERS)]
             style["markevery"] = 0.2
         out[lab] = style
+    return out
+
+
+def algorithm_colour(algorithm: str) -> str:
+    """The algorithm's colour, the same in every study (SOBA is never green in one report and blue in the next)."""
+    index = ALGORITHM_COLOURS.get(algorithm)
+    return PALETTE[index if index is not None else zlib.crc32(algorithm.encode()) % len(PALETTE)]
+
+
+def algorithm_styles(configs: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Style per configuration label from (label, algorithm name) pairs: the colour is the algorithm's; the
+    configurations that share a colour (one algorithm's grid, or two algorithms of one colour) differ by line
+    style, then by markers."""
+    out: dict[str, dict[str, Any]] = {}
+    used: dict[str, int] = defaultdict(int)
+    for label, algorithm in configs:
+        if label in out:
+            continue
+        colour = algorithm_colour(algorithm)
+        i = used[colour]
+        used[colour] += 1
+        style: dict[str, Any] = {"color": colour, "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+        if i >= len(LINESTYLES):
+            style["marker"] = MARKERS[(i // len(LINESTYLES) - 1) % len(MARKERS)]
+            style["markevery"] = 0.2
+        out[label] = style
     return out
 
 
@@ -129,12 +168,13 @@ def panels(n: int, width: float = 4.6, height: float = 3.6, cols: int = 2) -> tu
 
 
 def plot_axis(rows: list[dict[str, Any]], axis_name: str, metric: str, title: str, path: Path,
-              log_x: bool = True) -> Path:
+              log_x: bool = True, algorithms: dict[str, str] | None = None) -> Path:
     """Median final metric and its 25–75% range along the study axis: one panel per problem, one line per
-    configuration (the band only where it has at least two seeds)."""
+    configuration (the band only where it has at least two seeds), in its algorithm's colour (`algorithms`:
+    configuration label -> algorithm name; a label not in it is taken for an algorithm's name)."""
     key = f"median_{metric}"
     probs = list(dict.fromkeys(r["problem"] for r in rows)) or ["(no runs)"]
-    style = styles(r["algorithm"] for r in rows)
+    style = algorithm_styles((r["algorithm"], (algorithms or {}).get(r["algorithm"], r["algorithm"])) for r in rows)
     fig, axes = panels(len(probs), width=5.2, height=3.8, cols=3)
     handles: dict[str, Any] = {}
     for ax, prob in zip(axes, probs):

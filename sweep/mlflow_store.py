@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,37 @@ def prepare(uri: str, artifact_location: str | None) -> None:
     os.replace(tmp, path)
 
 
+#: How long the MLflow store may go without answering before the driver gives up on it (seconds): a store that
+#: takes TCP but never speaks the protocol (a listener on a database port) would otherwise keep it waiting for ever.
+STALL_SECONDS = 60.0
+
+
+class Answers:
+    """When the MLflow store last answered a call of this driver (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def mark(self) -> None:
+        """The store just answered."""
+        self.last = time.monotonic()
+
+    def silent_for(self, since: float) -> float:
+        """Seconds without an answer, counted from `since` at the earliest."""
+        return time.monotonic() - max(self.last, since)
+
+
+def wait_answering(thread: threading.Thread, answers: Answers, stall: float | None = None) -> bool:
+    """Wait for `thread` to end while the store keeps answering; False when it went `stall` seconds without."""
+    stall = STALL_SECONDS if stall is None else stall
+    since = time.monotonic()
+    while thread.is_alive():
+        thread.join(timeout=min(0.2, stall))
+        if thread.is_alive() and answers.silent_for(since) > stall:
+            return False
+    return True
+
+
 #: The niceness of a yielding background thread (0 normal, 19 lowest).
 YIELDING_NICE = 10
 
@@ -90,6 +122,14 @@ class Background:
             self._value = work()
         except BaseException as exc:  # noqa: BLE001  handed to the caller of result()
             self._error = exc
+
+    def done(self, answers: Answers, stall: float | None = None) -> bool:
+        """Whether the work ended (`result` then returns at once), waiting while the store keeps answering."""
+        return wait_answering(self._thread, answers, stall)
+
+    def ready(self) -> bool:
+        """Whether the work has ended."""
+        return not self._thread.is_alive()
 
     def result(self) -> Any:
         self._thread.join()

@@ -19,6 +19,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from sweep.masking import mask_text
+from sweep.mlflow_store import Answers, wait_answering
 from sweep.model import Point
 from sweep.store import ResultStore
 from sweep.tracking import FLUSH_SECONDS, SyncLog, Tracker
@@ -32,7 +34,7 @@ class MlflowCallback(Callback):
     """Driver-side Tune callback mirroring every result into the study's MLflow runs, off Tune's thread."""
 
     def __init__(self, connect: Callable[[], tuple[Tracker, SyncLog]], index: dict[str, tuple[Point, int]],
-                 store: ResultStore) -> None:
+                 store: ResultStore, answers: Answers | None = None) -> None:
         self._connect = connect  # -> the tracker and its sync log, called on the writer thread
         self.tracker: Tracker | None = None
         self.synced: SyncLog | None = None
@@ -42,6 +44,8 @@ class MlflowCallback(Callback):
         self.connect_error: Exception | None = None
         self.max_lag = 0.0  # longest time a result waited before its write ended (seconds)
         self.drain_seconds = 0.0  # how long `close` waited for the queue to empty
+        self.answers = answers or Answers()  # when the store last answered (the tracker marks it)
+        self.stalled = False  # `close` gave up: the store stopped answering with results still queued
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="bisweep-mlflow", daemon=True)
         self._thread.start()
@@ -87,16 +91,19 @@ class MlflowCallback(Callback):
             self.max_lag = max(self.max_lag, time.monotonic() - min(when for _, when, *_ in items))
         except Exception as exc:  # noqa: BLE001  MLflow trouble must not stop the study; results stay on disk
             self.error = exc
-            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {exc}); "
+            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {mask_text(str(exc))}); "
                   "results are kept on disk and synced at the end", file=sys.stderr)
 
-    def close(self) -> None:
-        """Log everything queued, then stop the writer thread."""
+    def close(self, stall: float | None = None) -> bool:
+        """Log everything queued, then stop the writer thread; False (and `stalled`) when the store went `stall`
+        seconds (default mlflow_store.STALL_SECONDS) without answering: the thread is left behind, the results
+        stay on disk for the next run to send."""
         start = time.monotonic()
         if self._thread.is_alive():
             self._queue.put(None)
-            self._thread.join()
+            self.stalled = not wait_answering(self._thread, self.answers, stall)
         self.drain_seconds = time.monotonic() - start
+        return not self.stalled
 
     # ---- Tune events ----
     def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:

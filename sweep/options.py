@@ -5,14 +5,16 @@ allowed, so a mistyped option never turns into a hang, a traceback or a half-wri
 """
 from __future__ import annotations
 
+import base64
 import os
 import re
 import socket
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from problems.validation import ParameterError
+from sweep.masking import mask, mask_text
 
 #: Tracking-store schemes MLflow 3 accepts here (file stores are refused by MLflow itself).
 TRACKING_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql")
@@ -61,7 +63,7 @@ def check_address(address: str | None, field: str = "address") -> None:
     m = re.fullmatch(r"\[?([^\]\s]+?)\]?:(\d{1,5})", address)
     if m is None or "://" in address or not 0 < int(m.group(2)) < 65536:  # a URL (the dashboard's) is no head
         raise ParameterError(f"{field}: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
-                             f"got {address!r}{unset}")
+                             f"got {mask(address)!r}{unset}")
     refused = _refused(m.group(1), int(m.group(2)), f"Ray head answers at {address}")
     if refused:
         raise ParameterError(f"{field}: {refused}; start the cluster (`ray start --head`) or check the address{unset}")
@@ -107,7 +109,7 @@ def check_tracking_uri(uri: str | None) -> None:
         return
     scheme = urlsplit(uri).scheme.split("+")[0]
     if scheme not in TRACKING_SCHEMES or (scheme == "sqlite" and not uri.startswith("sqlite:///")):
-        raise ParameterError(f"tracking-uri: must be {TRACKING_HELP}, got {uri!r}")
+        raise ParameterError(f"tracking-uri: must be {TRACKING_HELP}, got {mask(uri)!r}")
     if scheme == "sqlite":
         _check_sqlite_file(Path(uri[len("sqlite:///"):]))
     if scheme in ("http", "https"):
@@ -118,10 +120,17 @@ def check_tracking_uri(uri: str | None) -> None:
 
 def _check_server(uri: str) -> None:
     """An MLflow server answers its health check (asked once: the MLflow client would retry for minutes)."""
+    parts = urlsplit(uri)
+    # urllib takes user:password@ for a part of the host name: the credentials go in a header, as MLflow sends them
+    request = urllib.request.Request(parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().rstrip("/")
+                                     + "/health")
+    if parts.username is not None:
+        token = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=2 * CONNECT_TIMEOUT).close()
+        urllib.request.urlopen(request, timeout=2 * CONNECT_TIMEOUT).close()
     except OSError as exc:
-        raise ParameterError(f"tracking-uri: no MLflow server answers at {uri} ({exc})") from None
+        raise ParameterError(f"tracking-uri: no MLflow server answers at {mask(uri)} ({mask_text(str(exc))})") from None
 
 
 #: Default ports of the database servers MLflow can keep its store in.
@@ -135,18 +144,10 @@ def _check_database(uri: str, scheme: str) -> None:
     try:
         host, port = parts.hostname, parts.port or DATABASE_PORTS[scheme]
     except ValueError as exc:  # a port that is no number
-        raise ParameterError(f"tracking-uri: {exc} in {_without_password(uri)!r}") from None
+        raise ParameterError(f"tracking-uri: {exc} in {mask(uri)!r}") from None
     refused = host and _refused(host, port, f"database server answers at {host}:{port}")
     if refused:
         raise ParameterError(f"tracking-uri: {refused}")
-
-
-def _without_password(uri: str) -> str:
-    """The URI with its password (if any) shown as ***."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
 #: The first 16 bytes of every SQLite database file.
@@ -191,4 +192,4 @@ def check_storage(storage: str | None) -> None:
         pyarrow.fs.FileSystem.from_uri(storage)
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ParameterError(f"storage: cannot use {storage} ({first})") from None
+        raise ParameterError(f"storage: cannot use {mask(storage)} ({mask_text(first)})") from None

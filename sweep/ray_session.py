@@ -7,16 +7,70 @@ import contextlib
 import gc
 import logging
 import os
+import re
+import selectors
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 from problems.validation import ParameterError
+from sweep.masking import mask, mask_text
 
 NAMESPACE = "bisweep"
 
 
 class ClusterError(ParameterError):
     """The Ray cluster at --address could not be reached (a bad address or token)."""
+
+
+class NodeLost(RuntimeError):
+    """The Ray node(s) a study ran on went away (sweep/node_watch.py); the message is the driver's one line."""
+
+
+#: How long a Ray head may take to answer the handshake (seconds).
+HANDSHAKE_SECONDS = 5.0
+#: Asks the GCS at argv[1] one question, in a process of its own: Ray's client retries a silent address for ~30 s,
+#: printing a warning line each time, and cannot be stopped from this thread.
+_PROBE = ("import sys\nfrom ray._raylet import GcsClient\nprint('imported', flush=True)\n"
+          "GcsClient(address=sys.argv[1]).internal_kv_get(b'bisweep-probe', None, timeout=float(sys.argv[2]))\n")
+
+
+def check_head(address: str, field: str = "address") -> None:
+    """A Ray head answers Ray's handshake at host:port within HANDSHAKE_SECONDS (a port that takes TCP but speaks
+    another protocol, or a cluster whose token this driver lacks, is refused before anything is written)."""
+    proc = subprocess.Popen([sys.executable, "-c", _PROBE, address, str(HANDSHAKE_SECONDS)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_line(proc, 60.0)  # importing Ray's core library (seconds on a busy machine) is not the handshake
+        _, err = proc.communicate(timeout=HANDSHAKE_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise ClusterError(f"{field}: no Ray head answered at {mask(address)} within {HANDSHAKE_SECONDS:g} s (something "
+                           "takes TCP there but does not speak Ray's protocol); give the head's GCS port (`ray start "
+                           "--head` prints it, 6379 by default)") from None
+    if proc.returncode == 0:
+        return
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else f"exit code {proc.returncode}"
+    # A wrong token is an AuthenticationError; with RAY_AUTH_MODE=token and no token Ray's core aborts, saying so.
+    if _AUTH.search(err):
+        raise ClusterError(f"{field}: the Ray cluster at {mask(address)} wants an auth token this driver does not "
+                           "have: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token) as the cluster's")
+    raise ClusterError(f"{field}: no Ray head answered at {mask(address)} ({mask_text(last)[:300]})")
+
+
+_AUTH = re.compile(r"AuthenticationError|InvalidAuthToken|auth(entication)?[ _-]?token", re.IGNORECASE)
+
+
+def _wait_line(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait until `proc` prints a line (or ends); TimeoutExpired after `timeout` seconds."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    proc.stdout.readline()
 
 
 #: The raylet connects to its object store as soon as the store listens: Ray retries the connection once a second
@@ -35,7 +89,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         try:
             ray.init(address=address, **common)
         except ConnectionError as exc:
-            raise ClusterError(f"address: cannot connect to the Ray cluster at {address} ({exc}); is it running, "
+            raise ClusterError(f"address: cannot connect to the Ray cluster at {mask(address)} ({mask_text(str(exc))}); is it running, "
                                "and is RAY_AUTH_TOKEN (or ~/.ray/auth_token) the cluster's token?") from exc
     else:
         # Trials import study plugins by name: let local workers see the caller's directory. PL_DISABLE_FORK is

@@ -19,7 +19,6 @@ from sweep import claims, kinds, report_cache
 from sweep.claims import ClaimReport
 from sweep.curves import palette, plot_convergence, plot_regret
 from sweep.results import RunData, load_runs, problem_label
-from sweep.sources import import_plugins
 from sweep.store import ResultStore
 from sweep.tables import best_table, format_table, runs_table, slug, write_csv
 
@@ -31,6 +30,12 @@ class Report:
     directory: Path
     tables: dict[str, list[dict[str, Any]]]
     plots: list[Path]
+    partial: str | None = None  # "12 of 40 runs ended" while the study has runs not ended, else None
+
+    @property
+    def artifact_name(self) -> str:
+        """Where the report goes in MLflow: its directory's name, with '-partial' while runs are missing."""
+        return self.directory.name + ("-partial" if self.partial else "")
 
 
 def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
@@ -46,12 +51,13 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()
-    import_plugins((meta.get("source") or {}).get("imports", []))  # a plugin kind or claim
+    _check_registered(meta)  # never imported from study.json: a received results directory must not run code
     meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
     fp = report_cache.fingerprint(store, meta, opts)
+    partial = _partial(store, meta)
     if not force and report_cache.up_to_date(d, fp):
-        return _cached(d, out, quiet)
+        return dataclasses.replace(_cached(d, out, quiet), partial=partial)
     runs = load_runs(store, meta)
     if d != store.report_dir:
         _check_metric(runs, opts["metric"])
@@ -67,7 +73,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
     if meta.get("online"):
         plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
-    text = _summary_text(meta, tables)
+    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(meta, tables)
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
@@ -82,7 +88,28 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         out.write(text)
         out.write(f"report written to {d}\n")
         out.flush()
-    return Report(d, tables, plots)
+    return Report(d, tables, plots, partial)
+
+
+def _partial(store: ResultStore, meta: dict[str, Any]) -> str | None:
+    """'N of M runs ended' when some of the study's runs have not ended (a report during a run), else None."""
+    ended = store.ended()
+    total = len(meta["points"]) * len(meta["seeds"])
+    n = sum(f"{p['key']}.s{s}" in ended for p in meta["points"] for s in meta["seeds"])
+    return f"{n} of {total} runs ended" if n < total else None
+
+
+def _check_registered(meta: dict[str, Any]) -> None:
+    """A kind or claim the study's plugin modules registered must be registered already (by the study's YAML when
+    it ran here, or `--import`): one line naming the modules otherwise."""
+    missing = [f"kind {meta['kind']!r}"] if meta["kind"] not in kinds.names() else []
+    if meta.get("claim") and meta["claim"] not in claims.CLAIMS:
+        missing.append(f"claim {meta['claim']!r}")
+    if missing:
+        modules = [str(m) for m in (meta.get("source") or {}).get("imports", []) if isinstance(m, str)]
+        named = f" (the study named the modules {', '.join(map(repr, modules))[:300]})" if modules else ""
+        raise ParameterError(f"import: this study's {' and '.join(missing)} is not registered{named}; a results "
+                             "directory never imports code: give --import MODULE for each module you trust")
 
 
 def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
@@ -130,7 +157,7 @@ def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimR
 
 
 def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path,
-                       order: list[str]) -> list[Path]:
+                       order: dict[str, str]) -> list[Path]:
     """One convergence figure per problem configuration."""
     by_problem: dict[str, list[RunData]] = defaultdict(list)
     for r in runs:

@@ -8,7 +8,7 @@ draws it (the sweep package and the study's plugin modules). Re-running a finish
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import sys
 import json
 from pathlib import Path
 from typing import Any
@@ -20,12 +20,13 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def _code_stamp(imports: list[str]) -> str:
-    """Sizes and modification times of the sweep package's modules and the study's plugin modules."""
+    """Sizes and modification times of the sweep package's modules and the study's plugin modules that are
+    imported (looked up in sys.modules only: finding a module's file may import its package)."""
     files = sorted(_PACKAGE.rglob("*.py"))
     for name in imports:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin:
-            files.append(Path(spec.origin))
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        if getattr(module, "__file__", None):
+            files.append(Path(module.__file__))
     return "\n".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files if f.exists())
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -23,10 +24,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from problems.validation import ParameterError
 from sweep import kinds, mlflow_store, options, rounds, spec
 from sweep.lock import StudyLock
+from sweep.masking import mask, mask_text
 from sweep.model import Point, Study
 from sweep.processes import ProcessGuard
 from sweep.progress import Progress
-from sweep.ray_session import ClusterError, quiet_logs, start_ray, stop_ray
+from sweep.ray_session import ClusterError, check_head, quiet_logs, start_ray, stop_ray
 from sweep.report import build_report
 from sweep.session import Session, Timeline, process_start
 from sweep.store import ResultStore
@@ -45,11 +47,12 @@ class Outcome:
     study: Study
     results_dir: Path
     tracking_uri: str
-    parent_run_id: str
+    parent_run_id: str | None  # None when the MLflow store stopped answering
     counts: dict[str, int]
     report_dir: Path | None
     interrupted: bool = False
     stopped: bool = False  # by Ctrl-C
+    mlflow_unsent: int = 0  # ended runs on disk whose results MLflow did not get (the next run sends them)
 
     @property
     def interrupted_by_user(self) -> bool:
@@ -58,8 +61,8 @@ class Outcome:
 
     @property
     def complete(self) -> bool:
-        """True when every run finished or diverged."""
-        return self.counts["failed"] == 0 and self.counts["missing"] == 0
+        """True when every run finished or diverged, and MLflow has them all."""
+        return self.counts["failed"] == 0 and self.counts["missing"] == 0 and self.mlflow_unsent == 0
 
 
 # ---------------------------------------------------------------- the study
@@ -78,6 +81,8 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
     address, address_field = options.ray_address(address)
     options.check_resources(study.resources["cpu"], address, num_cpus)
     options.check_address(address, address_field)
+    if address and address != "auto" and not address.startswith("ray://"):
+        check_head(address, address_field)  # Ray's handshake, before anything is written
     if resume and not (root / "study.json").exists():
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()
@@ -102,8 +107,9 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
     Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
     then reach Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
     """
-    where = f"the Ray cluster at {address}" if address else f"a local Ray ({num_cpus or os.cpu_count()} CPUs)"
-    say(f"bisweep: starting {where}{purpose}")
+    where = (f"connecting to the Ray cluster at {mask(address)}" if address
+             else f"starting a local Ray ({num_cpus or os.cpu_count()} CPUs)")
+    say(f"bisweep: {where}{purpose}")
     guard = None if address else ProcessGuard(str(root))
     if guard is not None and guard.start():
         say("bisweep: stopped processes a killed earlier driver of this study left running")
@@ -130,57 +136,100 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     say = Progress(study, 0, out).message
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
         f"= {len(study.run_keys)} runs; results in {root}")
-    say(f"bisweep: MLflow tracking at {uri}")
+    say(f"bisweep: MLflow tracking at {mask(uri)}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
                        uri, ray_held)
-    connecting = connect_tracking(uri, study, store, index)  # on a thread, while Ray starts
+    connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    writer = None
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        tracker, synced, writer = _run_pending(session, pending, len(done), connecting, address, num_cpus, report)
+        writer = _run_pending(session, pending, len(done), connecting, address, num_cpus, report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
-        (tracker, synced), writer = connecting.result(), None
-    return _finish(session, tracker, synced, writer, written, report, len(pending))
+    return _finish(session, connecting, writer, written, report, len(pending))
 
 
-def _finish(session: Session, tracker: Tracker, synced: SyncLog, writer: MlflowCallback | None, written: Any,
+def _finish(session: Session, connecting: mlflow_store.Background, writer: MlflowCallback | None, written: Any,
             report: bool, runs: int) -> Outcome:
-    """After the runs: sync MLflow, build the report, end the parent run, record the session."""
-    study, store, index, timeline = session.study, session.store, session.index, session.timeline
+    """After the runs: build the report, then sync MLflow and end the parent run on a thread that is given up
+    when the store stops answering (its results stay on disk for the next run); record the session."""
+    study, store, timeline = session.study, session.store, session.timeline
     root, out = store.root, session.out
     say = Progress(study, 0, out).message
-    synced.add_many(tracker.sync(store, index, synced.keys))  # anything MLflow missed while running
-    timeline.mark("synced")
     written.result()
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
-    report_dir = None
+    report_dir, report_name = None, "report"
     if report:
         say("bisweep: building the report")
-        rep = build_report(root, out=out)
-        report_dir = rep.directory
-        tracker.log_report(report_dir)
+        built = build_report(root, out=out)
+        report_dir, report_name = built.directory, built.artifact_name
         timeline.mark("reported")
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
-    tracker.end_study(status, counts)
+    parent_id = None
+    if writer is None or not writer.stalled:
+        ending = mlflow_store.Background(lambda: _end_mlflow(session, connecting, report_dir, report_name, status,
+                                                             counts),
+                                         "bisweep-mlflow-end")
+        if ending.done(session.answers):
+            parent_id = ending.result()
     timeline.mark("end")
-    _write_session(store, timeline, writer, runs)
+    _write_session(store, timeline, writer, runs, study.spec_hash)
+    unsent = 0 if parent_id is not None else _unsent(session, connecting)
+    tail = (f"MLflow parent run {parent_id}" if parent_id is not None else
+            f"MLflow logging incomplete: {unsent} results not sent; run again to send them")
     say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
-        f"{counts['missing']} not run | MLflow parent run {tracker.parent_id}")
+        f"{counts['missing']} not run | {tail}")
     if counts["missing"] == 0 and "://" not in session.exp_path:
         shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
-    return Outcome(study, root, session.tracking_uri, tracker.parent_id, counts, report_dir, interrupted,
-                   session.stopped)
+    return Outcome(study, root, session.tracking_uri, parent_id, counts, report_dir, interrupted,
+                   session.stopped, unsent)
+
+
+def _end_mlflow(session: Session, connecting: mlflow_store.Background, report_dir: Path | None, report_name: str,
+                status: str, counts: dict[str, int]) -> str:
+    """Send what MLflow missed while running, attach the report, end the parent run; its id."""
+    tracker, synced = connecting.result()
+    synced.add_many(tracker.sync(session.store, session.index, synced.keys))
+    session.timeline.mark("synced")
+    if report_dir is not None:
+        tracker.log_report(report_dir, report_name)  # 'report-partial' while runs are missing
+    tracker.end_study(status, counts, active_seconds(session))
+    return tracker.parent_id
+
+
+def _unsent(session: Session, connecting: mlflow_store.Background) -> int:
+    """Ended runs of the session's study that MLflow has not got (as far as the sync logs say)."""
+    try:
+        sent = connecting.result()[1].keys if connecting.ready() else None
+    except Exception:  # noqa: BLE001  a store that could not be used got nothing
+        sent = None
+    if sent is None:  # never connected: what any parent run of this directory got
+        logs = (session.store.root / "mlflow_synced").glob("*.txt")
+        sent = {k for log in logs for k in log.read_text().split()}
+    return len({k for k in session.store.ended() if k in session.index} - sent)
+
+
+def active_seconds(session: Session) -> float:
+    """How long the sessions of this study (this one included) have run: the parent run's duration."""
+    total = time.time() - session.timeline.start
+    path = session.store.root / "sessions.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError, TypeError):
+                entry = json.loads(line)
+                if entry.get("spec_hash") == session.study.spec_hash and isinstance(entry.get("end"), (int, float)):
+                    total += float(entry["end"])
+    return total
 
 
 def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
-                 address: str | None, num_cpus: int | None,
-                 report: bool) -> tuple[Tracker, SyncLog, MlflowCallback]:
-    """Run the pending runs in one fresh Tune experiment; the tracker, its sync log and the MLflow writer."""
+                 address: str | None, num_cpus: int | None, report: bool) -> MlflowCallback:
+    """Run the pending runs in one fresh Tune experiment; the MLflow writer."""
     progress = Progress(session.study, done_before, session.out)
     loading = mlflow_store.Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(session.store.root, address, num_cpus,
@@ -210,26 +259,28 @@ def _loaded(loading: mlflow_store.Background) -> ModuleType:
         return _import_experiment()
 
 
-def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int) -> None:
+def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int,
+                   spec_hash: str) -> None:
     """One line per session in sessions.jsonl: its phases, runs and how MLflow kept up."""
-    line = {"started": timeline.start, "runs": runs, **timeline.marks}
+    line = {"started": timeline.start, "spec_hash": spec_hash, "runs": runs, **timeline.marks}
     if writer is not None:
         line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
     with open(store.root / "sessions.jsonl", "a") as fh:
         fh.write(json.dumps(line) + "\n")
 
 
-def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str, tuple[Point, int]]) -> Any:
+def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str, tuple[Point, int]],
+                     answers: mlflow_store.Answers | None = None) -> Any:
     """The study's Tracker, parent run and sync log, made on a thread (`.result()`); a one-line error when
     the tracking store cannot be used (a server that does not answer was refused by options.check_tracking_uri)."""
     def connect() -> tuple[Tracker, SyncLog]:
         try:
-            tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root))
+            tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root), answers)
             parent = tracker.start_study(study)
         except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
             first_line = str(exc).strip().split("\n", 1)[0]  # SQLAlchemy's errors add the SQL and a link
-            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {uri} "
-                                 f"({type(exc).__name__}: {first_line})") from exc
+            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {mask(uri)} "
+                                 f"({type(exc).__name__}: {mask_text(first_line)})") from exc
         synced = SyncLog(store, parent)
         synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced

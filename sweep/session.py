@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, TextIO
 
+from sweep.mlflow_store import Answers
 from sweep.model import Point, Study
 from sweep.store import ResultStore
 
@@ -50,3 +51,4 @@ class Session:
     tracking_uri: str
     ray_held: bool  # Ray started (and guarded) by the caller for several sessions: neither started nor stopped here
     stopped: bool = False  # Ctrl-C stopped the session's experiment
+    answers: Answers = dataclasses.field(default_factory=Answers)  # when the MLflow store last answered

@@ -15,13 +15,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from problems.validation import ParameterError
 from sweep.model import Study
 
 DONE_STATUSES = ("finished", "diverged")
+#: A key read from disk that names a file: no path separator, no control character, not '.'-led.
+PLAIN_NAME = re.compile(r"[^./\\\x00-\x1f][^/\\\x00-\x1f]*")
+#: Longest such key in bytes (a file name is at most 255 bytes, with room for '.json.tmp').
+MAX_NAME_BYTES = 240
+
+
+def plain(key: Any, field: str) -> str:
+    """`key` if it is a plain file name (a crafted results directory must not reach files outside it)."""
+    if not isinstance(key, str) or not PLAIN_NAME.fullmatch(key) or len(key.encode()) > MAX_NAME_BYTES:
+        raise ParameterError(f"{field}: {str(key)[:80]!r} is not a plain name (no '/', '\\', control "
+                             f"characters or leading '.'; at most {MAX_NAME_BYTES} bytes)")
+    return key
 
 
 def study_head(study: Study) -> dict[str, Any]:
@@ -96,7 +110,16 @@ class ResultStore:
         path = self.root / "study.json"
         if not path.exists():
             raise FileNotFoundError(f"no study results in {self.root} (run the study first)")
-        return json.loads(path.read_text())
+        meta = json.loads(path.read_text())
+        points = meta.get("points") if isinstance(meta, dict) else None
+        if not isinstance(points, list) or not isinstance(meta.get("seeds"), list):
+            raise ParameterError(f"study.json: {path} holds no study (points and seeds)")
+        for i, point in enumerate(points):
+            plain(point.get("key") if isinstance(point, dict) else None, f"study.json: points[{i}].key")
+        for i, seed in enumerate(meta["seeds"]):
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                raise ParameterError(f"study.json: seeds[{i}] must be an integer, got {str(seed)[:80]!r}")
+        return meta
 
     # ---- records ----
     def _seen_for(self, run_key: str) -> set[tuple[int, str]]:
@@ -119,12 +142,12 @@ class ResultStore:
                 lines.append(json.dumps(record) + "\n")
         if lines:
             self.records_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.records_dir / f"{run_key}.jsonl", "a") as fh:
+            with open(self.records_dir / f"{plain(run_key, 'run key')}.jsonl", "a") as fh:
                 fh.write("".join(lines))
         return len(lines)
 
     def _read_lines(self, run_key: str) -> list[dict[str, Any]]:
-        path = self.records_dir / f"{run_key}.jsonl"
+        path = self.records_dir / f"{plain(run_key, 'run key')}.jsonl"
         if not path.exists():
             return []
         out = []
@@ -148,7 +171,7 @@ class ResultStore:
     def finish(self, run_key: str, summary: dict[str, Any]) -> None:
         """Write a run's summary (status finished, diverged or failed), then note it in ended.txt."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.runs_dir / f"{run_key}.json", json.dumps(summary, default=repr))
+        _atomic_write(self.runs_dir / f"{plain(run_key, 'run key')}.json", json.dumps(summary, default=repr))
         with open(self.root / "ended.txt", "a") as fh:
             fh.write(f"{summary['status']} {run_key}\n")
         self._seen.pop(run_key, None)  # an ended run gets no more records: keep memory flat at any N
@@ -157,7 +180,7 @@ class ResultStore:
 
     def summary(self, run_key: str) -> dict[str, Any] | None:
         """A run's summary, or None when it has not ended."""
-        path = self.runs_dir / f"{run_key}.json"
+        path = self.runs_dir / f"{plain(run_key, 'run key')}.json"
         return json.loads(path.read_text()) if path.exists() else None
 
     def summaries(self, run_keys: Iterable[str] | None = None) -> list[dict[str, Any]]:

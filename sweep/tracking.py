@@ -83,9 +83,11 @@ def _now_ms() -> int:
 class Tracker:
     """The MLflow side of one study: a client, the parent run, and the child runs written in batches."""
 
-    def __init__(self, tracking_uri: str, experiment: str, artifact_location: str | None = None) -> None:
+    def __init__(self, tracking_uri: str, experiment: str, artifact_location: str | None = None,
+                 answers: mlflow_store.Answers | None = None) -> None:
         from mlflow import MlflowClient
 
+        self.answers = answers or mlflow_store.Answers()  # marked after each call the store answered
         mlflow_store.prepare(tracking_uri, artifact_location)  # a new SQLite store: a copy, not migrations
         self.tracking_uri = tracking_uri
         self.client = MlflowClient(tracking_uri)
@@ -98,6 +100,7 @@ class Tracker:
         self._steps: dict[str, set[int]] = {}  # run key -> steps logged or buffered
         self._batch = Batch()
         self._last_flush = time.monotonic()
+        self.answers.mark()
 
     def _experiment(self, name: str, artifact_location: str | None) -> str:
         from mlflow.exceptions import MlflowException
@@ -136,6 +139,7 @@ class Tracker:
         self.describe(study.description or study.name)
         if self.find_parent(study.spec_hash):
             self.client.update_run(self.parent_id, status="RUNNING")
+            self.answers.mark()
             return self.parent_id
         tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,
                 "mlflow.note.content": study.description or study.name}
@@ -145,6 +149,7 @@ class Tracker:
                   "configurations": len(study.points), "runs": len(study.run_keys),
                   **{f"budget.{k}": v for k, v in study.budget.items()}}
         self._log_params(self.parent_id, params)
+        self.answers.mark()
         return self.parent_id
 
     def describe(self, description: str) -> None:
@@ -156,17 +161,24 @@ class Tracker:
         self.client.set_experiment_tag(self.experiment_id, DESCRIPTION, description)
         self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
 
-    def end_study(self, status: str, counts: dict[str, int]) -> None:
-        """Close the parent run with counts of finished, diverged and failed runs."""
+    def end_study(self, status: str, counts: dict[str, int], active_seconds: float | None = None) -> None:
+        """Close the parent run with counts of finished, diverged and failed runs. `active_seconds`: the time the
+        study's sessions ran, which its duration shows (a re-run's end minus the first start counts the pause)."""
         from mlflow.entities import RunTag
 
         self.flush(force=True)
         self.client.log_batch(self.parent_id, tags=[RunTag(f"runs.{k}", str(v)) for k, v in counts.items()])
-        self.client.set_terminated(self.parent_id, status)
+        end_time = None
+        if active_seconds is not None:
+            start = self.client.get_run(self.parent_id).info.start_time
+            end_time = start + int(active_seconds * 1000) if start else None
+        self.client.set_terminated(self.parent_id, status, end_time=end_time)
+        self.answers.mark()
 
     def log_report(self, report_dir: Path, name: str = "report") -> None:
         """Upload the report's tables and plots as artifacts of the parent run (under `name`/)."""
         self.client.log_artifacts(self.parent_id, str(report_dir), name)
+        self.answers.mark()
 
     # ---- child runs ----
     @property
@@ -181,6 +193,7 @@ class Tracker:
         if self._ids is None:
             self._ids = dict(self.sink.children())
             self._before = set(self._ids)
+            self.answers.mark()
         return self._ids
 
     def child(self, run_key: str, point: Point, seed: int, where: dict[str, str] | None = None) -> None:
@@ -254,6 +267,7 @@ class Tracker:
             return
         batch, self._batch = self._batch, Batch()
         self.sink.write(batch, self.children())
+        self.answers.mark()
         for key in batch.ended:  # an ended run is logged completely: forget its steps (memory stays flat)
             self._steps.pop(key, None)
         self._last_flush = time.monotonic()

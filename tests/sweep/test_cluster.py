@@ -137,6 +137,22 @@ def test_without_address_a_study_joins_the_cluster_ray_address_names(loopback_cl
 
 
 @pytest.mark.integration
+def test_a_driver_without_the_clusters_token_is_one_line_before_anything_is_written(loopback_cluster, tmp_path):
+    address, env = loopback_cluster
+    home = tmp_path / "home"  # no ~/.ray/auth_token either
+    home.mkdir()
+    bare = {k: v for k, v in env.items() if k != "RAY_AUTH_TOKEN"} | {"HOME": str(home)}
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "quickstart", "--results-dir", str(tmp_path / "out"),
+                          "--address", address], cwd=REPO, env=bare, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and time.monotonic() - start < 20, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines() == [
+        f"bisweep: error: address: the Ray cluster at {address} wants an auth token this driver does not have: "
+        "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or ~/.ray/auth_token) as the cluster's"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.integration
 def test_a_local_start_is_a_ray_of_its_own_beside_a_running_cluster(loopback_cluster):
     address, env = loopback_cluster  # Ray's own default would join this cluster (and refuse num_cpus)
     own = subprocess.run(
@@ -192,3 +208,45 @@ def test_unreachable_cluster_is_a_one_line_error(monkeypatch):
     monkeypatch.setattr(ray, "init", refuse)
     with pytest.raises(ClusterError, match=r"^address: cannot connect to the Ray cluster at 10.0.0.1:6379 .*RAY_AUTH_TOKEN"):
         start_ray("10.0.0.1:6379", None)
+
+
+def test_bisweep_cluster_check_gives_one_line_per_error_of_rays_schema(repo, tmp_path, capsys):
+    from sweep.cli import main
+
+    assert main(["cluster", "check", str(repo / "cluster.yaml")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == f"bisweep: {repo / 'cluster.yaml'} is a valid Ray cluster file"
+    raw = yaml.safe_load((repo / "cluster.yaml").read_text())
+    raw["available_node_types"]["cpu_worker"]["min_worker"] = 1  # a typo
+    raw["idle_timeout_minutes"] = "ten"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    assert main(["cluster", "check", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.splitlines() == [
+        f"bisweep: error: {bad}: available_node_types.cpu_worker: Additional properties are not allowed "
+        "('min_worker' was unexpected)",
+        f"bisweep: error: {bad}: idle_timeout_minutes: 'ten' is not of type 'number'",
+    ]
+    raw = yaml.safe_load((repo / "cluster.yaml").read_text())
+    raw["head_node_type"] = "gpu_head"
+    bad.write_text(yaml.safe_dump(raw))
+    assert main(["cluster", "check", str(bad)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"bisweep: error: {bad}: `head_node_type` must be one of `available_node_types`."]
+    bad.write_text("provider: [aws]\n")
+    assert main(["cluster", "check", str(bad)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"bisweep: error: {bad}: provider.type: required (aws, gcp, azure, local, ...)"]
+
+
+def test_the_cloud_extras_install_what_rays_cluster_launcher_imports(repo):
+    import tomllib
+
+    extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [r.split(">")[0] for r in extras["aws"]] == ["boto3"]
+    assert [r.split(">")[0] for r in extras["gcp"]] == ["google-api-python-client", "google-auth-httplib2"]
+    launcher = Path(__import__("ray.autoscaler").autoscaler.__file__).parent / "_private"
+    assert "import boto3" in (launcher / "aws" / "config.py").read_text()
+    assert "import googleapiclient" in (launcher / "gcp" / "config.py").read_text()
+    assert "import google_auth_httplib2" in (launcher / "gcp" / "config.py").read_text()

@@ -79,7 +79,7 @@ def test_the_seconds_panel_ends_at_the_table_median(tmp_path, captured):
             for s, f in enumerate(finals)]
     curves.plot_convergence(runs, "grad_F_sq", "min", "study: quadratic", tmp_path / "c.png", None)
     fig = captured[0]
-    style = figures.styles(["soba"])["soba"]
+    style = figures.algorithm_styles([("soba", "soba")])["soba"]
     seconds = fig.axes[2]
     line = _median_line(seconds, style["color"])
     assert line.get_ydata()[-1] == pytest.approx(an.median(finals), rel=1e-12) == 2.0
@@ -157,20 +157,34 @@ def test_axis_plot_has_a_panel_per_problem_labels_ticks_and_caption(tmp_path, mo
     figures.pyplot().close(fig)
 
 
-def test_a_configuration_keeps_its_colour_in_every_figure_of_a_study(tmp_path, captured):
-    # Three algorithms in the study; the second figure lacks `amigo`, which sits between the other two in
-    # the study's order. With the study's palette `stocbio` keeps the third colour there too.
+def test_an_algorithm_keeps_its_colour_in_every_figure_of_every_study(tmp_path, captured):
+    """Colours follow the algorithm, not a study's order: soba is drawn alike in a study that lists it first and
+    in one that lists it last, and two configurations of one algorithm differ by line style."""
     recs = _records([0.0, 0.1, 0.2], [10.0, 5.0, 1.0])
-    runs = [_run(label, 0, label, recs) for label in ("soba", "amigo", "stocbio")]
-    order = curves.palette(runs)
-    assert order == ["soba", "amigo", "stocbio"]
-    curves.plot_convergence(runs, "grad_F_sq", "min", "all", tmp_path / "a.png", None, order=order)
-    curves.plot_convergence([runs[0], runs[2]], "grad_F_sq", "min", "subset", tmp_path / "b.png", None, order=order)
-    tab10 = figures.pyplot().cm.tab10
-    for fig in captured:
-        colours = {line.get_color() for line in fig.axes[0].get_lines()}
-        assert tab10(2) in colours and tab10(0) in colours  # stocbio third, soba first, in both figures
-    assert tab10(1) not in {line.get_color() for line in captured[1].axes[0].get_lines()}
-    # Without the palette the subset figure would have re-coloured stocbio with amigo's colour.
-    curves.plot_convergence([runs[0], runs[2]], "grad_F_sq", "min", "plain", tmp_path / "c.png", None)
-    assert tab10(1) in {line.get_color() for line in captured[2].axes[0].get_lines()}
+    first = [_run(label, 0, label, recs) for label in ("soba", "amigo", "stocbio")]
+    last = [_run(label, 0, label, recs) for label in ("stocbio", "dtfbo", "soba")]
+    for i, runs in enumerate((first, last)):
+        curves.plot_convergence(runs, "grad_F_sq", "min", f"study {i}", tmp_path / f"{i}.png", None,
+                                order=curves.palette(runs))
+    legend_colours = [dict(zip([t.get_text() for t in fig.legends[0].get_texts()],
+                               [h.get_color() for h in fig.legends[0].legend_handles])) for fig in captured]
+    assert legend_colours[0]["soba"] == legend_colours[1]["soba"] == figures.algorithm_colour("soba") == "#1f77b4"
+    assert legend_colours[0]["stocbio"] == legend_colours[1]["stocbio"] == figures.algorithm_colour("stocbio")
+    assert len({*legend_colours[0].values()}) == 3 and len({*legend_colours[1].values()}) == 3
+    for fig, legend in zip(captured, legend_colours):  # the lines are drawn in the legend's colours
+        assert {line.get_color() for line in fig.axes[0].get_lines()} >= set(legend.values())
+    grid = [_run("soba", 0, f"soba{k}", recs, grid={"lr": k}) for k in (1, 2)]
+    styles = figures.algorithm_styles((lab, "soba") for lab in curves.palette(grid))
+    assert [s["color"] for s in styles.values()] == ["#1f77b4", "#1f77b4"]
+    assert [s["linestyle"] for s in styles.values()] == ["-", "--"]
+
+
+def test_every_built_in_study_of_at_most_20_algorithms_has_one_colour_per_algorithm():
+    import yaml
+
+    from sweep.sources import builtin_studies
+
+    for name, path in builtin_studies().items():
+        algs = {e if isinstance(e, str) else e["name"] for e in (yaml.safe_load(path.read_text()).get("algorithms") or [])}
+        if len(algs) <= len(figures.PALETTE):
+            assert len({figures.algorithm_colour(a) for a in algs}) == len(algs), name

@@ -97,6 +97,31 @@ def test_the_study_example_validates_as_written():
             spec.validate({k: v for k, v in data.items() if k != field})
 
 
+def _outcome(st) -> tuple:
+    """What a study field can change: the runs (spec hash) and every setting beside them."""
+    return (st.spec_hash, st.seeds, vars(st.report), st.resources, st.max_concurrent, st.max_failures,
+            st.checkpoint_seconds, st.report_seconds, tuple(st.imports), st.claim, st.runs_per_trial, st.kind)
+
+
+def test_every_line_of_the_study_example_marked_default_shows_the_default():
+    data = yaml.load(block("study"), Loader=sources._Loader)
+    written = _outcome(spec.validate(data))
+    marked = {"default": [], "e.g.": []}
+    for line in block("study").splitlines():
+        m = re.match(r"^( *)(\w+):.*?# (default|e\.g\.)", line)
+        if m and len(m.group(1)) in (0, 2):
+            marked[m.group(3)].append(("report",) * (len(m.group(1)) == 2) + (m.group(2),))
+    assert len(marked["default"]) == 17 and len(marked["e.g."]) == 7, marked
+    for path in marked["default"]:  # left out, the study is the same
+        trimmed = yaml.load(block("study"), Loader=sources._Loader)
+        parent = trimmed["report"] if len(path) == 2 else trimmed
+        del parent[path[-1]]
+        assert _outcome(spec.validate(trimmed)) == written, path
+    assert spec.validate({k: v for k, v in data.items() if k != "seeds"}).seeds == [0, 1, 2]  # "e.g. (default 3)"
+    kind_default = spec.validate({**data, "report": {k: v for k, v in data["report"].items() if k != "metric"}})
+    assert kind_default.report.metric == "F"  # "e.g. (default: the kind's, F for stepsize_sensitivity)"
+
+
 def run_python(code: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     (cwd / "example.py").write_text(code)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -145,6 +170,14 @@ def test_the_results_example_prints_the_median_over_seeds(tmp_path, run_through_
     assert got.keys() == want.keys()
     for k, v in want.items():
         assert got[k] == pytest.approx(v, rel=1e-5, abs=5e-7), k  # pandas prints 6 decimals (or 6 digits, e-notation)
+
+
+def test_the_tuner_example_keeps_the_seed_out_of_the_search_space():
+    """Searching over the seed would let "best" pick the easiest instance: the example fixes it."""
+    (space,) = [node for node in ast.walk(ast.parse(block("tuner")))
+                if isinstance(node, ast.keyword) and node.arg == "param_space"]
+    values = {k.value: v for k, v in zip(space.value.keys, space.value.values)}
+    assert isinstance(values["seed"], ast.Constant) and isinstance(values["gamma"], ast.Call)
 
 
 @pytest.mark.integration

@@ -51,3 +51,38 @@ def test_sensitivity_table_relative_change_and_converged_fraction(tmp_path, toy_
     on_disk = read_csv(rep.directory / "sensitivity.csv")
     assert float(on_disk[0]["relative_average_change"]) == pytest.approx(row["relative_average_change"], rel=1e-9)
     assert (rep.directory / "sensitivity.png").exists()
+
+
+def test_the_sensitivity_of_a_metric_that_reaches_machine_precision_is_its_log10_spread(tmp_path, toy_study,
+                                                                                        write_synthetic):
+    """The quickstart's case: a method converged at every step size (4.8e-22 … 2.4e-7) is not the most sensitive,
+    and one that never converges is not the least; ‖∇F‖² starts at 1, so converged means ≤ 1e-3."""
+    st = toy_study(kind="stepsize_sensitivity", axis={"factors": [0.5, 1, 2]}, seeds=[0],
+                   algorithms=[{"name": "toy_aid", "label": lab} for lab in ("always", "never", "once")],
+                   report={"metric": "grad_F_sq", "converged_metric": "grad_F_sq"})
+    finals = {"always": {0.5: 2.4e-7, 1: 1e-15, 2: 4.8e-22}, "never": {0.5: 0.5, 1: 0.4, 2: 0.29},
+              "once": {0.5: 0.4, 1: 1e-12, 2: 0.2}}
+
+    def final_of(p, s):
+        v = finals[p.label][p.coords["axis"] if p.coords.get("axis") is not None else 1]
+        return "finished", {"iteration": 30, "status": "finished", "grad_F_sq": v, "F": 1.0}
+
+    write_synthetic(st, tmp_path, final_of,
+                    lambda p, s: [{"iteration": 0, "status": "running", "grad_F_sq": 1.0, "F": 2.0}, final_of(p, s)[1]])
+    rows = {r["algorithm"]: r for r in build_report(tmp_path, quiet=True).tables["sensitivity"]}
+    assert {r["sensitivity_measure"] for r in rows.values()} == {"log10_spread"}
+    assert rows["always"]["sensitivity"] == 0.0  # every step size below the threshold 1e-3
+    assert rows["never"]["sensitivity"] == pytest.approx(np.log10(0.5 / 0.29), rel=1e-12)
+    assert rows["once"]["sensitivity"] == pytest.approx(np.log10(0.4 / 1e-3), rel=1e-12)
+    # The relative average change ranks them the other way round (the headline it replaces).
+    assert rows["always"]["relative_average_change"] > 1e7 > rows["never"]["relative_average_change"]
+
+
+def test_a_maximised_metric_keeps_the_relative_average_change_as_its_sensitivity(tmp_path, toy_study, write_synthetic):
+    st = toy_study(kind="stepsize_sensitivity", axis={"factors": [0.5, 2]}, seeds=[0],
+                   report={"metric": "F", "goal": "max"})
+    write_synthetic(st, tmp_path, lambda p, s: ("finished", {"iteration": 30, "status": "finished",
+                                                             "F": {0.5: 0.9, 2: 0.7, None: 1.0}[p.coords.get("axis")]}))
+    (row,) = build_report(tmp_path, quiet=True).tables["sensitivity"]
+    assert row["sensitivity_measure"] == "relative_average_change"
+    assert row["sensitivity"] == row["relative_average_change"] == pytest.approx(0.2, rel=1e-12)

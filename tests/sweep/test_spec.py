@@ -73,7 +73,8 @@ def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
     assert "quickstart" in spec.builtin_studies()
 
 
-@pytest.mark.parametrize("mutate, path, words", [
+#: Bad fields of BASE: (mutation, the YAML path its error names, words the line holds).
+BAD_FIELDS = [
     (lambda d: d["algorithms"].append({"name": "nope"}), "algorithms[1].name", ["'nope'", "allowed:", "toy_aid"]),
     (lambda d: d["problems"].__setitem__(0, {"name": "nope"}), "problems[0].name", ["'nope'", "quadratic"]),
     (lambda d: d["algorithms"][0].update(params={"zzz": 1}), "algorithms[0].params.zzz", ["unknown", "inner_lr"]),
@@ -125,7 +126,10 @@ def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
     (lambda d: d.update(report={"goal": "up"}), "report.goal", ["min, max"]),
     (lambda d: d.update(report={"metrc": "F"}), "report.metrc", ["unknown", "metric"]),
     (lambda d: d.update(name="bad name!"), "name", ["letters"]),
-])
+]
+
+
+@pytest.mark.parametrize("mutate, path, words", BAD_FIELDS)
 def test_bad_fields_get_one_line_naming_the_path(mutate, path, words, spec_error):
     spec_error(mutated(mutate), path, *words)
 

@@ -95,7 +95,8 @@ CASES = [
                                                          axis={"param": "dim_x", "values": [4, 10**12]})),
     Case("n_evals-1e9", "n_evals: ", with_(n_evals=1_000_000_000)),
     # ---- item 4: bounded file size and string lengths
-    Case("10MB-yaml", "study: ", "name: t\n" + "# padding\n" * 1_000_000),
+    Case("10MB-yaml", "study: ", yaml.safe_dump(GOOD) + "instance_seed: 0\nscales: {big: {seeds: ["
+         + ", ".join(map(str, range(1_500_000))) + "]}}\n"),
     Case("10MB-description", "study: ", yaml.safe_dump(with_(description="x" * 10_000_000))),
     Case("100kB-description", "description: ", with_(description="x" * 100_000)),
     Case("long-param-string", "problems[0].params.dataset: ",

@@ -46,12 +46,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     options.check_num_cpus(args.num_cpus)
     if args.max_runs is not None and args.max_runs < 1:
         raise ParameterError(f"max-runs: must be a positive integer, got {args.max_runs}")
-    study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS)
+    study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
     if args.validate_only:
         k = study.runs_per_trial
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
-        print(f"study '{study.name}' (scale {study.scale}) is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
-              f"= {len(study.run_keys)} runs; {per}")
+        n = study.configurations
+        print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
+              f"= {n * len(study.seeds)} runs; {per}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0

@@ -91,7 +91,7 @@ class Expansion:
         while True:
             try:
                 rec = record.from_dict(params)
-                if not self.fits(rec, path, grid):
+                if not self.fits(rec, path):
                     return None
                 return rec.recorded() if clean else None
             except ParameterError as exc:
@@ -112,7 +112,7 @@ class Expansion:
             return None
         return rec.recorded() if self.fits(rec, path) else None
 
-    def fits(self, rec: Params, path: str, grid: Mapping[str, Any] | None = None) -> bool:
+    def fits(self, rec: Params, path: str) -> bool:
         """Whether an instance of `rec` fits in memory (counted from its sizes); an error at `path` otherwise."""
         need = rec.array_bytes()
         if need is None or self.memory is None or need <= self.memory:
@@ -120,8 +120,7 @@ class Expansion:
         sizes = ", ".join(f"{f.name} = {getattr(rec, f.name):,}" for f in dataclasses.fields(rec)
                           if f.metadata.get("check") in ("positive_int", "optional_positive_int")
                           and getattr(rec, f.name) is not None)
-        at = f" (at {', '.join(f'{k}={v!r}' for k, v in grid.items())})" if grid else ""
-        self.errors.add(path, f"an instance needs about {size_text(need)} of arrays ({sizes}){at}, more than the "
+        self.errors.add(path, f"an instance needs about {size_text(need)} of arrays ({sizes}), more than the "
                               f"{size_text(self.memory)} of memory of this machine; give smaller sizes")
         return False
 

@@ -241,6 +241,12 @@ class Study:
     axis_name: str | None = None  # the sweep axis as tables and plots name it (set by the kind)
     runs_per_trial: int | None = None  # runs one trial runs one after another (None: sized by their duration)
     identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
+    counted: int | None = None  # configurations counted without building them (`points` then holds only some)
+
+    @property
+    def configurations(self) -> int:
+        """How many configurations the study has (counted, or its points)."""
+        return len(self.points) if self.counted is None else self.counted
 
     @property
     def trials(self) -> list[Trial]:

@@ -34,21 +34,24 @@ from sweep.sources import builtin_studies, read, resolve
 __all__ = ["load", "validate", "builtin_studies", "resolve", "scale_names", "SpecError", "DEFAULT_SCALE"]
 
 
-def load(study: str | Path | Mapping[str, Any], scale: str | None = None, max_runs: int = limits.MAX_RUNS) -> Study:
+def load(study: str | Path | Mapping[str, Any], scale: str | None = None, max_runs: int = limits.MAX_RUNS,
+         count_only: bool = False) -> Study:
     """Load and validate a study from a built-in name, a YAML path or a mapping, at a named scale."""
     if isinstance(study, Mapping):
-        return validate(study, scale=scale, max_runs=max_runs)
+        return validate(study, scale=scale, max_runs=max_runs, count_only=count_only)
     path = resolve(str(study))
-    return validate(read(path), default_name=path.stem, scale=scale, max_runs=max_runs)
+    return validate(read(path), default_name=path.stem, scale=scale, max_runs=max_runs, count_only=count_only)
 
 
 def validate(data: Mapping[str, Any], default_name: str | None = None, scale: str | None = None,
-             max_runs: int = limits.MAX_RUNS) -> Study:
+             max_runs: int = limits.MAX_RUNS, count_only: bool = False) -> Study:
     """Validate a study mapping completely (at `scale`, default: as written) and expand it into configurations.
 
     A study that would make more than `max_runs` runs is refused before it is expanded. Every error
     independent of the others is reported at once: a stage that fails still has every entry's parameters
-    checked before it stops.
+    checked before it stops. `count_only` (for --validate-only) checks the same and counts the
+    configurations instead of building them (`Study.counted`; `points` then holds one per algorithm and
+    problem): 10⁶ configurations took minutes and gigabytes to build.
     """
     if not isinstance(data, Mapping):
         fail("study", f"must be a mapping of study fields, got {shown(data)}")
@@ -83,14 +86,15 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
     if errors:  # the entries' own parameters are still checked, as the expansion would
         _check_records(data, errors, max_runs)
         errors.raise_if_any()
-    points = kind.expand(ctx, axis)
+    counted, points = kind.count(ctx, axis) if count_only else (None, kind.expand(ctx, axis))
     if divergence is not None:
         points = [dataclasses.replace(p, divergence=divergence) for p in points]
     if spec.blas_threads is not None:
         points = [dataclasses.replace(p, blas_threads=spec.blas_threads) for p in points]
     if not errors:  # a bad grid value would break the instance the check builds
         compat.check_needs(ctx, spec.seeds)
-        check_duplicates(points, errors)
+        if counted is None:  # counting checked them
+            check_duplicates(points, errors)
     errors.raise_if_any()
     compat.check_metrics({f: getattr(spec.report, f) for f in ("metric", "converged_metric")
                           if getattr(spec.report, f) is not None}, points, errors)
@@ -106,7 +110,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         report=_report(spec.report, kind.default_metric(online), online),
         points=points, online=online, source=_plain({**data, "name": spec.name}), claim=spec.claim,
         scale=scale or DEFAULT_SCALE, axis_name=kind.axis_name(axis),
-        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial,
+        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted,
     )
 
 

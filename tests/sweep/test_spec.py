@@ -1,5 +1,6 @@
 """Study specs: complete validation with one-line errors naming the YAML path, and trial expansion."""
 import copy
+import dataclasses
 import itertools
 
 import pytest
@@ -93,7 +94,7 @@ BAD_FIELDS = [
     (lambda d: d.update(seeds="x"), "seeds", ["seeds"]),
     (lambda d: d.update(seeds=[0, -1]), "seeds[1]", ["non-negative integer"]),
     (lambda d: d.update(seeds=[]), "seeds", ["non-empty"]),
-    (lambda d: d.update(n_evals=1.5), "n_evals", [">= 2"]),
+    (lambda d: d.update(n_evals=1.5), "n_evals", ["from 2 to 10,000"]),
     (lambda d: d.update(kind="sweepy"), "kind", ["comparison", "stepsize_sensitivity"]),
     (lambda d: d.update(colour="red"), "colour", ["unknown", "algorithms"]),
     (lambda d: d.update(algorithms={"name": "toy_aid"}), "algorithms", ["list"]),
@@ -261,3 +262,80 @@ def test_a_field_added_later_stays_out_of_run_keys_at_its_default():
     # The key recorded before the field existed (every other field at its default), unchanged.
     assert p.key == "soba.simulated.d254e3a973"
     assert n.problem_params["sample_dtype"] == "float32" and n.key != p.key
+
+
+def test_a_file_with_five_mistakes_gets_every_one_at_once_with_the_nearest_names(tmp_path):
+    from sweep.cli import main
+
+    path = tmp_path / "five.yaml"
+    path.write_text("kind: comparisn\naxes: {factors: [1]}\nproblems:\n  - {name: quadratic, params: {dimx: 5}}\n"
+                    "  - quadratc\nalgorithms: [sobaa]\nseeds: 2\nbudget: {iteration: 10}\n")
+    with pytest.raises(spec.SpecError) as info:
+        spec.load(str(path))
+    lines = info.value.errors
+    assert [ln.split(": ", 1)[0] for ln in lines] == [
+        "kind", "problems[1].name", "algorithms[0].name", "axes", "budget.iteration", "problems[0].params.dimx"]
+    assert lines[0].endswith("got 'comparisn'; did you mean 'comparison'?")
+    assert lines[1].startswith("problems[1].name: unknown problem 'quadratc'; did you mean 'quadratic'? allowed: ")
+    assert lines[2].startswith("algorithms[0].name: unknown algorithm 'sobaa'; did you mean 'soba'? allowed: ")
+    assert lines[3].startswith("axes: unknown study field; did you mean 'axis'? allowed: name, description, kind, axis")
+    assert lines[4] == "budget.iteration: unknown parameter; did you mean 'iterations'? allowed: iterations, oracle_calls, seconds"
+    assert lines[5].startswith("problems[0].params.dimx: unknown parameter; did you mean 'dim_x'? allowed: dim_x, ")
+    assert main(["run", str(path), "--validate-only"]) == 2  # and nothing else is needed to see them all
+
+
+def test_a_bad_seeds_field_does_not_hide_the_parameter_errors(spec_error):
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None, "seeds": -1}
+    data["algorithms"][0]["params"] = {"lr": -1, "inner_steps": 0}
+    data["problems"][0]["params"].update(dim_x=-3, mu=0)
+    lines = spec_error(data, "seeds", "positive number of seeds", count=5)
+    assert lines[1:] == ["problems[0].params.dim_x: must be a positive integer, got -3",
+                         "problems[0].params.mu: must be a positive number, got 0",
+                         "algorithms[0].params.lr: must be a positive number, got -1",
+                         "algorithms[0].params.inner_steps: must be a positive integer, got 0"]
+
+
+def test_seeds_are_counted_against_the_run_limit_before_the_list_is_made(spec_error):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        spec_error({**copy.deepcopy(BASE), "seeds": 10**7}, "seeds", "10,000,000 seeds make more than the limit "
+                                                                      "of 100,000 runs")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6  # the list of 10⁷ seeds alone would be 80 MB of pointers (and 945 MB once validated)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("quadratic", {"dim_x": 30, "dim_y": 20}),
+    ("quadratic", {"dim_x": 30, "dim_y": 20, "n_samples": 16, "rank": 2}),
+    ("simulated", {"dim_x": 20, "dim_y": 30, "n_samples_inner": 64, "n_samples_outer": 48}),
+    ("constrained_quadratic", {"d": 25, "p": 7}),
+])
+def test_the_memory_estimate_bounds_the_arrays_an_instance_holds(name, params):
+    """array_bytes counts from the sizes alone what the built instance holds, within a factor of 3 above it."""
+    import numpy as np
+
+    import problems
+    from problems.registry import entry
+
+    inst = problems.make(name, seed=0, **params)
+    parts = [inst, *(v for v in vars(inst).values() if dataclasses.is_dataclass(v) or hasattr(v, "__dict__"))]
+    held = sum(v.nbytes for obj in parts for v in (vars(obj).values() if hasattr(obj, "__dict__") else ())
+               if isinstance(v, np.ndarray))
+    estimate = entry(name).params.from_dict(params).array_bytes()
+    assert held > 0 and held <= estimate <= 3 * held, (held, estimate)
+
+
+def test_an_instance_too_large_for_memory_is_refused_saying_the_estimate(monkeypatch, spec_error):
+    from sweep import limits
+
+    monkeypatch.setattr(limits, "node_memory", lambda: 2.0 ** 20)  # 1 MiB
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None}
+    data["problems"][0]["params"] = {"dim_x": [10, 2000], "dim_y": 100}  # 8 B × (4·100² + 100·dim_x)
+    spec.validate(copy.deepcopy({**data, "problems": [{"name": "quadratic", "params": {"dim_x": 10, "dim_y": 100}}]}))
+    lines = spec_error(data, "problems[0].params", count=1)
+    assert lines == ["problems[0].params: an instance needs about 1.8 MiB of arrays (dim_x = 2,000, dim_y = 100, "
+                     "rank = 1), more than the 1.0 MiB of memory of this machine; give smaller sizes"]

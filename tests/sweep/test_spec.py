@@ -339,3 +339,72 @@ def test_an_instance_too_large_for_memory_is_refused_saying_the_estimate(monkeyp
     lines = spec_error(data, "problems[0].params", count=1)
     assert lines == ["problems[0].params: an instance needs about 1.8 MiB of arrays (dim_x = 2,000, dim_y = 100, "
                      "rank = 1), more than the 1.0 MiB of memory of this machine; give smaller sizes"]
+
+
+def test_validate_only_counts_a_million_run_grid_without_building_it(tmp_path, capsys):
+    """10⁶ configurations (a 10⁴ algorithm grid on 10² problems) are counted from their 1,100 records."""
+    import time
+
+    from sweep.cli import main
+
+    values = [round(0.01 * (i + 1), 2) for i in range(10)]
+    study = {"name": "m", "problems": [{"name": "quadratic", "params": {"dim_x": list(range(2, 12)),
+                                                                       "dim_y": list(range(3, 13))}}],
+             "algorithms": [{"name": "soba", "params": {k: values for k in ("rho", "gamma", "rho_decay", "gamma_decay")}}],
+             "seeds": 1, "budget": {"iterations": 5}}
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(study))
+    start = time.process_time()
+    assert main(["run", str(path), "--validate-only", "--max-runs", "1000000"]) == 0
+    assert time.process_time() - start < 5  # building the 10⁶ points took minutes and gigabytes
+    assert capsys.readouterr().out.startswith("study 'm' (scale default) is valid: 1000000 configurations x 1 seeds "
+                                              "= 1000000 runs")
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: None,
+    lambda d: d["problems"].append({"name": "quadratic", "params": {"dim_x": 5, "n_samples": [4, 8], "rank": 5}}),
+    lambda d: d["algorithms"][0].update(problems=["quadratic"]),
+    lambda d: d.update(kind="stepsize_sensitivity", axis={"factors": [0.5, 1, 2]},
+                       algorithms=[{"name": "toy_aid"}, {"name": "toy_aid", "label": "b", "params": {"inner_steps": [1, 2]}}]),
+    lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_y", "values": [4, 8]}),
+])
+def test_counting_gives_the_configurations_the_expansion_builds(change):
+    data = copy.deepcopy(BASE)
+    data.update(kind="comparison", axis=None)
+    data["problems"][0]["params"]["dim_x"] = [3, 6]
+    data["algorithms"] = [{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}, {"name": "toy_aid", "label": "toy_b"}]
+    change(data)
+    built, counted = spec.validate(copy.deepcopy(data)), spec.validate(copy.deepcopy(data), count_only=True)
+    assert counted.counted == built.configurations == len(built.points) > 1
+    assert {(p.algorithm, p.label, p.problem) for p in counted.points} <= {(p.algorithm, p.label, p.problem)
+                                                                            for p in built.points}
+
+
+def test_counting_finds_a_configuration_two_entries_give(spec_error):
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None}
+    data["problems"].append(copy.deepcopy(data["problems"][0]))
+    spec_error(data, "problems", "same configuration")
+    with pytest.raises(spec.SpecError, match="^problems: two entries give the same configuration"):
+        spec.validate(copy.deepcopy(data), count_only=True)
+
+
+def test_an_algorithm_that_needs_a_finite_sum_is_checked_against_each_problem(spec_error):
+    study = {"name": "fs", "algorithms": ["saba"], "seeds": 1, "budget": {"iterations": 5},
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]}
+    lines = spec_error(study, "algorithms[0].name")
+    assert lines == ["algorithms[0].name: 'saba' needs a finite-sum problem (per-sample oracles, n_samples) but "
+                     "problems[0] 'quadratic' is not one; set its n_samples"]
+    study["problems"][0]["params"]["n_samples"] = 4
+    assert len(spec.validate(study).points) == 1
+
+
+def test_report_metrics_are_checked_against_what_the_runs_record(spec_error):
+    study = {"name": "m", "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 5},
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]}
+    lines = spec_error({**study, "report": {"metric": "grad_F_sqq"}}, "report.metric")
+    assert lines[0].startswith("report.metric: 'grad_F_sqq' is not recorded by this study's runs; did you mean "
+                               "'grad_F_sq'? they record: F, F_gap, calls/cross, ")
+    spec_error({**study, "report": {"converged_metric": "nonexistent"}}, "report.converged_metric", "they record: F,")
+    ok = spec.validate({**study, "report": {"metric": "F_gap", "converged_metric": "calls/grad_f"}})
+    assert (ok.report.metric, ok.report.converged_metric) == ("F_gap", "calls/grad_f")

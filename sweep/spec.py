@@ -1,15 +1,20 @@
 """Loading and validating a study: from a built-in name, a YAML file or a mapping to a `Study`.
 
-A study is validated in full before anything starts (no Ray, no MLflow), in stages; each stage reports
-every error it finds, one line per error naming the field's YAML path (`algorithms[1].params.alpha0:
-must be a positive number, got -1`), and the next stage runs only on a clean result:
+A study is validated in full before anything starts (no Ray, no MLflow), and every size is counted before
+anything is built. Each error is one line naming the field's YAML path (`algorithms[1].params.alpha0:
+must be a positive number, got -1`), and every error independent of the others is reported at once:
+0. the input's bounds (sweep.limits: string lengths, nesting; files: sweep.sources);
 1. scales and imports (plugins may register algorithms, problems, kinds and claims);
-2. the schema (sweep.schema: every field, unknown fields, the kind and its axis);
-3. across entries: labels, problem lists, the budget record, the claim against the kind;
-4. online against offline problems;
-5. the kind's axis against the study's algorithms and problems;
-6. every grid point of every algorithm config and problem parameter record, then lower-level
-   constraints and duplicate configurations.
+2. the schema (sweep.schema: every field, unknown fields, the kind and its axis; seeds counted against
+   the run limit);
+3. the number of runs (counted from the grids);
+4. across entries: labels, problem lists, the budget record, the claim against the kind, online
+   against offline problems, then the kind's axis;
+5. every grid point of every algorithm config and problem parameter record (each instance's arrays
+   counted against this machine's memory), then what algorithms need of problems (lower-level
+   constraints, a finite sum), duplicate configurations, and the report's metrics.
+A stage that fails still has every entry's parameter records checked before it stops (`_check_records`),
+so a bad `kind` or `seeds` hides no parameter error.
 """
 from __future__ import annotations
 
@@ -81,8 +86,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
     divergence = _divergence(spec.divergence, errors)
     _check_claim(spec.claim, spec.kind, errors)
     online = compat.check_online(ctx)
-    if not errors:
-        axis = kind.resolve_axis(ctx, spec.axis)
+    axis = kind.resolve_axis(ctx, spec.axis) if not errors else {}
     if errors:  # the entries' own parameters are still checked, as the expansion would
         _check_records(data, errors, max_runs)
         errors.raise_if_any()

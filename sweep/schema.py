@@ -274,15 +274,15 @@ def parse(data: Mapping[str, Any], max_runs: int | None = None) -> tuple[StudyBa
         try:
             StudyBase.model_validate({**data, "kind": str(kind)}, context=context)
         except ValidationError as exc:
-            lines += [_line(err, models, StudyBase) for err in exc.errors()]
+            lines += [_line(err, StudyBase) for err in exc.errors()]
         return None, lines
     try:
         return models[kind].model_validate(data, context=context), []
     except ValidationError as exc:
-        return None, [_line(err, models, models[kind]) for err in exc.errors()]
+        return None, [_line(err, models[kind]) for err in exc.errors()]
 
 
-def _line(err: Any, models: dict[str, type[BaseModel]], model: type[BaseModel]) -> str:
+def _line(err: Any, model: type[BaseModel]) -> str:
     """A pydantic error as the platform's line: the YAML path, then what is allowed and what was given."""
     loc = tuple(err["loc"])
     path = yaml_path(loc)

@@ -25,7 +25,7 @@ import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
 from sweep import kinds, options, spec
-from sweep.limits import MAX_RUNS
+from sweep.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.lock import StudyLocked
 from sweep.model import scale_names
 from sweep.report import build_report
@@ -44,8 +44,8 @@ def _results_dir(args: argparse.Namespace, name: str) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate the study completely, then run (or finish) it."""
     options.check_num_cpus(args.num_cpus)
-    if args.max_runs is not None and args.max_runs < 1:
-        raise ParameterError(f"max-runs: must be a positive integer, got {args.max_runs}")
+    if args.max_runs is not None and not 1 <= args.max_runs <= MAX_RUNS_LIMIT:  # a driver holds every run's key
+        raise ParameterError(f"max-runs: must be a positive integer up to {MAX_RUNS_LIMIT:,}, got {args.max_runs}")
     study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
     if args.validate_only:
         k = study.runs_per_trial

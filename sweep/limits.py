@@ -23,6 +23,8 @@ from sweep.expand import is_grid
 
 #: Default largest study (runs = configurations × seeds) a driver accepts.
 MAX_RUNS = 100_000
+#: The most --max-runs may raise it to (the driver holds a key and a slot for every run).
+MAX_RUNS_LIMIT = 10_000_000
 #: The longest string a study holds (a description, a path, a name; names and labels have their own limit).
 MAX_STRING = 1_000
 #: The deepest nesting of lists and mappings (a study needs about 6; a matrix grid 5).

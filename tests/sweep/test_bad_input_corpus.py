@@ -85,6 +85,8 @@ CASES = [
     # ---- issue 34, item 1: sizes counted before anything is built; arrays that cannot fit refused
     Case("seeds-1e9", "seeds: ", with_(seeds=1_000_000_000)),
     Case("seeds-1e7", "seeds: ", with_(seeds=10_000_000)),
+    Case("max-runs-1e12", "max-runs: must be a positive integer up to 10,000,000", with_(seeds=1_000_000_000),
+         (*RUN, "--validate-only", "--max-runs", str(10**12))),
     Case("dim_x-1e12", "problems[0].params: an instance needs about 145.5 TiB of arrays (dim_x = 1,000,000,000,000, "
                        "dim_y = 20, rank = 1), more than the ", "name: t\nproblems: [{name: quadratic, params: {dim_x: 1e12}}]\n"
                                                     "algorithms: [soba]\nseeds: 1\nbudget: {iterations: 5}\n"),

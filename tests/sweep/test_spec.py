@@ -415,3 +415,21 @@ def test_report_metrics_are_checked_against_what_the_runs_record(spec_error):
     spec_error({**study, "report": {"converged_metric": "nonexistent"}}, "report.converged_metric", "they record: F,")
     ok = spec.validate({**study, "report": {"metric": "F_gap", "converged_metric": "calls/grad_f"}})
     assert (ok.report.metric, ok.report.converged_metric) == ("F_gap", "calls/grad_f")
+
+
+def test_strings_and_nesting_of_a_mapping_are_bounded_before_the_schema_reads_it():
+    from sweep import limits
+
+    deep: list = []
+    inner = deep
+    for _ in range(10_000):  # a list nested 10,000 deep: walked without recursion
+        inner.append([])
+        inner = inner[0]
+    data = {**copy.deepcopy(BASE), "description": "x" * 1001, "budget": {"iterations": 5, "k" * 2000: 1},
+            "axis": {"factors": deep}}
+    with pytest.raises(spec.SpecError) as info:
+        spec.validate(data)
+    assert info.value.errors == [  # in the order of the mapping
+        "axis.factors" + "[0]" * (limits.MAX_DEPTH - 2) + f": nests lists and mappings more than {limits.MAX_DEPTH} deep",
+        "budget: has a key of 2,000 characters; at most 1,000",
+        "description: must be at most 1,000 characters, got 1,001"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from problems.validation import ParameterError
+from problems.validation import ParameterError, did_you_mean
 from sweep.errors import Errors, shown
 
 #: The scale a study runs at when none is named (its fields as written, without overrides).
@@ -307,7 +307,8 @@ def apply_scale(data: Mapping[str, Any], scale: str | None, overridable: Collect
     if scale is None or scale == DEFAULT_SCALE:
         return base
     if scale not in scales:
-        errors.add("scale", f"unknown scale {scale!r}; this study has: {', '.join(scale_names(data))}")
+        errors.add("scale", f"unknown scale {scale!r};{did_you_mean(scale, scale_names(data))} this study has: "
+                            f"{', '.join(scale_names(data))}")
         errors.raise_if_any()
     return merge(base, scales[scale])
 

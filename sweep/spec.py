@@ -29,7 +29,7 @@ from typing import Any
 import algorithms
 from algorithms.run import Budget, Divergence
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError
+from problems.validation import ParameterError, did_you_mean
 from sweep import claims, compat, kinds, limits, schema
 from sweep.errors import Errors, SpecError, fail, shown
 from sweep.expand import Expansion, check_duplicates, record_error
@@ -210,7 +210,8 @@ def _check_claim(name: str | None, kind: str, errors: Errors) -> None:
     if name is None:
         return
     if name not in claims.CLAIMS:
-        errors.add("claim", f"must be one of {', '.join(claims.CLAIMS)} or null, got {name!r}")
+        errors.add("claim", f"must be one of {', '.join(claims.CLAIMS)} or null, got {name!r};"
+                            f"{did_you_mean(name, list(claims.CLAIMS))}".rstrip(";"))
     elif claims.CLAIMS[name].kind != kind:
         errors.add("claim", f"{name!r} checks a {claims.CLAIMS[name].kind} study, but this study's kind is {kind}")
 

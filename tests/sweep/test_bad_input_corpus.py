@@ -80,6 +80,8 @@ def afile(tmp: Path) -> Iterator[dict[str, str]]:
 RUN = ("run", "{study}")
 NESTED = "name: t\ndescription: " + "[" * 10_000 + "]" * 10_000 + "\n"
 LONG = "a" * 5000
+#: Nine aliases of nine aliases ... nine deep: 9⁹ values from 1 kB of YAML.
+BOMB = "".join(f"l{k}: &l{k} [{', '.join([f'*l{k - 1}' if k else 'x'] * 9)}]\n" for k in range(9))
 
 CASES = [
     # ---- issue 34, item 1: sizes counted before anything is built; arrays that cannot fit refused
@@ -108,6 +110,7 @@ CASES = [
     Case("latin-1", "study: ", (yaml.safe_dump(GOOD) + "description: café crème\n").encode("latin-1")),
     Case("utf-16", "study: ", yaml.safe_dump(with_()).encode("utf-16")),
     Case("nested-10000", "study: ", NESTED),
+    Case("alias-bomb", "study: holds more than 250,000 values", yaml.safe_dump(GOOD) + BOMB),
     Case("name-5000", "name: ", with_(name=LONG)),
     Case("label-3000", "algorithms[0].label: ", with_(algorithms=[{"name": "soba", "label": "a" * 3000}])),
     Case("num-cpus-100000", "num-cpus: ", GOOD, (*RUN, "--num-cpus", "100000")),

@@ -96,6 +96,10 @@ class ConstrainedQuadraticParams(Params):
             self.fail("noise", f"below μ/√(2d) = {self.mu / np.sqrt(2 * self.d):.4g} with dense noise (its norm "
                                "σ√(2d) must stay below μ to keep the sampled lower level convex)", self.noise)
 
+    def array_bytes(self) -> float:
+        """The d × d matrices (Q_u, P, Q_l and their factors) and the p × d constraint rows."""
+        return 8.0 * (6 * self.d * self.d + 2 * self.p * self.d)
+
 
 def wishart_shift(rng: np.random.Generator, d: int, mu: float) -> Array:
     """G Gᵀ / d + μ I for a seeded Gaussian d × d matrix G."""

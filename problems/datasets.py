@@ -101,6 +101,13 @@ class DataParams(Params):
         if not os.path.exists(os.path.expanduser(self.data_path)):
             self.fail("data_path", f"an existing path; put {hint} there", self.data_path)
 
+    def array_bytes(self) -> float | None:
+        """Synthetic data: the drawn samples and their standardised split (2 · n_samples · (n_features + n_classes));
+        the bundled and file data sets are as large as they are."""
+        if self.dataset != "synthetic":
+            return None
+        return 8.0 * 2 * self.n_samples * (self.n_features + self.n_classes)
+
 
 @dataclass(frozen=True)
 class Split:

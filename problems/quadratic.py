@@ -72,6 +72,11 @@ class QuadraticParams(Params):
         if self.n_samples is not None:
             mx.require_positive_definite(self, "P", "the finite-sum form splits P − ½λmin(P)·I into samples")
 
+    def array_bytes(self) -> float:
+        """A, P and their Cholesky factors (dy²), C (dy × dx); with samples, U, S, V and their drafts (n·r·(5dy + dx))."""
+        dx, dy, nr = self.dim_x, self.dim_y, (self.n_samples or 0) * self.rank
+        return 8.0 * (4 * dy * dy + dy * dx + nr * (5 * dy + dx))
+
 
 def random_rotation(rng: np.random.Generator, d: int) -> Array:
     """A Haar-random orthogonal d × d matrix."""

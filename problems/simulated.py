@@ -64,6 +64,12 @@ class SimulatedParams(Params):
         if self.n_samples_inner < self.dim_y:
             self.fail("n_samples_inner", f"at least dim_y = {self.dim_y}", self.n_samples_inner)
 
+    def array_bytes(self) -> float:
+        """Each level's dense means (dx² + dy² + dx·dy, and as much for the SVD of the draw) and per-sample arrays
+        (3n·(dx + dy))."""
+        dx, dy = self.dim_x, self.dim_y
+        return 8.0 * 3 * (dx * dx + dy * dy + dx * dy + (self.n_samples_inner + self.n_samples_outer) * (dx + dy))
+
 
 @dataclass(frozen=True)
 class SampleQuadratics:

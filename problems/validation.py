@@ -7,6 +7,7 @@ names the owner, the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,14 @@ T = TypeVar("T", bound="Params")
 
 class ParameterError(ValueError):
     """A bad parameter: the message names the field and what is allowed."""
+
+
+def did_you_mean(name: Any, names: Sequence[str]) -> str:
+    """" did you mean 'x'?" for the known name nearest to a mistyped one (difflib's ratio >= 0.6), else ""."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f" did you mean '{close[0]}'?" if close else ""
 
 
 def _describe(value: Any) -> str:
@@ -146,6 +155,14 @@ class Params:
     def validate(self) -> None:
         """Cross-field checks; override and call `self.fail` on a bad combination."""
 
+    def array_bytes(self) -> float | None:
+        """About how many bytes the arrays of an instance built from these parameters take (None: not estimated).
+
+        Counted from the sizes alone, before anything is built: a study is refused when one instance
+        cannot fit in a node's memory. A problem family with arrays whose size its parameters set overrides it.
+        """
+        return None
+
     def fail(self, field: str, allowed: str, value: Any, shown: str | None = None) -> None:
         """Raise the one-line error for `field` (`shown`: how to name the value instead of its repr)."""
         raise ParameterError(f"{self.owner}: '{field}' must be {allowed}, got {shown or _describe(value)}")
@@ -157,9 +174,8 @@ class Params:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(values) - set(names))
         if unknown:
-            raise ParameterError(
-                f"{cls.owner}: unknown parameter '{unknown[0]}'; allowed: {', '.join(names)}"
-            )
+            raise ParameterError(f"{cls.owner}: unknown parameter '{unknown[0]}';{did_you_mean(unknown[0], names)} "
+                                 f"allowed: {', '.join(names)}")
         return cls(**cls.implied(values))
 
     @classmethod

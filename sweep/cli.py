@@ -26,8 +26,8 @@ import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
 from sweep import kinds, options, spec, ui_server
-from sweep.limits import MAX_RUNS
 from sweep.disk import disk_full
+from sweep.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.lock import StudyLocked
 from sweep.masking import mask
 from sweep.model import scale_names
@@ -48,14 +48,15 @@ def _results_dir(args: argparse.Namespace, name: str) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate the study completely, then run (or finish) it."""
     options.check_num_cpus(args.num_cpus)
-    if args.max_runs is not None and args.max_runs < 1:
-        raise ParameterError(f"max-runs: must be a positive integer, got {args.max_runs}")
-    study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS)
+    if args.max_runs is not None and not 1 <= args.max_runs <= MAX_RUNS_LIMIT:  # a driver holds every run's key
+        raise ParameterError(f"max-runs: must be a positive integer up to {MAX_RUNS_LIMIT:,}, got {args.max_runs}")
+    study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
     if args.validate_only:
         k = study.runs_per_trial
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
-        print(f"study '{study.name}' (scale {study.scale}) is valid: {len(study.points)} configurations x {len(study.seeds)} seeds "
-              f"= {len(study.run_keys)} runs; {per}")
+        n = study.configurations
+        print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
+              f"= {n * len(study.seeds)} runs; {per}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0

@@ -12,6 +12,8 @@ from problems.validation import ParameterError
 
 #: Errors printed at most; the rest are counted on one more line.
 MAX_LINES = 20
+#: The most characters of a value an error shows (a 5,000-character name is shown by its start and length).
+MAX_SHOWN = 60
 
 
 class SpecError(ParameterError):
@@ -30,12 +32,15 @@ def fail(path: str, message: str) -> NoReturn:
 
 
 def shown(value: Any) -> str:
-    """A value as error messages show it: its repr, or 'a mapping' / 'a list' for containers."""
+    """A value as error messages show it: its repr (its start when long), or 'a mapping' / 'a list' for containers."""
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, (list, tuple)):
         return "a list"
-    return repr(value)
+    text = repr(value)
+    if len(text) > MAX_SHOWN:
+        return f"{text[:MAX_SHOWN - 10]}… ({len(value) if isinstance(value, str) else len(text):,} characters)"
+    return text
 
 
 def yaml_path(loc: tuple[str | int, ...]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from algorithms.base import Algorithm
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, Params
+from problems.validation import ParameterError, Params, did_you_mean
 from sweep.errors import Errors
 from sweep.model import Point
 
@@ -35,7 +35,7 @@ def split_record_error(exc: ParameterError) -> tuple[str | None, str]:
     m = re.match(r"^.*?: '([^']+)' (must be .*)$", msg)
     if m:
         return m.group(1), m.group(2)
-    m = re.match(r"^.*?: unknown parameter '([^']+)'; (allowed: .*)$", msg)
+    m = re.match(r"^.*?: unknown parameter '([^']+)'; (.*)$", msg)
     if m:
         return m.group(1), f"unknown parameter; {m.group(2)}"
     return None, msg
@@ -68,6 +68,7 @@ class Expansion:
     instance_seed: int | None
     errors: Errors
     seeds: list[int] = dataclasses.field(default_factory=list)  # the study's run seeds
+    memory: float | None = None  # bytes one instance's arrays may take (None: not checked)
 
     def problem_record(self, j: int) -> type[Params]:
         """The parameter record of problem entry j."""
@@ -89,8 +90,10 @@ class Expansion:
         params, seen, clean = dict(params), set(), True
         while True:
             try:
-                out = record.from_dict(params).recorded()
-                return out if clean else None
+                rec = record.from_dict(params)
+                if not self.fits(rec, path):
+                    return None
+                return rec.recorded() if clean else None
             except ParameterError as exc:
                 self.record_error(path, exc, raw, grid)
                 clean = False
@@ -103,10 +106,23 @@ class Expansion:
     def build_on_axis(self, record: type[Params], params: Mapping[str, Any], path: str, what: str) -> dict[str, Any] | None:
         """A record for an axis value; an error names the axis entry and the record it broke."""
         try:
-            return record.from_dict(params).recorded()
+            rec = record.from_dict(params)
         except ParameterError as exc:
             self.errors.add(path, f"makes {what} invalid: {str(exc).split(': ', 1)[-1]}")
             return None
+        return rec.recorded() if self.fits(rec, path) else None
+
+    def fits(self, rec: Params, path: str) -> bool:
+        """Whether an instance of `rec` fits in memory (counted from its sizes); an error at `path` otherwise."""
+        need = rec.array_bytes()
+        if need is None or self.memory is None or need <= self.memory:
+            return True
+        sizes = ", ".join(f"{f.name} = {getattr(rec, f.name):,}" for f in dataclasses.fields(rec)
+                          if f.metadata.get("check") in ("positive_int", "optional_positive_int")
+                          and getattr(rec, f.name) is not None)
+        self.errors.add(path, f"an instance needs about {size_text(need)} of arrays ({sizes}), more than the "
+                              f"{size_text(self.memory)} of memory of this machine; give smaller sizes")
+        return False
 
     def grid_points(self, params: Mapping[str, Any], record: type[Params],
                     path: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -116,7 +132,7 @@ class Expansion:
         fixed, grids = {}, {}
         for k, v in params.items():
             if k not in names:
-                self.errors.add(f"{path}.{k}", f"unknown parameter; allowed: {', '.join(names)}")
+                self.errors.add(f"{path}.{k}", f"unknown parameter;{did_you_mean(k, names)} allowed: {', '.join(names)}")
             elif is_grid(v, checks.get(k)):
                 if not v:
                     self.errors.add(f"{path}.{k}", "empty grid; give at least one value")
@@ -126,6 +142,15 @@ class Expansion:
         if any(k not in names for k in params) or any(not v for v in grids.values()):
             return []
         return [({**fixed, **dict(zip(grids, combo))}, dict(zip(grids, combo))) for combo in itertools.product(*grids.values())]
+
+
+def size_text(n: float) -> str:
+    """Bytes in binary units: 14.6 TiB."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    k = 0
+    while n >= 1024 and k < len(units) - 1:
+        n, k = n / 1024, k + 1
+    return f"{n:,.1f} {units[k]}"
 
 
 def is_grid(value: Any, check: str | None) -> bool:

@@ -23,9 +23,14 @@ CONNECT_TIMEOUT = 5.0
 
 
 def check_num_cpus(num_cpus: int | None) -> None:
-    """--num-cpus: a positive integer (or absent: every CPU)."""
+    """--num-cpus: a positive integer up to this machine's CPUs (or absent: every CPU). Trials are CPU-bound, so
+    a local Ray told of more CPUs than there are only runs more of them at once, each slower, in more memory."""
+    have = os.cpu_count() or 1
     if num_cpus is not None and num_cpus < 1:
-        raise ParameterError(f"num-cpus: must be a positive integer (omit it to use all {os.cpu_count()}), got {num_cpus}")
+        raise ParameterError(f"num-cpus: must be a positive integer (omit it to use all {have}), got {num_cpus}")
+    if num_cpus is not None and num_cpus > have:
+        raise ParameterError(f"num-cpus: must be at most {have}, the CPUs of this machine (a cluster's through "
+                             f"--address), got {num_cpus}")
 
 
 def check_resources(cpu_per_trial: float, address: str | None, num_cpus: int | None) -> str | None:
@@ -155,7 +160,14 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _check_sqlite_file(path: Path) -> None:
-    """An SQLite store's path: a database file, an empty file or nothing yet (MLflow then makes it)."""
+    """An SQLite store's path: a database file, an empty file or nothing yet (MLflow then makes it) in an existing,
+    writable directory (MLflow would make the missing directories, at the file system's root for a mistyped one)."""
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise ParameterError(f"tracking-uri: the directory {parent} does not exist; create it or give the path of "
+                             "a database file in an existing directory")
+    if not path.exists() and not os.access(parent, os.W_OK):
+        raise ParameterError(f"tracking-uri: the directory {parent} is not writable")
     if path.is_dir():
         raise ParameterError(f"tracking-uri: {path} is a directory, not an SQLite database file")
     if path.is_file():

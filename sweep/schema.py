@@ -1,7 +1,7 @@
-"""The study file's schema (pydantic v2): every field, its check, and a discriminated union on `kind`.
+"""The study file's schema (pydantic v2): every field, its check, and one study model per `kind`.
 
-Each registered kind contributes one member of the union: the common fields plus `kind` (its name) and
-`axis` (its `Axis` model). `parse` returns the typed study or the one-line errors of every bad field,
+Each registered kind has its model: the common fields plus `kind` (its name) and `axis` (its `Axis`
+model). `parse` returns the typed study or the one-line errors of every bad field,
 named by YAML path. Algorithm configs and problem parameters stay mappings here: the registries' own
 records (problems.validation.Params) check them when the study is expanded (sweep.expand). Pydantic would
 not make those simpler: they already check every field with the one-line message wanted here, describe
@@ -15,12 +15,12 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, create_model, model_validator
 
 import algorithms
 import problems
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError
+from problems.validation import ParameterError, did_you_mean
 from sweep import kinds
 from sweep.checks import (ERROR_TYPE, Block, NonNegativeInt, NonNegativeSeconds, OptionalNonNegativeInt,
                           OptionalPositiveInt, PositiveNumber, after, before, checked, invalid, is_int, is_number,
@@ -30,6 +30,10 @@ from sweep.errors import shown, yaml_path
 GOALS = ("min", "max")
 METRIC = "a metric name such as F, grad_F_sq, y_err_sq"
 ENTRIES = "{name, params} entries"
+#: The longest study name or label: both end up in file names (a file name has at most 255 bytes).
+MAX_NAME = 64
+#: The most evaluation points of a run (a record each; the built-in studies use at most 40).
+MAX_EVALS = 10_000
 
 
 # ---------------------------------------------------------------- algorithm and problem entries
@@ -40,7 +44,7 @@ def _known(kind: str, names: typing.Callable[[], Mapping[str, Any]], get: typing
         try:
             get(v)
         except ParameterError:
-            raise invalid(f"unknown {kind} {v!r}; allowed: {', '.join(names())}") from None
+            raise invalid(f"unknown {kind} {v!r};{did_you_mean(v, list(names()))} allowed: {', '.join(names())}") from None
         return v
 
     return after(Any, check)
@@ -75,8 +79,8 @@ class Entry(Block):
         return data
 
 
-Label = checked("a name of letters, digits, '_', '.', '+', '-'",
-                lambda v: isinstance(v, str) and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", v)))
+Label = checked(f"a name of at most {MAX_NAME} letters, digits, '_', '.', '+', '-'",
+                lambda v: isinstance(v, str) and len(v) <= MAX_NAME and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", v)))
 
 
 def _problem_names(v: list[Any]) -> list[Any]:
@@ -159,10 +163,14 @@ class Resources(Block):
     cpu: CPUs = 1.0
 
 
-def _seeds(v: Any) -> Any:
+def _seeds(v: Any, info: ValidationInfo) -> Any:
     if is_int(v):
         if v <= 0:
             raise invalid(f"must be a positive number of seeds or a list of seeds, got {v!r}")
+        most = (info.context or {}).get("max_runs")
+        if most is not None and v > most:  # counted before the list is made (10⁹ seeds took 22 GB)
+            raise invalid(f"{v:,} seeds make more than the limit of {most:,} runs; give fewer seeds or raise the "
+                          "limit with --max-runs")
         return list(range(v))
     if not isinstance(v, list) or not v:
         raise invalid(f"must be a positive number of seeds or a non-empty list of seeds, got {shown(v)}")
@@ -195,13 +203,13 @@ def _imports(v: Any) -> Any:
     return v
 
 
-StudyName = checked("a name of letters, digits, '_', '.', '-'",
-                    lambda v: isinstance(v, str) and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", v)))
+StudyName = checked(f"a name of at most {MAX_NAME} letters, digits, '_', '.', '-'",
+                    lambda v: isinstance(v, str) and len(v) <= MAX_NAME and bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", v)))
 Text = checked("a string", lambda v: isinstance(v, str))
 Seeds = before(_seeds, after(list[NonNegativeInt], _distinct_seeds))
 Budget = before(_budget, dict[str, Any])
 Divergence = before(_divergence, dict[str, Any] | None)
-NEvals = checked("an integer >= 2", lambda v: is_int(v) and v >= 2)
+NEvals = checked(f"an integer from 2 to {MAX_EVALS:,}", lambda v: is_int(v) and 2 <= v <= MAX_EVALS)
 Imports = before(_imports, list[str])
 ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v, str))
 
@@ -251,31 +259,39 @@ def study_models() -> dict[str, type[StudyBase]]:
     return out
 
 
-def parse(data: Mapping[str, Any]) -> tuple[StudyBase | None, list[str]]:
-    """The typed study, or None and one line per error (`path: message`)."""
+def parse(data: Mapping[str, Any], max_runs: int | None = None) -> tuple[StudyBase | None, list[str]]:
+    """The typed study, or None and one line per error (`path: message`).
+
+    An unknown kind does not hide the other fields' errors: they are checked against the fields every
+    kind has (the axis, whose schema is the kind's, is then left unchecked).
+    """
     models = study_models()
-    union = Annotated[Union[tuple(models.values())], Field(discriminator="kind")] if len(models) > 1 else \
-        next(iter(models.values()))
     data = {"kind": kinds.DEFAULT_KIND, **data}
+    kind = data["kind"]
+    context = {"max_runs": max_runs}
+    if not isinstance(kind, str) or kind not in models:
+        lines = [f"kind: must be one of {', '.join(models)}, got {shown(kind)};{did_you_mean(kind, list(models))}".rstrip(";")]
+        try:
+            StudyBase.model_validate({**data, "kind": str(kind)}, context=context)
+        except ValidationError as exc:
+            lines += [_line(err, StudyBase) for err in exc.errors()]
+        return None, lines
     try:
-        return TypeAdapter(union).validate_python(data), []
+        return models[kind].model_validate(data, context=context), []
     except ValidationError as exc:
-        return None, [_line(err, data, models) for err in exc.errors()]
+        return None, [_line(err, models[kind]) for err in exc.errors()]
 
 
-def _line(err: Any, data: Mapping[str, Any], models: dict[str, type[BaseModel]]) -> str:
+def _line(err: Any, model: type[BaseModel]) -> str:
     """A pydantic error as the platform's line: the YAML path, then what is allowed and what was given."""
-    kind, loc = data.get("kind"), tuple(err["loc"])
-    if err["type"].startswith("union_tag"):
-        return f"kind: must be one of {', '.join(models)}, got {kind!r}"
-    if len(models) > 1 and loc and loc[0] == kind:
-        loc = loc[1:]  # the union's tag
+    loc = tuple(err["loc"])
     path = yaml_path(loc)
     if err["type"] == ERROR_TYPE:
         return f"{path}: {err['msg']}"
     if err["type"] == "extra_forbidden":
-        allowed = ", ".join(_model_at(models[kind], loc[:-1]).model_fields)
-        return f"{path}: unknown {'study ' if len(loc) == 1 else ''}field; allowed: {allowed}"
+        allowed = list(_model_at(model, loc[:-1]).model_fields)
+        return (f"{path}: unknown {'study ' if len(loc) == 1 else ''}field;{did_you_mean(loc[-1], allowed)} "
+                f"allowed: {', '.join(allowed)}")
     return f"{path}: {err['msg'][0].lower()}{err['msg'][1:]}, got {shown(err.get('input'))}"
 
 

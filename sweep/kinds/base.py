@@ -16,6 +16,8 @@ a study's `imports:` can bring more.
 """
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -84,6 +86,14 @@ class Kind:
         """Every configuration of the study (errors go to `ctx.errors`)."""
         return cartesian(self, ctx, axis)
 
+    def count(self, ctx: Expansion, axis: dict[str, Any]) -> tuple[int, list[Point]]:
+        """How many configurations `expand` makes, and some of them (at least one of each algorithm on each
+        problem): counted without building them all when the kind expands the default way."""
+        if type(self).expand is not Kind.expand:
+            points = self.expand(ctx, axis)
+            return len(points), points
+        return count_cartesian(self, ctx, axis)
+
     def growth(self, study: Study) -> str | None:
         """How the study grows in rounds after the first (`next_points`), in words; None when it does not."""
         return None
@@ -108,8 +118,9 @@ class Kind:
         return runs
 
 
-def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
-    """Every algorithm configuration on every problem configuration it pairs with, with the kind's axis."""
+def factors(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The problem configurations (name, params, grid, axis value, budget) and the algorithm configurations
+    (entry, params, grid, axis value, coords) a cartesian study pairs, each record checked once."""
     prob_points = []
     for j, p in enumerate(ctx.problems):
         record = ctx.problem_record(j)
@@ -128,19 +139,72 @@ def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
             for av, full, extra in kind.algorithm_axis(ctx, axis, i, base):
                 if full is not None:
                     alg_points.append((a, full, grid, av, extra))
-    points = []
-    for a, a_full, a_grid, a_av, extra in alg_points:
-        for p_name, p_full, p_grid, p_av, budget in prob_points:
-            if not pairs(a, {"name": p_name}):
-                continue
-            coords: dict[str, Any] = {"grid": {**{f"problem.{k}": v for k, v in p_grid.items()}, **a_grid}}
-            av = a_av if a_av is not None else p_av
-            if av is not None:
-                coords["axis"] = av
-            coords.update(extra)
-            points.append(Point(a["name"], a["label"], a_full, p_name, p_full, ctx.instance_seed, budget,
-                                ctx.n_evals, coords))
-    return points
+    return prob_points, alg_points
+
+
+def cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> list[Point]:
+    """Every algorithm configuration on every problem configuration it pairs with, with the kind's axis."""
+    prob_points, alg_points = factors(kind, ctx, axis)
+    return [_point(ctx, a, p) for a in alg_points for p in prob_points if pairs(a[0], {"name": p[0]})]
+
+
+def _point(ctx: Expansion, alg: tuple[Any, ...], prob: tuple[Any, ...]) -> Point:
+    """The configuration of an algorithm configuration on a problem configuration (`factors`)."""
+    a, a_full, a_grid, a_av, extra = alg
+    p_name, p_full, p_grid, p_av, budget = prob
+    coords: dict[str, Any] = {"grid": {**{f"problem.{k}": v for k, v in p_grid.items()}, **a_grid}}
+    av = a_av if a_av is not None else p_av
+    if av is not None:
+        coords["axis"] = av
+    coords.update(extra)
+    return Point(a["name"], a["label"], a_full, p_name, p_full, ctx.instance_seed, budget, ctx.n_evals, coords)
+
+
+def count_cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> tuple[int, list[Point]]:
+    """What `cartesian` would make, counted from its factors: the number of configurations and the first of each
+    algorithm on each problem. A configuration two entries give is an error, as `check_duplicates` has it."""
+    prob_points, alg_points = factors(kind, ctx, axis)
+    first = {}
+    for p in prob_points:
+        first.setdefault(p[0], p)
+    per_name = Counter(p[0] for p in prob_points)
+    count, some = 0, {}
+    for a in alg_points:
+        for name in per_name:
+            if pairs(a[0], {"name": name}):
+                count += per_name[name]
+                if (a[0]["name"], name) not in some:
+                    some[a[0]["name"], name] = _point(ctx, a, first[name])
+    dup = _duplicate(prob_points, alg_points)
+    if dup is not None:
+        point = _point(ctx, *dup)
+        ctx.errors.add("problems", f"two entries give the same configuration ({point.label} on {point.problem} with "
+                                   f"{point.problem_params}); remove the duplicate")
+    return count, list(some.values())
+
+
+def _duplicate(probs: list[tuple[Any, ...]], algs: list[tuple[Any, ...]]) -> tuple[Any, Any] | None:
+    """An (algorithm, problem) configuration pair that two entries both give, or None: the same problem
+    configuration twice with any algorithm on it, or the same algorithm configuration twice on a common problem."""
+    def encode(v: Any) -> str:
+        return json.dumps(v, sort_keys=True, default=repr)
+
+    seen: dict[Any, Any] = {}
+    for p in probs:
+        ident = (p[0], encode(p[1]), encode(p[4]))
+        a = next((a for a in algs if pairs(a[0], {"name": p[0]})), None) if ident in seen else None
+        if a is not None:
+            return a, p
+        seen[ident] = p
+    by_ident: dict[Any, list[Any]] = {}
+    for a in algs:
+        ident = (a[0]["name"], a[0]["label"], encode(a[1]))
+        for other in by_ident.get(ident, []):
+            p = next((p for p in probs if pairs(a[0], {"name": p[0]}) and pairs(other[0], {"name": p[0]})), None)
+            if p is not None:
+                return a, p
+        by_ident.setdefault(ident, []).append(a)
+    return None
 
 
 # ---------------------------------------------------------------- the registry

@@ -203,7 +203,7 @@ def test_itd_truncated_to_all_steps_equals_full_backpropagation():
     ("f2sa", {"lam0": -1.0}, "'lam0' must be a positive number"),
     ("stocbio", {"neumann_terms": 2.5}, "'neumann_terms' must be a positive integer"),
     ("aid_cg", {"warm_start": "yes"}, "'warm_start' must be true or false"),
-    ("amigo", {"step": 0.1}, "unknown parameter 'step'; allowed: batch_size, inner_steps"),
+    ("amigo", {"step": 0.1}, r"unknown parameter 'step'; did you mean 'v_steps'\? allowed: batch_size, inner_steps"),
 ])
 def test_bad_configs_are_one_line_errors(name, params, message):
     with pytest.raises(ParameterError, match=message) as err:

@@ -50,7 +50,8 @@ def test_the_study_validates_and_its_trials_match_plain_runs():
 
 @pytest.mark.parametrize("params, message", [
     ({"dataset": "iris", "x_init": "low"}, "problems[0].params.x_init: must be a finite number, got 'low'"),
-    ({"datset": "iris"}, "problems[0].params.datset: unknown parameter; allowed: dataset, data_path"),
+    ({"datset": "iris"}, "problems[0].params.datset: unknown parameter; did you mean 'dataset'? allowed: dataset, "
+                           "data_path"),
 ])
 def test_bad_problem_parameters_get_the_built_ins_one_line_errors(params, message):
     data = yaml.safe_load(STUDY.read_text())

@@ -2,7 +2,6 @@
 import contextlib
 import io
 import os
-import socket
 import string
 import subprocess
 import sys
@@ -40,52 +39,8 @@ def listing(tmp_path):
     return sorted(p.name for p in tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("study, extra, message", [
-    ({**GOOD, "budget": {"seconds": float("inf")}}, [], "budget.seconds: must be at most 604800"),
-    ({**GOOD, "budget": {"iterations": 10**18}}, [], "budget.iterations: must be at most 1e+09"),
-    ({**GOOD, "resources": {"cpu": 64}}, ["--num-cpus", "1"], "resources.cpu: a trial asks for 64 CPUs but the local Ray has 1"),
-    ({**GOOD, "divergence": {"factor": 0.5}}, [], "divergence.factor: must be a number greater than 1"),
-    (GOOD, ["--num-cpus", "0"], "num-cpus: must be a positive integer"),
-    (GOOD, ["--num-cpus", "-1"], "num-cpus: must be a positive integer"),
-    (GOOD, ["--address", "127.0.0.1:1"], "address: no Ray head answers at 127.0.0.1:1"),
-    (GOOD, ["--address", "not a host"], "address: must be host:port of a Ray head"),
-    (GOOD, ["--tracking-uri", "garbage"], "tracking-uri: must be sqlite:///<absolute path>.db, http(s)://host:port"),
-    (GOOD, ["--tracking-uri", "sqlite:///afile"], "tracking-uri: afile is not an SQLite database"),
-    (GOOD, ["--tracking-uri", "postgresql://u:pw@127.0.0.1:1/db"],  # MLflow would retry for minutes
-     "tracking-uri: no database server answers at 127.0.0.1:1 (Connection refused)"),
-    (GOOD, ["--tracking-uri", "mysql://u:pw@127.0.0.1:x/db"],
-     "tracking-uri: Port could not be cast to integer value as 'x' in 'mysql://u:***@127.0.0.1:x/db'"),
-    (GOOD, ["--results-dir", "afile"], "results-dir:"),
-    (GOOD, ["--storage", "afile"], "storage: "),  # then "<tmp>/afile is a file, not a directory"
-    (GOOD, ["--storage", "foo://bucket/x"], "storage: cannot use foo://bucket/x (Unrecognized filesystem type in URI"),
-    (GOOD, ["--max-runs", "0"], "max-runs: must be a positive integer"),
-])
-def test_each_bad_option_or_field_is_one_line_exit_2_nothing_written(tmp_path, study, extra, message):
-    (tmp_path / "afile").write_text("not a directory")
-    path = write(tmp_path, "s.yaml", study)
-    before = listing(tmp_path)
-    code, err, seconds = bisweep(["run", path, *extra], tmp_path)
-    assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("bisweep: error: " + message), err
-    assert listing(tmp_path) == before  # no results directory, no lock, nothing
-
-
-@pytest.mark.parametrize("ray_address, extra, message", [
-    ("127.0.0.1:1", [], "RAY_ADDRESS: no Ray head answers at 127.0.0.1:1 (Connection refused); start the cluster "
-                        "(`ray start --head`) or check the address; unset it to start a local Ray"),
-    ("http://127.0.0.1:8265", [], "RAY_ADDRESS: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
-                                  "got 'http://127.0.0.1:8265'; unset it to start a local Ray"),  # the dashboard's URL
-    ("http://127.0.0.1:8265", ["--address", "127.0.0.1:1"], "address: no Ray head answers"),  # the option wins
-])
-def test_a_bad_ray_address_is_one_line_naming_it_exit_2_nothing_written(tmp_path, monkeypatch, ray_address, extra,
-                                                                         message):
-    monkeypatch.setenv("RAY_ADDRESS", ray_address)
-    path = write(tmp_path, "s.yaml", GOOD)
-    before = listing(tmp_path)
-    code, err, _ = bisweep(["run", path, *extra], tmp_path)
-    assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("bisweep: error: " + message), err
-    assert listing(tmp_path) == before
+# Every bad option and field refused in one line, exit 2, nothing written: tests/sweep/test_bad_input_corpus.py
+# (in this process; a few spot checks there run `bisweep` processes).
 
 
 @pytest.mark.parametrize("option, env, expected", [
@@ -108,15 +63,6 @@ def test_an_unreachable_address_fails_within_the_connect_timeout(address):
     assert time.monotonic() - start < options.CONNECT_TIMEOUT + 5  # never the minutes Ray's own retries take
 
 
-def test_a_huge_grid_is_refused_before_it_is_built(tmp_path):
-    values = [round(0.01 * (i + 1), 2) for i in range(32)]
-    study = {**GOOD, "problems": [{"name": "quadratic", "params": {"dim_x": list(range(1, 33))}}],
-             "algorithms": [{"name": "soba", "params": {"rho": values, "gamma": values, "rho_decay": values}}]}
-    code, err, _ = bisweep(["run", write(tmp_path, "huge.yaml", study), "--validate-only"], tmp_path)
-    assert code == 2 and err == ["bisweep: error: study: expands to about 1,048,576 runs (1 seeds each), more than "
-                                 "the limit 100,000; shrink the grids or raise the limit with --max-runs"]
-
-
 def test_the_size_check_runs_before_any_configuration_is_built(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("expanded a study that is over the limit")
@@ -128,37 +74,6 @@ def test_the_size_check_runs_before_any_configuration_is_built(monkeypatch):
         spec.validate(study, max_runs=10)
     monkeypatch.undo()
     assert len(spec.validate(study, max_runs=12).run_keys) == 12  # the estimate is exact for a plain grid
-
-
-def test_duplicate_yaml_keys_are_refused_naming_the_line(tmp_path):
-    path = write(tmp_path, "dup.yaml", "name: d\nproblems: [quadratic]\nalgorithms: [soba]\nseeds: 2\n"
-                                       "budget: {iterations: 5}\nseeds: 3\n")
-    code, err, _ = bisweep(["run", path, "--validate-only"], tmp_path)
-    assert code == 2 and err == [f"bisweep: error: study: {path} is not valid YAML line 6: "
-                                 "duplicate key 'seeds' (first on line 4)"]
-
-
-@pytest.mark.parametrize("command", ["report", "ui"])
-def test_report_and_ui_refuse_a_study_name_that_is_a_path(tmp_path, command):
-    path = write(tmp_path, "evil.yaml", {**GOOD, "name": "../../x"})
-    code, err, _ = bisweep([command, path], tmp_path)
-    assert code == 2 and err == ["bisweep: error: study: the name must be letters, digits, '_', '.', '-' "
-                                 "(no path), got '../../x'"]
-    assert listing(tmp_path) == ["evil.yaml"]
-
-
-def test_ui_on_a_port_in_use_is_one_line_before_any_server_starts(tmp_path):
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        code, err, _ = bisweep(["ui", "--tracking-uri", store, "--port", str(port)], tmp_path)
-    assert code == 2 and err == [f"bisweep: error: port: cannot listen on 127.0.0.1:{port} (Address already in use); "
-                                 "give another --port (or --host)"]
-    code, err, _ = bisweep(["ui", "--tracking-uri", store, "--port", "70000"], tmp_path)
-    assert code == 2 and err == ["bisweep: error: port: must be 1 to 65535, got 70000"]
-    assert listing(tmp_path) == []  # no store made
 
 
 def test_a_second_driver_is_refused_naming_the_holder(tmp_path):

@@ -31,7 +31,7 @@ def test_the_plugin_kind_schema_reports_its_own_errors(spec_error):
             "algorithms": ["toy_aid"], "budget": {"iterations": 30}}
     spec_error({**data, "axis": {"values": [5, 0]}}, "axis.values[1]", "must be a positive integer, got 0")
     lines = spec_error({**data, "axis": {"valuez": [5]}}, "axis.values", "iteration budgets, got None", count=2)
-    assert lines[1] == "axis.valuez: unknown field; allowed: values"
+    assert lines[1] == "axis.valuez: unknown field; did you mean 'values'? allowed: values"
     spec_error({**data, "axis": {"values": [5]}, "claim": "tfbo_table2"}, "claim",
                "checks a stepsize_sensitivity study, but this study's kind is budget_scaling")
     spec_error({**data, "kind": "stepsize_sensitivity", "axis": {"factors": [1]}, "claim": "toy_more_budget_helps"},

@@ -73,7 +73,8 @@ def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
     assert "quickstart" in spec.builtin_studies()
 
 
-@pytest.mark.parametrize("mutate, path, words", [
+#: Bad fields of BASE: (mutation, the YAML path its error names, words the line holds).
+BAD_FIELDS = [
     (lambda d: d["algorithms"].append({"name": "nope"}), "algorithms[1].name", ["'nope'", "allowed:", "toy_aid"]),
     (lambda d: d["problems"].__setitem__(0, {"name": "nope"}), "problems[0].name", ["'nope'", "quadratic"]),
     (lambda d: d["algorithms"][0].update(params={"zzz": 1}), "algorithms[0].params.zzz", ["unknown", "inner_lr"]),
@@ -92,7 +93,7 @@ def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
     (lambda d: d.update(seeds="x"), "seeds", ["seeds"]),
     (lambda d: d.update(seeds=[0, -1]), "seeds[1]", ["non-negative integer"]),
     (lambda d: d.update(seeds=[]), "seeds", ["non-empty"]),
-    (lambda d: d.update(n_evals=1.5), "n_evals", [">= 2"]),
+    (lambda d: d.update(n_evals=1.5), "n_evals", ["from 2 to 10,000"]),
     (lambda d: d.update(kind="sweepy"), "kind", ["comparison", "stepsize_sensitivity"]),
     (lambda d: d.update(colour="red"), "colour", ["unknown", "algorithms"]),
     (lambda d: d.update(algorithms={"name": "toy_aid"}), "algorithms", ["list"]),
@@ -125,7 +126,10 @@ def test_yaml_file_with_scientific_floats_and_builtin_names(tmp_path):
     (lambda d: d.update(report={"goal": "up"}), "report.goal", ["min, max"]),
     (lambda d: d.update(report={"metrc": "F"}), "report.metrc", ["unknown", "metric"]),
     (lambda d: d.update(name="bad name!"), "name", ["letters"]),
-])
+]
+
+
+@pytest.mark.parametrize("mutate, path, words", BAD_FIELDS)
 def test_bad_fields_get_one_line_naming_the_path(mutate, path, words, spec_error):
     spec_error(mutated(mutate), path, *words)
 
@@ -255,3 +259,175 @@ def test_a_field_added_later_stays_out_of_run_keys_at_its_default():
     # The key recorded before the field existed (every other field at its default), unchanged.
     assert p.key == "soba.simulated.d254e3a973"
     assert n.problem_params["sample_dtype"] == "float32" and n.key != p.key
+
+
+def test_a_file_with_five_mistakes_gets_every_one_at_once_with_the_nearest_names(tmp_path):
+    from sweep.cli import main
+
+    path = tmp_path / "five.yaml"
+    path.write_text("kind: comparisn\naxes: {factors: [1]}\nproblems:\n  - {name: quadratic, params: {dimx: 5}}\n"
+                    "  - quadratc\nalgorithms: [sobaa]\nseeds: 2\nbudget: {iteration: 10}\n")
+    with pytest.raises(spec.SpecError) as info:
+        spec.load(str(path))
+    lines = info.value.errors
+    assert [ln.split(": ", 1)[0] for ln in lines] == [
+        "kind", "problems[1].name", "algorithms[0].name", "axes", "budget.iteration", "problems[0].params.dimx"]
+    assert lines[0].endswith("got 'comparisn'; did you mean 'comparison'?")
+    assert lines[1].startswith("problems[1].name: unknown problem 'quadratc'; did you mean 'quadratic'? allowed: ")
+    assert lines[2].startswith("algorithms[0].name: unknown algorithm 'sobaa'; did you mean 'soba'? allowed: ")
+    assert lines[3].startswith("axes: unknown study field; did you mean 'axis'? allowed: name, description, kind, axis")
+    assert lines[4] == "budget.iteration: unknown parameter; did you mean 'iterations'? allowed: iterations, oracle_calls, seconds"
+    assert lines[5].startswith("problems[0].params.dimx: unknown parameter; did you mean 'dim_x'? allowed: dim_x, ")
+    assert main(["run", str(path), "--validate-only"]) == 2  # and nothing else is needed to see them all
+
+
+def test_a_bad_seeds_field_does_not_hide_the_parameter_errors(spec_error):
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None, "seeds": -1}
+    data["algorithms"][0]["params"] = {"lr": -1, "inner_steps": 0}
+    data["problems"][0]["params"].update(dim_x=-3, mu=0)
+    lines = spec_error(data, "seeds", "positive number of seeds", count=5)
+    assert lines[1:] == ["problems[0].params.dim_x: must be a positive integer, got -3",
+                         "problems[0].params.mu: must be a positive number, got 0",
+                         "algorithms[0].params.lr: must be a positive number, got -1",
+                         "algorithms[0].params.inner_steps: must be a positive integer, got 0"]
+
+
+def test_seeds_are_counted_against_the_run_limit_before_the_list_is_made(spec_error):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        spec_error({**copy.deepcopy(BASE), "seeds": 10**7}, "seeds", "10,000,000 seeds make more than the limit "
+                                                                      "of 100,000 runs")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6  # the list of 10⁷ seeds alone would be 80 MB of pointers (and 945 MB once validated)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("quadratic", {"dim_x": 30, "dim_y": 20}),
+    ("quadratic", {"dim_x": 30, "dim_y": 20, "n_samples": 16, "rank": 2}),
+    ("simulated", {"dim_x": 20, "dim_y": 30, "n_samples_inner": 64, "n_samples_outer": 48}),
+    ("constrained_quadratic", {"d": 25, "p": 7}),
+    ("hyper_cleaning", {"dataset": "synthetic", "n_samples": 2000, "n_features": 30, "n_classes": 3}),
+])
+def test_the_memory_estimate_bounds_the_arrays_an_instance_holds(name, params):
+    """array_bytes counts from the sizes alone what the built instance holds, within a factor of 3 above it."""
+    import problems
+    from problems.registry import entry
+
+    held = _array_bytes(problems.make(name, seed=0, **params), set())
+    estimate = entry(name).params.from_dict(params).array_bytes()
+    assert held > 0 and held <= estimate <= 3 * held, (held, estimate)
+
+
+def _array_bytes(obj, seen, depth=0):
+    """Bytes of the NumPy arrays `obj` holds in its attributes, three levels down."""
+    import numpy as np
+
+    if id(obj) in seen or depth > 3:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    return sum(_array_bytes(v, seen, depth + 1) for v in getattr(obj, "__dict__", {}).values())
+
+
+def test_an_instance_too_large_for_memory_is_refused_saying_the_estimate(monkeypatch, spec_error):
+    from sweep import limits
+
+    monkeypatch.setattr(limits, "node_memory", lambda: 2.0 ** 20)  # 1 MiB
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None}
+    data["problems"][0]["params"] = {"dim_x": [10, 2000], "dim_y": 100}  # 8 B × (4·100² + 100·dim_x)
+    spec.validate(copy.deepcopy({**data, "problems": [{"name": "quadratic", "params": {"dim_x": 10, "dim_y": 100}}]}))
+    lines = spec_error(data, "problems[0].params", count=1)
+    assert lines == ["problems[0].params: an instance needs about 1.8 MiB of arrays (dim_x = 2,000, dim_y = 100, "
+                     "rank = 1), more than the 1.0 MiB of memory of this machine; give smaller sizes"]
+
+
+def test_validate_only_counts_a_million_run_grid_without_building_it(tmp_path, capsys):
+    """10⁶ configurations (a 10⁴ algorithm grid on 10² problems) are counted from their 1,100 records."""
+    import time
+
+    from sweep.cli import main
+
+    values = [round(0.01 * (i + 1), 2) for i in range(10)]
+    study = {"name": "m", "problems": [{"name": "quadratic", "params": {"dim_x": list(range(2, 12)),
+                                                                       "dim_y": list(range(3, 13))}}],
+             "algorithms": [{"name": "soba", "params": {k: values for k in ("rho", "gamma", "rho_decay", "gamma_decay")}}],
+             "seeds": 1, "budget": {"iterations": 5}}
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(study))
+    start = time.process_time()
+    assert main(["run", str(path), "--validate-only", "--max-runs", "1000000"]) == 0
+    assert time.process_time() - start < 5  # building the 10⁶ points took minutes and gigabytes
+    assert capsys.readouterr().out.startswith("study 'm' (scale default) is valid: 1000000 configurations x 1 seeds "
+                                              "= 1000000 runs")
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: None,
+    lambda d: d["problems"].append({"name": "quadratic", "params": {"dim_x": 5, "n_samples": [4, 8], "rank": 5}}),
+    lambda d: d["algorithms"][0].update(problems=["quadratic"]),
+    lambda d: d.update(kind="stepsize_sensitivity", axis={"factors": [0.5, 1, 2]},
+                       algorithms=[{"name": "toy_aid"}, {"name": "toy_aid", "label": "b", "params": {"inner_steps": [1, 2]}}]),
+    lambda d: d.update(kind="dimension_scaling", axis={"param": "dim_y", "values": [4, 8]}),
+])
+def test_counting_gives_the_configurations_the_expansion_builds(change):
+    data = copy.deepcopy(BASE)
+    data.update(kind="comparison", axis=None)
+    data["problems"][0]["params"]["dim_x"] = [3, 6]
+    data["algorithms"] = [{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}, {"name": "toy_aid", "label": "toy_b"}]
+    change(data)
+    built, counted = spec.validate(copy.deepcopy(data)), spec.validate(copy.deepcopy(data), count_only=True)
+    assert counted.counted == built.configurations == len(built.points) > 1
+    assert {(p.algorithm, p.label, p.problem) for p in counted.points} <= {(p.algorithm, p.label, p.problem)
+                                                                            for p in built.points}
+
+
+def test_counting_finds_a_configuration_two_entries_give(spec_error):
+    data = {**copy.deepcopy(BASE), "kind": "comparison", "axis": None}
+    data["problems"].append(copy.deepcopy(data["problems"][0]))
+    spec_error(data, "problems", "same configuration")
+    with pytest.raises(spec.SpecError, match="^problems: two entries give the same configuration"):
+        spec.validate(copy.deepcopy(data), count_only=True)
+
+
+def test_an_algorithm_that_needs_a_finite_sum_is_checked_against_each_problem(spec_error):
+    study = {"name": "fs", "algorithms": ["saba"], "seeds": 1, "budget": {"iterations": 5},
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]}
+    lines = spec_error(study, "algorithms[0].name")
+    assert lines == ["algorithms[0].name: 'saba' needs a finite-sum problem (per-sample oracles, n_samples) but "
+                     "problems[0] 'quadratic' is not one; set its n_samples"]
+    study["problems"][0]["params"]["n_samples"] = 4
+    assert len(spec.validate(study).points) == 1
+
+
+def test_report_metrics_are_checked_against_what_the_runs_record(spec_error):
+    study = {"name": "m", "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 5},
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]}
+    lines = spec_error({**study, "report": {"metric": "grad_F_sqq"}}, "report.metric")
+    assert lines[0].startswith("report.metric: 'grad_F_sqq' is not recorded by this study's runs; did you mean "
+                               "'grad_F_sq'? they record: F, F_gap, calls/cross, ")
+    spec_error({**study, "report": {"converged_metric": "nonexistent"}}, "report.converged_metric", "they record: F,")
+    ok = spec.validate({**study, "report": {"metric": "F_gap", "converged_metric": "calls/grad_f"}})
+    assert (ok.report.metric, ok.report.converged_metric) == ("F_gap", "calls/grad_f")
+
+
+def test_strings_and_nesting_of_a_mapping_are_bounded_before_the_schema_reads_it():
+    from sweep import limits
+
+    deep: list = []
+    inner = deep
+    for _ in range(10_000):  # a list nested 10,000 deep: walked without recursion
+        inner.append([])
+        inner = inner[0]
+    data = {**copy.deepcopy(BASE), "description": "x" * 1001, "budget": {"iterations": 5, "k" * 2000: 1},
+            "axis": {"factors": deep}}
+    with pytest.raises(spec.SpecError) as info:
+        spec.validate(data)
+    assert info.value.errors == [  # in the order of the mapping
+        "axis.factors" + "[0]" * (limits.MAX_DEPTH - 2) + f": nests lists and mappings more than {limits.MAX_DEPTH} deep",
+        "budget: has a key of 2,000 characters; at most 1,000",
+        "description: must be at most 1,000 characters, got 1,001"]

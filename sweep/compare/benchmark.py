@@ -4,14 +4,19 @@ configurations each tuning study chose, and the frames the profiles and the rank
 A run of a benchmark study is one configuration on one instance (the run's seed builds the problem); each
 configuration fills one or more (study, trial) slots of the tuning plan (`coords["tuning"]`). Tuning reads
 the final value of the target metric on the tuning instances; the chosen configurations are compared on
-the held-out instances, one unit per (problem, held-out instance, tuning study): each study's choice is an
-independent replicate of the protocol. At the one-shot budget every study chooses the same paper-default
-configuration, so only study 1 is used there (its copies would not be independent evidence).
+the held-out instances. The independent unit of a comparison is the held-out instance; each tuning study's
+choice is a replicate on it (sweep.compare.statistics reduces the replicates of an instance to their median
+before testing). At the one-shot budget every study chooses the same paper-default configuration, so only
+study 1 is used there.
+
+The target of an instance is fixed once for every algorithm and budget (`instance_bounds`): its exact optimum
+where the problem knows it, else the best value any run of the study reached on it (every configuration of
+every tuning study ran there).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -42,6 +47,11 @@ def plan_configurations(algorithm: str, fixed: Mapping[str, Any],
     return out
 
 
+def weights(axis: Mapping[str, Any]) -> dict[str, float]:
+    """Gradient-equivalents per oracle call: 1 for each kind, with the study's `weights` (hvp, cross, ...)."""
+    return {**profiles.GRADIENT_EQUIVALENTS, **{k: float(v) for k, v in (axis.get("weights") or {}).items()}}
+
+
 def budgets(axis: Mapping[str, Any]) -> dict[str, int]:
     """Budget name -> trials per study (0: the one-shot paper default)."""
     return {"one-shot": tuning.ONE_SHOT, "small": int(axis["budgets"]["small"]), "large": int(axis["budgets"]["large"])}
@@ -53,7 +63,8 @@ def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
 
     Columns: problem, algorithm (the entry's label), key (configuration), instance (the run's seed), study,
     trial, status ("missing" when the run has not ended), score (final metric: ±inf diverged, NaN failed
-    or missing), calls (final gradient-equivalents), seconds (final compute time).
+    or missing), calls (final gradient-equivalents), samples (final samples drawn), seconds (final compute
+    time).
     """
     metric, goal = meta["axis"]["metric"], meta["report"]["goal"]
     by_key = {(r.point["key"], r.seed): r for r in runs}
@@ -64,12 +75,14 @@ def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
             status = r.status if r is not None and r.status in ENDED else "missing"
             final = (r.final or {}) if r is not None else {}
             score = analysis.final_value({"status": status, "final": final}, metric, goal)
-            calls = profiles.gradient_equivalents(final) if final else math.nan
+            calls = profiles.gradient_equivalents(final, weights(meta["axis"])) if final else math.nan
             base = {"problem": problem_label(point), "algorithm": point["label"], "key": point["key"],
                     "instance": seed, "status": status, "score": score, "calls": calls,
+                    "samples": float(final.get("samples/total", math.nan)),
                     "seconds": float(final.get("time", math.nan))}
             rows += [{**base, "study": s, "trial": t} for s, t in point["coords"]["tuning"]]
-    columns = ["problem", "algorithm", "key", "instance", "study", "trial", "status", "score", "calls", "seconds"]
+    columns = ["problem", "algorithm", "key", "instance", "study", "trial", "status", "score", "calls", "samples",
+               "seconds"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -153,12 +166,31 @@ def chosen_runs(runs: list[RunData], chosen: pd.DataFrame, axis: Mapping[str, An
     return out
 
 
-def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any]) -> pd.DataFrame:
-    """`profiles.hitting_costs` problem by problem (an algorithm absent from a problem is not counted there)."""
+def instance_bounds(runs: list[RunData], axis: Mapping[str, Any]) -> pd.DataFrame:
+    """F(x0) and F_L of every (problem, instance), from every ended run of the study (`profiles.lower_bounds`).
+
+    The same target for every algorithm and budget: the exact optimum where known, else the best value any
+    configuration of any tuning study reached on the instance (lower_source says which).
+    """
+    units = [{"algorithm": r.point["label"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
+              "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
     if not units:
-        return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES])
-    hist = profiles.history_frame(units, values=(axis["metric"],))
-    frames = [profiles.hitting_costs(h, axis["taus"], axis["metric"]) for _, h in hist.groupby("problem", sort=True)]
+        return pd.DataFrame(columns=[*profiles.FUNCTION, "start", "lower", "lower_exact", "lower_source"])
+    hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
+    return profiles.lower_bounds(hist, axis["metric"])
+
+
+def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any], bounds: pd.DataFrame,
+                  taus: Sequence[float] | None = None) -> pd.DataFrame:
+    """`profiles.hitting_costs` problem by problem against the fixed `bounds` (`instance_bounds`), at `taus`
+    (default the axis's); an algorithm absent from a problem is not counted there."""
+    if not units:
+        return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES,
+                                     "start", "lower", "lower_exact", "lower_source", "target"])
+    hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
+    taus = axis["taus"] if taus is None else taus
+    frames = [profiles.hitting_costs(h, taus, axis["metric"], bounds=bounds[bounds["problem"] == prob])
+              for prob, h in hist.groupby("problem", sort=True)]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -122,7 +122,8 @@ def time_to_target(costs: pd.DataFrame, by: Sequence[str] = ("problem", "tau", "
                    fraction=float(np.isfinite(first).mean()))
         for axis in axes:
             groups = [x[axis].to_numpy(float) for _, x in g.groupby(unit, sort=True)]
-            m, lo, hi = bootstrap_median(groups, seed, confidence, n_resamples)
+            unknown = any(np.isnan(x).any() for x in groups)  # an axis the runs do not record (no samples)
+            m, lo, hi = (math.nan,) * 3 if unknown else bootstrap_median(groups, seed, confidence, n_resamples)
             row.update({f"{axis}_median": m, f"{axis}_low": lo, f"{axis}_high": hi})
         rows.append(row)
     columns = [*by, "n", "instances", "reached", "fraction",

@@ -138,26 +138,39 @@ def final_f(point, seed, held):
     return 2 * v if seed in held else v + (-0.5 if seed == 0 else 0.5)  # tuning score: the mean, v
 
 
-def records(point, seed, held):
-    """F = F_gap (optimum 0) from 10; soba reaches F <= 1 (τ = 0.1) at 100 + 10 s + seed gradient-equivalents,
-    aid_cg at 200 + 10 s + 3 seed (s: the point's first tuning study); every run ends at 300 calls."""
-    s = point.coords["tuning"][0][0]
+def records(point, seed, held, exact=True):
+    """F from 10 (F_gap = F: optimum 0, unless not `exact`); soba passes 0.1 v (v: the configuration's tuning
+    score) at 100 + 10 s + seed gradient-equivalents, aid_cg reaches 0.9 at 200 + 10 s + 3 seed (s: the point's
+    first tuning study); every run ends at 300 calls."""
+    s, t = point.coords["tuning"][0]
     if point.label == "soba":
-        path = [(0, 10.0), (100 + 10 * s + seed, 0.5), (250, 0.5)]
+        path = [(0, 10.0), (100 + 10 * s + seed, 0.1 * FINALS["soba"][(0, 0) if t == 0 else (s, t)]), (250, 0.5)]
     else:
         path = [(0, 10.0), (100, 2.0), (200 + 10 * s + 3 * seed, 0.9)]
     path.append((300, final_f(point, seed, held)))
-    return [{"iteration": i, "status": "finished" if i == len(path) - 1 else "running", "F": f, "F_gap": f,
-             "calls/grad_g": c, "calls/total": c, "time": c / 100} for i, (c, f) in enumerate(path)]
+    return [{"iteration": i, "status": "finished" if i == len(path) - 1 else "running", "F": f,
+             **({"F_gap": f} if exact else {}), "calls/grad_g": c, "calls/total": c, "samples/total": 8 * c,
+             "time": c / 100} for i, (c, f) in enumerate(path)]
+
+
+def report_study():
+    """Seven held-out instances (enough for one pair: 2/2^7 < 0.05), two tuning instances (0, 1)."""
+    data = copy.deepcopy(STUDY)
+    data["seeds"], data["axis"]["held_out"] = 9, list(range(2, 9))
+    return spec.validate(data)
+
+
+def write(tmp, write_synthetic, exact=True):
+    st = report_study()
+    held = st.axis["held_out"]
+    write_synthetic(st, tmp, lambda p, s: ("finished", records(p, s, held, exact)[-1]),
+                    lambda p, s: records(p, s, held, exact))
+    return st, build_report(tmp, quiet=True)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, write_synthetic):
-    st = study()
-    held = st.axis["held_out"]
-    root = tmp_path_factory.mktemp("bench")
-    write_synthetic(st, root, lambda p, s: ("finished", records(p, s, held)[-1]), lambda p, s: records(p, s, held))
-    return st, build_report(root, quiet=True)
+    return write(tmp_path_factory.mktemp("bench"), write_synthetic)
 
 
 def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read_csv):
@@ -185,40 +198,82 @@ def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read
     assert chosen[("aid_cg", "large", "2")] == 2 and chosen[("soba", "small", "2")] == 1
 
 
-def test_ranking_has_hand_medians_bootstrap_intervals_and_the_scipy_wilcoxon(built, read_csv):
+def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(built, read_csv):
     st, rep = built
     rows = read_csv(rep.directory / "ranking.csv")
     large = {r["algorithm"]: r for r in rows if r["problem"] == "quadratic" and r["budget"] == "large"
              and float(r["tau"]) == 0.1}
     held = st.axis["held_out"]
-    soba = [100 + 10 * s + i for s in (1, 2) for i in held]  # units: held-out instance x tuning study
-    aid = [200 + 10 * s + 3 * i for s in (1, 2) for i in held]
-    assert float(large["soba"]["calls_median"]) == np.median(soba) == 118.5
-    assert float(large["aid_cg"]["calls_median"]) == np.median(aid) == 225.5
+    soba = [[100 + 10 * s + i for s in (1, 2)] for i in held]  # per held-out instance: its two studies
+    aid = [[200 + 10 * s + 3 * i for s in (1, 2)] for i in held]
+    assert float(large["soba"]["calls_median"]) == np.median([np.median(g) for g in soba]) == 120.0
+    assert float(large["aid_cg"]["calls_median"]) == np.median([np.median(g) for g in aid]) == 230.0
+    assert (large["soba"]["instances"], large["soba"]["runs"]) == ("7", "14")
     m, lo, hi = statistics.bootstrap_median(soba, seed=0)
-    assert (float(large["soba"]["calls_low"]), float(large["soba"]["calls_high"])) == pytest.approx((lo, hi), rel=1e-4)
-    assert float(large["soba"]["seconds_median"]) == pytest.approx(1.185)
-    p = stats.wilcoxon(np.array(aid, float) - np.array(soba, float)).pvalue  # the only pair: Holm leaves it
+    assert (float(large["soba"]["calls_low"]), float(large["soba"]["calls_high"])) == pytest.approx((lo, hi), rel=1e-9)
+    assert float(large["soba"]["seconds_median"]) == pytest.approx(1.2)
+    assert float(large["soba"]["samples_median"]) == 960.0  # 8 samples per gradient-equivalent
+    # The 7 instance differences are all positive: the exact p is 2/2^7 (one pair: Holm leaves it).
+    p = 2 / 2**7
     pair = [r for r in read_csv(rep.directory / "pairwise.csv") if r["problem"] == "quadratic"
-            and r["budget"] == "large" and float(r["tau"]) == 0.1 and r["cost"] == "calls"]
-    assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-3) and p < 0.05
-    assert pair[0]["verdict"] == "worse" and pair[0]["algorithm_a"] == "aid_cg"
+            and r["budget"] == "large" and float(r["tau"]) == 0.1]
+    assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-12)
+    assert (pair[0]["a"], pair[0]["b"], pair[0]["units"]) == ("aid_cg", "soba", "7")
+    # Hodges–Lehmann of the differences 100 + 2i (i = 2..8): the median of their Walsh averages, 110.
+    assert float(pair[0]["effect"]) == 110.0
+    assert float(pair[0]["effect_low"]) <= 110.0 <= float(pair[0]["effect_high"])
     assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
     assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
     # No run reaches F <= 1e-3 · 10: never reached, not ranked.
     small_tau = [r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3 and r["problem"] == "quadratic"]
     assert all(r["reached"] == "0" and r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau)
-    # One-shot: every study chose the same configuration, so study 1 only: 4 units, too few to separate.
+    # One-shot: every study chose the same configuration, so study 1 only: 7 instances, one run each.
     one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
-    assert {r["units"] for r in one} == {"4"} and {r["rank_calls"] for r in one} == {"1"}
-    # 1 pair, 4 units: the smallest Holm p-value, 2/2^4, is above 0.05, so the group is not tested at all.
-    assert {r["tested"] for r in one} == {"False"} and {large[a]["tested"] for a in large} == {"True"}
+    assert {(r["instances"], r["runs"]) for r in one} == {("7", "7")}
+    power = {(r["budget"], float(r["tau"])): r for r in read_csv(rep.directory / "power.csv")}
+    assert power[("large", 0.1)]["tested"] == "True" and float(power[("large", 0.1)]["smallest_p_holm"]) == p
+    # τ = 1e-3: nobody reaches it, every difference is a tie: nothing left to test.
+    assert power[("large", 0.001)]["nonzero"] == "0" and power[("large", 0.001)]["tested"] == "False"
+    assert power[("large", 0.1)]["instances_needed"] == "6"
+
+
+def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path, write_synthetic, read_csv):
+    data = copy.deepcopy(STUDY)
+    data["axis"]["held_out"] = [2, 3, 4, 5]  # 4 instances: 2/2^4 > 0.05, no group is tested
+    st = spec.validate(data)
+    held = st.axis["held_out"]
+    write_synthetic(st, tmp_path, lambda p, s: ("finished", records(p, s, held)[-1]),
+                    lambda p, s: records(p, s, held))
+    rep = build_report(tmp_path, quiet=True)
+    assert (rep.directory / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
+                                                            "effect_low,effect_high\n")
+    assert {r["tested"] for r in read_csv(rep.directory / "power.csv")} == {"False"}
+
+
+def test_one_target_per_instance_for_every_algorithm_and_budget(tmp_path, write_synthetic, read_csv):
+    # No exact optimum: F_L is the best value any run reached on the instance, 0.1 (soba's configuration
+    # (2, 2), chosen only by study 2 at the large budget). The one-shot choice reaches 0.5, so at τ = 1e-3
+    # (target 0.1 + 1e-3 · 9.9) it never solves, though it would set its own F_L if only its runs counted.
+    st, rep = write(tmp_path, write_synthetic, exact=False)
+    targets = read_csv(rep.directory / "targets.csv")
+    assert {(r["lower"], r["lower_source"]) for r in targets} == {("0.1", "best value of any run on the instance")}
+    assert len(targets) == 9  # every instance, tuning ones too
+    rows = [r for r in read_csv(rep.directory / "ranking.csv") if float(r["tau"]) == 1e-3 and r["algorithm"] == "soba"]
+    reached = {r["budget"]: int(r["reached"]) for r in rows}
+    assert reached == {"one-shot": 0, "small": 0, "large": 7}  # large: study 2's choice on the 7 instances
+    ert = {(r["budget"], float(r["tau"]), r["algorithm"]): r for r in read_csv(rep.directory / "ert.csv")}
+    # 7 successes at 100 + 20 + i, 7 failures charged the 300-call budget
+    want = (sum(120 + i for i in st.axis["held_out"]) + 7 * 300) / 7
+    assert float(ert[("large", 0.001, "soba")]["ert_calls"]) == pytest.approx(want, rel=1e-12)
+    assert float(ert[("large", 0.001, "soba")]["ert_samples"]) == pytest.approx(8 * want, rel=1e-12)
+    assert ert[("one-shot", 0.001, "soba")]["ert_calls"] == "inf"
 
 
 def test_profiles_and_figures_are_written(built, read_csv):
     _, rep = built
     for name in ("performance_profile", "data_profile", "performance_profile_seconds", "data_profile_seconds",
-                 "convergence_quadratic"):
+                 "performance_profile_samples", "performance_profile_quadratic", "convergence_quadratic",
+                 "runtime_ecdf", "tuning_curve"):
         assert (rep.directory / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     prof = read_csv(rep.directory / "profiles.csv")
     perf = {(r["algorithm"], float(r["x"])): float(r["fraction"]) for r in prof

@@ -38,6 +38,24 @@ def test_the_kinds_restated_constants_are_the_comparison_machinerys():
 
     assert benchmark.SAMPLERS == tuning.METHODS and benchmark.TAUS == profiles.TAUS
     assert benchmark.ADAPTIVE == adaptive.SAMPLERS
+    from problems.counting import ORACLE_KINDS
+    from sweep.compare import benchmark as bench
+
+    assert benchmark.BUDGET_NAMES == bench.BUDGETS and tuple(benchmark.Weights.model_fields) == ORACLE_KINDS
+
+
+def test_oracle_weights_and_the_primary_comparison_are_the_studys():
+    from sweep.compare import benchmark as bench
+    from sweep.compare import report
+
+    st = study(weights={"hvp": 2, "cross": 3}, primary={"budget": "small", "tau": 1.0e-5})
+    w = bench.weights(st.axis)
+    assert (w["hvp"], w["cross"], w["grad_g"]) == (2.0, 3.0, 1.0)
+    record = {"calls/grad_g": 10, "calls/hvp": 4, "calls/cross": 1}
+    assert bench.profiles.gradient_equivalents(record, w) == 10 + 2 * 4 + 3 * 1
+    assert "hvp 2, cross 3" in report.weights_note(st.axis)
+    assert report.primary(st.axis) == ("all", "small", 1e-5)
+    assert report.primary(study().axis) == ("all", "large", 1e-3)  # the middle τ by default
 
 
 def test_every_algorithm_gets_the_same_slots_and_the_draws_of_the_protocol():
@@ -118,6 +136,9 @@ def test_held_out_seeds_never_tune(seed):
     ({"axis": {"metric": "y_err_sq"}}, "axis.metric", ("F, grad_F_sq",)),
     ({"axis": {"trial": 3}}, "axis.trial", ("unknown field",)),
     ({"instance_seed": 0}, "instance_seed", ("must be null",)),
+    ({"axis": {"weights": {"hvp": 0}}}, "axis.weights.hvp", ("positive number",)),
+    ({"axis": {"primary": {"tau": 0.5}}}, "axis", ("primary.tau", "one of the taus")),
+    ({"axis": {"primary": {"problem": "quad"}}}, "axis.primary.problem", ("quadratic",)),
     ({"algorithms": [{"name": "soba", "params": {"rho": [0.1, 0.2]}}]}, "algorithms[0].params.rho", ("one value",)),
     ({"algorithms": [{"name": "saba"}], "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]},
      "algorithms[0].problems", ("finite-sum",)),

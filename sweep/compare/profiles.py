@@ -137,20 +137,31 @@ def hitting_costs(histories: pd.DataFrame, taus: Sequence[float] = TAUS, value: 
     if "samples" not in histories:  # histories without sample counters: that axis is unknown
         histories = histories.assign(samples=math.nan)
     bounds = lower_bounds(histories, value, exact) if bounds is None else bounds
-    h = histories.sort_values("iteration", kind="stable").merge(bounds, on=list(FUNCTION))
     keys = [*UNIT, "algorithm"]
+    h = histories.merge(bounds, on=list(FUNCTION)).sort_values([*keys, "iteration"], kind="stable")
     status = h.groupby(keys, sort=True)["status"].last()
     grid = _complete(status, histories)
+    # Row i of `grid` is group i of `h` where the group exists (both sorted by keys).
+    gid = h.groupby(keys, sort=True).ngroup().to_numpy()
+    where = pd.MultiIndex.from_frame(grid[keys]).get_indexer(status.index)
+    row_of = where[gid]
+    cost = h[list(COST_AXES)].to_numpy(float)
+    # F − F_L ≤ τ (F(x0) − F_L): the same test without the cancellation of F(x0) − F at small τ.
+    excess = (h[value] - h["lower"]).to_numpy(float)
+    scale = (h["start"] - h["lower"]).to_numpy(float)
+    solving = h["status"].isin(SOLVING).to_numpy()
     frames = []
     for tau in taus:
-        # F − F_L ≤ τ (F(x0) − F_L): the same test without the cancellation of F(x0) − F at small τ.
-        ok = h["status"].isin(SOLVING) & (h[value] - h["lower"] <= tau * (h["start"] - h["lower"]))
-        first = h[ok].drop_duplicates(keys).set_index(keys)[list(COST_AXES)].assign(reached=True)
-        f = grid.join(first, on=keys)
-        f[list(COST_AXES)] = f[list(COST_AXES)].astype(float)
+        ok = np.flatnonzero(solving & (excess <= tau * scale))
+        first = np.full(len(grid), len(h))
+        np.minimum.at(first, row_of[ok], ok)  # the first passing record of each run (rows are in record order)
+        reached = first < len(h)
+        f = grid.copy()
         f["tau"] = float(tau)
-        f["reached"] = f["reached"].astype("boolean").fillna(False).astype(bool)
-        f.loc[~f["reached"], list(COST_AXES)] = math.inf
+        f["reached"] = reached
+        values = np.full((len(grid), len(COST_AXES)), math.inf)
+        values[reached] = cost[first[reached]]
+        f[list(COST_AXES)] = values
         frames.append(f)
     out = pd.concat(frames, ignore_index=True).merge(bounds, on=list(FUNCTION))
     out["target"] = out["lower"] + out["tau"] * (out["start"] - out["lower"])

@@ -274,7 +274,8 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
     axis = meta["axis"]
     common = bench.common_problems(costs)
     groups = [("", costs[costs["problem"].isin(common)], tuple(COSTS))]
-    groups += [(f"_{tables.slug(p)}", g, ("calls",)) for p, g in costs.groupby("problem", sort=True)]
+    if costs["problem"].nunique() > 1:  # one problem: the family is that problem
+        groups += [(f"_{tables.slug(p)}", g, ("calls",)) for p, g in costs.groupby("problem", sort=True)]
     left_out = sorted(set(costs["problem"]) - set(common))
     rows, paths = [], []
     for suffix, family, axes in groups:

@@ -64,6 +64,8 @@ def resampled_medians(groups: Sequence[Sequence[float]], draws: tuple) -> np.nda
     inst, picks, counts = draws
     values, _ = _matrix(groups)
     picked = values[inst[..., None], picks]
+    if (counts == counts[0]).all():
+        return np.median(picked, axis=2)
     picked[np.arange(picks.shape[-1]) >= counts[inst][..., None]] = np.nan  # an instance keeps its own count
     return np.nanmedian(picked, axis=2)
 

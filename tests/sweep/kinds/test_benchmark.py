@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -191,7 +192,8 @@ def write(tmp, write_synthetic, exact=True):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, write_synthetic):
-    return write(tmp_path_factory.mktemp("bench"), write_synthetic)
+    """No exact optimum: F_L is the best value any run reached on the instance."""
+    return write(tmp_path_factory.mktemp("bench"), write_synthetic, exact=False)
 
 
 def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read_csv):
@@ -245,9 +247,11 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
     assert float(pair[0]["effect_low"]) <= 110.0 <= float(pair[0]["effect_high"])
     assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
     assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
-    # No run reaches F <= 1e-3 · 10: never reached, not ranked.
-    small_tau = [r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3 and r["problem"] == "quadratic"]
-    assert all(r["reached"] == "0" and r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau)
+    # τ = 1e-3 (F <= 0.1 + 1e-3 · 9.9): only soba's study-2 choice reaches it, so on every instance the median
+    # over the two studies is +inf for both: all ties, nothing ranked.
+    small_tau = {r["algorithm"]: r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3}
+    assert (small_tau["soba"]["reached"], small_tau["aid_cg"]["reached"]) == ("7", "0")
+    assert all(r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau.values())
     # One-shot: every study chose the same configuration, so study 1 only: 7 instances, one run each.
     one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
     assert {(r["instances"], r["runs"]) for r in one} == {("7", "7")}
@@ -258,24 +262,26 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
     assert power[("large", 0.1)]["instances_needed"] == "6"
 
 
-def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path, write_synthetic, read_csv):
-    data = copy.deepcopy(STUDY)
-    data["axis"]["held_out"] = [2, 3, 4, 5]  # 4 instances: 2/2^4 > 0.05, no group is tested
-    st = spec.validate(data)
-    held = st.axis["held_out"]
-    write_synthetic(st, tmp_path, lambda p, s: ("finished", records(p, s, held)[-1]),
-                    lambda p, s: records(p, s, held))
-    rep = build_report(tmp_path, quiet=True)
-    assert (rep.directory / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
-                                                            "effect_low,effect_high\n")
-    assert {r["tested"] for r in read_csv(rep.directory / "power.csv")} == {"False"}
+def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path):
+    from sweep.compare import report
+
+    # 4 instances, one pair: 2/2^4 > 0.05, so the group is not tested and no test is written.
+    costs = pd.DataFrame([{"problem": "quadratic", "instance": i, "seed": 1, "algorithm": a, "tau": 0.1,
+                           "calls": 100.0 + i + (50 if a == "aid_cg" else 0), "samples": math.nan, "seconds": 1.0}
+                          for i in range(4) for a in ("aid_cg", "soba")])
+    ranks, pairs, power = report.ranking(costs, "large", 0)
+    assert pairs.empty and list(power["tested"]) == [False] and set(ranks["rank_calls"]) == {1}
+    assert (power["nonzero"].tolist(), power["smallest_p_holm"].tolist()) == ([4], [0.125])
+    report.write_frame(tmp_path / "pairwise.csv", pairs, report.PAIRWISE)
+    assert (tmp_path / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
+                                                       "effect_low,effect_high\n")
 
 
-def test_one_target_per_instance_for_every_algorithm_and_budget(tmp_path, write_synthetic, read_csv):
+def test_one_target_per_instance_for_every_algorithm_and_budget(built, read_csv):
     # No exact optimum: F_L is the best value any run reached on the instance, 0.1 (soba's configuration
     # (2, 2), chosen only by study 2 at the large budget). The one-shot choice reaches 0.5, so at τ = 1e-3
     # (target 0.1 + 1e-3 · 9.9) it never solves, though it would set its own F_L if only its runs counted.
-    st, rep = write(tmp_path, write_synthetic, exact=False)
+    st, rep = built
     targets = read_csv(rep.directory / "targets.csv")
     assert {(r["lower"], r["lower_source"]) for r in targets} == {("0.1", "best value of any run on the instance")}
     assert len(targets) == 9  # every instance, tuning ones too
@@ -293,7 +299,7 @@ def test_one_target_per_instance_for_every_algorithm_and_budget(tmp_path, write_
 def test_profiles_and_figures_are_written(built, read_csv):
     _, rep = built
     for name in ("performance_profile", "data_profile", "performance_profile_seconds", "data_profile_seconds",
-                 "performance_profile_samples", "performance_profile_quadratic", "convergence_quadratic",
+                 "performance_profile_samples", "convergence_quadratic",
                  "runtime_ecdf", "tuning_curve"):
         assert (rep.directory / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     prof = read_csv(rep.directory / "profiles.csv")

@@ -97,7 +97,8 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
     """The trial each study chose at each budget, scored on tuning and on held-out instances.
 
     Columns: problem, algorithm, budget (name), trials (per study), study, trial, key, tune_score,
-    held_out_score, gap (how much worse on held-out instances; `tuning.held_out_gap`).
+    held_out_score, gap (how much worse on held-out instances; `tuning.held_out_gap`), regret (how much worse
+    on held-out instances than the study's best trial there; `regret`).
     """
     tune, held = split(frame, axis)
     named = budgets(axis)
@@ -109,12 +110,31 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
             g = gaps[gaps["budget"] == k].assign(problem=prob, budget=name, trials=k)
             out.append(g)
     columns = ["problem", "algorithm", "budget", "trials", "study", "trial", "key", "tune_score", "held_out_score",
-               "gap"]
+               "gap", "regret"]
     if not out:
         return pd.DataFrame(columns=columns)
-    chosen = pd.concat(out, ignore_index=True)
+    chosen = regret(pd.concat(out, ignore_index=True), held, goal)
     keys = frame[["problem", "algorithm", "study", "trial", "key"]].drop_duplicates()
     return chosen.merge(keys, on=["problem", "algorithm", "study", "trial"], how="left")[columns]
+
+
+def regret(chosen: pd.DataFrame, held: pd.DataFrame, goal: str) -> pd.DataFrame:
+    """`chosen` with column regret: how much worse on the held-out instances the chosen trial is than the best
+    trial the study could have chosen at that budget (its trials 1..k; one-shot: trial 0), 0 when it is that
+    one. Scores are the mean over held-out instances (`tuning.trial_scores`)."""
+    if held.empty:
+        return chosen.assign(regret=math.nan)
+    loss = {}
+    for prob, h in held.groupby("problem", sort=True):  # per algorithm, study, trial: loss (lower is better)
+        scores = tuning.trial_scores(h, goal)
+        loss.update({(prob, r.algorithm, r.study, r.trial): r.loss for r in scores.itertuples(index=False)})
+    out = []
+    for c in chosen.itertuples(index=False):
+        pool = [0] if c.trials == tuning.ONE_SHOT else range(1, c.trials + 1)
+        best = min(loss.get((c.problem, c.algorithm, c.study, t), math.inf) for t in pool)
+        mine = loss.get((c.problem, c.algorithm, c.study, c.trial), math.inf)
+        out.append(0.0 if mine == best else mine - best)
+    return chosen.assign(regret=out)
 
 
 def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataFrame:
@@ -122,12 +142,14 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
 
     tune_median/q25/q75: median and quartiles over studies of the per-study best on tuning instances
     (`tuning.tuning_summary`); held_out_median, gap_median: the same choices on held-out instances
-    (`tuning.held_out_summary`); tuning_trials, tuning_calls, tuning_seconds: what the S studies spent
-    on tuning instances up to that budget, each study paying for its own trials.
+    (`tuning.held_out_summary`); regret_median: median over studies of the held-out regret (`regret`);
+    tuning_trials, tuning_calls, tuning_seconds: what the S studies spent on tuning instances up to that
+    budget, each study paying for its own trials.
     """
     tune, _ = split(frame, axis)
     named = budgets(axis)
     gaps = choices(frame, axis, goal)
+    regrets = gaps.groupby(["problem", "algorithm", "budget"])["regret"].apply(list).to_dict()
     rows = []
     for prob, t in tune.groupby("problem", sort=True):
         summary = tuning.tuning_summary(t, sorted(set(named.values())), goal)
@@ -139,6 +161,7 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
                 rows.append({"problem": prob, "algorithm": r.algorithm, "budget": name, "trials_per_study": k,
                              "tune_median": r.median, "tune_q25": r.q25, "tune_q75": r.q75,
                              "held_out_median": r.held_out_median, "gap_median": r.gap_median,
+                             "regret_median": analysis.median(regrets.get((prob, r.algorithm, name), [])),
                              "n_studies": r.n_studies, "tuning_trials": r.trials, "tuning_calls": r.calls,
                              "tuning_seconds": r.seconds})
     return pd.DataFrame(rows)

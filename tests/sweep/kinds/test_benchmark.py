@@ -219,6 +219,13 @@ def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read
               for r in read_csv(rep.directory / "choices.csv")}
     assert chosen[("soba", "large", "1")] == 2 and chosen[("aid_cg", "large", "1")] == 1
     assert chosen[("aid_cg", "large", "2")] == 2 and chosen[("soba", "small", "2")] == 1
+    # Held-out finals are 2v, so the trial best on tuning is best on held-out too: no regret, except where the
+    # study could not see it. aid_cg study 1 at the large budget chose trial 1 (v = 6) over trial 2 (v = 7):
+    # held-out 12 against 14, regret 0. One-shot has one candidate: regret 0.
+    regret = {(r["algorithm"], r["budget"], r["study"]): float(r["regret"])
+              for r in read_csv(rep.directory / "choices.csv")}
+    assert set(regret.values()) == {0.0}
+    assert {r["regret_median"] for r in rep.tables["tuning"]} == {0.0}
 
 
 def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(built, read_csv):
@@ -310,3 +317,17 @@ def test_profiles_and_figures_are_written(built, read_csv):
     ratios = sorted(x for (a, x), f in perf.items() if a == "aid_cg" and x > 1 and f == 1.0)
     assert 1.8 < ratios[0] < 2.0
     assert Counter(r["profile"] for r in prof)["data"] > 0 and not math.isnan(ratios[0])
+
+
+def test_held_out_regret_against_the_studys_best_trial_there():
+    from sweep.compare import benchmark as bench
+
+    held = pd.DataFrame([{"problem": "q", "algorithm": "a", "study": 1, "trial": t, "instance": i, "score": v}
+                         for t, values in ((0, (2.0, 2.0)), (1, (3.0, 5.0)), (2, (1.0, 1.0)))
+                         for i, v in zip((7, 8), values)])
+    chosen = pd.DataFrame([{"problem": "q", "algorithm": "a", "study": 1, "trials": k, "trial": t}
+                           for k, t in ((0, 0), (1, 1), (2, 1), (2, 2))])
+    # trial means on held-out instances: 2 (one-shot), 4, 1; choosing trial 1 of 2 costs 4 − 1 = 3
+    assert bench.regret(chosen, held, "min")["regret"].tolist() == [0.0, 0.0, 3.0, 0.0]
+    # goal max: trial 1 (mean 4) is the best of 1..2, so choosing trial 2 costs 3
+    assert bench.regret(chosen, held, "max")["regret"].tolist() == [0.0, 0.0, 0.0, 3.0]

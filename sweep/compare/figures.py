@@ -13,15 +13,18 @@ from sweep import figures, tables
 
 #: Smallest F − F_L drawn on a log axis (a run at the exact optimum up to rounding).
 FLOOR = 1e-16
+#: Most algorithms whose interquartile bands are drawn (more stack into one grey area).
+MAX_BANDS = 8
 
 
-def _band(ax: Any, x: np.ndarray, values: np.ndarray, label: str, style: dict[str, Any]) -> None:
-    """Median line and interquartile band of `values` (runs × x), NaN ignored."""
+def _band(ax: Any, x: np.ndarray, values: np.ndarray, label: str, style: dict[str, Any], band: bool) -> None:
+    """Median line (and, with `band`, the interquartile band) of `values` (runs × x), NaN ignored."""
     with np.errstate(all="ignore"):
         med = np.nanmedian(values, axis=0)
         lo, hi = np.nanpercentile(values, [25, 75], axis=0)
     ax.plot(x, med, label=label, **style)
-    ax.fill_between(x, lo, hi, color=style["color"], alpha=0.12, linewidth=0)
+    if band:
+        ax.fill_between(x, lo, hi, color=style["color"], alpha=0.12, linewidth=0)
 
 
 def convergence(histories: pd.DataFrame, bounds: pd.DataFrame, metric: str, title: str, caption: str,
@@ -46,7 +49,7 @@ def convergence(histories: pd.DataFrame, bounds: pd.DataFrame, metric: str, titl
             idx = np.searchsorted(run["calls"].to_numpy(float), grid, side="right") - 1
             y = run["gap"].to_numpy(float)[np.clip(idx, 0, None)]
             curves.append(np.where(idx >= 0, y, np.nan))
-        _band(ax, grid, np.array(curves), name, style[name])
+        _band(ax, grid, np.array(curves), name, style[name], len(names) <= MAX_BANDS)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("gradient-equivalents")
@@ -54,6 +57,8 @@ def convergence(histories: pd.DataFrame, bounds: pd.DataFrame, metric: str, titl
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
     figures.legend(fig, *ax.get_legend_handles_labels())
+    if len(names) > MAX_BANDS:
+        caption += f"\nmedians only: interquartile bands are drawn for at most {MAX_BANDS} algorithms"
     fig.text(0.5, -0.02, caption, ha="center", va="top", fontsize=8)
     return figures.save_figure(fig, path)
 
@@ -64,23 +69,24 @@ def runtime_ecdf(curves: Mapping[str, pd.DataFrame], budget: float, title: str, 
     fig, axes = figures.panels(len(curves), width=4.6, height=3.4, cols=3)
     names = sorted({a for c in curves.values() for a in c["algorithm"]})
     style = figures.styles(names)
+    solved = [c["x"].min() for c in curves.values() if len(c)]
+    left = max(1.0, 10 ** np.floor(np.log10(min(solved)))) if solved else 1.0  # from the decade of the first solve
     for ax, (problem, c) in zip(axes, curves.items()):
-        for name, g in c.groupby("algorithm", sort=True):
-            xs = np.concatenate([[1.0], g["x"].to_numpy(float), [budget]])
-            ys = np.concatenate([[0.0], g["fraction"].to_numpy(float), [g["fraction"].iloc[-1] if len(g) else 0]])
+        for name in names:
+            g = c[c["algorithm"] == name]  # an algorithm that reaches no target stays at 0
+            last = g["fraction"].iloc[-1] if len(g) else 0.0
+            xs = np.concatenate([[left], g["x"].to_numpy(float), [budget]])
+            ys = np.concatenate([[0.0], g["fraction"].to_numpy(float), [last]])
             ax.step(xs, ys, where="post", label=name, **style[name])
         ax.axvline(budget, color="0.3", linewidth=0.8, linestyle="--")
         ax.set_xscale("log")
-        ax.set_xlim(1.0, budget * 1.05)
+        ax.set_xlim(left, budget * 1.05)
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(problem, fontsize=9)
+        ax.set_title(problem if problem != "all" else "all (pooled)", fontsize=9)
         ax.set_xlabel(f"{cost_label} (dashed: budget)")
         ax.set_ylabel("fraction of (run, target) pairs")
         ax.grid(True, alpha=0.3)
-    handles: dict[str, Any] = {}
-    for ax in axes:
-        handles.update(zip(*reversed(ax.get_legend_handles_labels())))
-    figures.legend(fig, list(handles.values()), list(handles))
+    figures.legend(fig, *axes[0].get_legend_handles_labels())
     fig.suptitle(title, fontsize=10)
     fig.text(0.5, -0.01, caption, ha="center", va="top", fontsize=8)
     return figures.save_figure(fig, path)
@@ -91,13 +97,16 @@ def tuning_curve(curve: pd.DataFrame, title: str, caption: str, path: Path) -> P
     algorithm. `curve`: columns problem, algorithm, k, median, q25, q75."""
     problems_ = sorted(curve["problem"].unique())
     fig, axes = figures.panels(len(problems_), width=4.6, height=3.4, cols=2)
-    style = figures.styles(sorted(curve["algorithm"].unique()))
+    names = sorted(curve["algorithm"].unique())
+    style = figures.styles(names)
+    curve = curve.assign(**{c: np.maximum(curve[c].to_numpy(float), FLOOR) for c in ("median", "q25", "q75")})
     for ax, prob in zip(axes, problems_):
         for name, g in curve[curve["problem"] == prob].groupby("algorithm", sort=True):
             ax.plot(g["k"], g["median"], label=name, marker="o", markersize=3, **style[name])
-            ax.fill_between(g["k"], g["q25"], g["q75"], color=style[name]["color"], alpha=0.1, linewidth=0)
+            if len(names) <= MAX_BANDS:
+                ax.fill_between(g["k"], g["q25"], g["q75"], color=style[name]["color"], alpha=0.1, linewidth=0)
         values = curve.loc[curve["problem"] == prob, ["median", "q25", "q75"]].to_numpy(float).ravel()
-        if figures.use_log(values):
+        if figures.use_log(values):  # gaps at the exact optimum are drawn at FLOOR
             ax.set_yscale("log")
         figures.axis_ticks(ax, curve["k"].unique())
         ax.set_title(prob, fontsize=9)
@@ -109,6 +118,8 @@ def tuning_curve(curve: pd.DataFrame, title: str, caption: str, path: Path) -> P
         handles.update(zip(*reversed(ax.get_legend_handles_labels())))
     figures.legend(fig, list(handles.values()), list(handles))
     fig.suptitle(title, fontsize=10)
+    if len(names) > MAX_BANDS:
+        caption += f"; medians only: interquartile bands are drawn for at most {MAX_BANDS} algorithms"
     fig.text(0.5, -0.01, caption, ha="center", va="top", fontsize=8)
     return figures.save_figure(fig, path)
 

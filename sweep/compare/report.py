@@ -283,7 +283,8 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
         instances = family.drop_duplicates(list(profiles.FUNCTION))
         studies = family["seed"].nunique()
         note = (f"{len(family.drop_duplicates(list(profiles.UNIT)))} units = {len(instances)} independent held-out "
-                f"instances ({len(shown)} problem(s) × {axis['held_out']}) × {studies} tuning studies' choices, "
+                f"instances ({len(shown)} problem(s) × held-out seeds {axis['held_out']}) × {studies} tuning studies' "
+                f"choices, "
                 f"each chosen from {axis['budgets']['large']} quasi-random trials on instances {axis['tune']}")
         if left_out and not suffix:
             note += f"; not pooled (not every algorithm runs there): {', '.join(left_out)}"
@@ -340,10 +341,10 @@ def convergence_figures(units: list[dict[str, Any]], bounds: pd.DataFrame, meta:
     for prob, h in hist.groupby("problem", sort=True):
         runs = h.drop_duplicates(["algorithm", "instance", "seed"])
         per = runs.groupby("algorithm").size()
-        configs = sum(len({u["run"].key for u in ended if u["problem"] == prob and u["algorithm"] == a})
+        configs = sum(len({u["run"].point["key"] for u in ended if u["problem"] == prob and u["algorithm"] == a})
                       for a in per.index)
         source = ", ".join(sorted(set(bounds.loc[bounds["problem"] == prob, "lower_source"])))
-        caption = (f"median and IQR over {h['instance'].nunique()} held-out instances × {h['seed'].nunique()} "
+        caption = (f"median (IQR) over {h['instance'].nunique()} held-out instances × {h['seed'].nunique()} "
                    f"tuning studies' choices ({configs} distinct configurations over {len(per)} algorithms); "
                    f"F_L: {source}")
         paths.append(bench_figures.convergence(

@@ -47,6 +47,30 @@ def plan_configurations(algorithm: str, fixed: Mapping[str, Any],
     return out
 
 
+#: What tuning scores: the gradient-equivalents to the primary τ's target, or the final metric.
+TUNE_ON = ("time_to_target", "final")
+
+
+def tuning_frame(frame: pd.DataFrame, runs: list[RunData], axis: Mapping[str, Any], bounds: pd.DataFrame,
+                 goal: str) -> tuple[pd.DataFrame, str]:
+    """The run frame tuning reads and its goal, by `tune_on`.
+
+    final: the frame as it is. time_to_target: score = gradient-equivalents to the primary τ's target (the
+    instance's fixed F_L; +inf when not reached), goal min, and tiebreak = the final metric as a loss, so that
+    among trials that reach the target on no tuning instance (all +inf) the lowest final value is kept.
+    """
+    if axis.get("tune_on", "final") == "final":
+        return frame, goal
+    tau = float(axis["primary"]["tau"])
+    units = [{"algorithm": r.point["key"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
+              "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
+    costs = hitting_costs(units, axis, bounds, taus=[tau])
+    calls = {(c.algorithm, c.instance): c.calls for c in costs.itertuples(index=False)}
+    final = frame["score"].astype(float) if goal == "min" else -frame["score"].astype(float)
+    score = [calls.get((k, i), math.inf) for k, i in zip(frame["key"], frame["instance"])]
+    return frame.assign(score=score, tiebreak=final.fillna(math.inf)), "min"
+
+
 def weights(axis: Mapping[str, Any]) -> dict[str, float]:
     """Gradient-equivalents per oracle call: 1 for each kind, with the study's `weights` (hvp, cross, ...)."""
     return {**profiles.GRADIENT_EQUIVALENTS, **{k: float(v) for k, v in (axis.get("weights") or {}).items()}}

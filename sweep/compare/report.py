@@ -46,9 +46,10 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
     """Every table and figure of a benchmark study; printed: tuning, the family ranking, power, primary."""
     axis, goal = meta["axis"], meta["report"]["goal"]
     frame = bench.run_frame(runs, meta)
-    chosen = bench.choices(frame, axis, goal)
-    tuning_rows = records(bench.tuning_table(frame, axis, goal))
     bounds = bench.instance_bounds(runs, axis)
+    tuned, tuned_goal = bench.tuning_frame(frame, runs, axis, bounds, goal)
+    chosen = bench.choices(tuned, axis, tuned_goal)
+    tuning_rows = records(bench.tuning_table(tuned, axis, tuned_goal).assign(tune_on=axis.get("tune_on", "final")))
     budget = call_budget(meta)
     ranks, pairs, powers, erts, areas, plots = [], [], [], [], [], []
     for name in bench.BUDGETS:

@@ -136,9 +136,11 @@ def _check_budgets(budgets: Sequence[int]) -> list[int]:
 def trial_scores(scores: pd.DataFrame, goal: str = "min", aggregate: str = "mean") -> pd.DataFrame:
     """One score per trial over its instance seeds (`aggregate`: mean or median of the losses).
 
-    Input columns: algorithm, study, trial, instance, score (optional: calls, seconds).
+    Input columns: algorithm, study, trial, instance, score (optional: calls, seconds, tiebreak: a second
+    loss, lower is better, that orders trials of equal loss).
     Output: algorithm, study, trial, score (in the goal's sign; ±inf for a failed or diverged trial),
-    loss (lower is better), n_instances, calls, seconds (sums over the trial's runs, NaN if absent).
+    loss (lower is better), n_instances, calls, seconds (sums over the trial's runs, NaN if absent), tiebreak
+    (its `aggregate`, 0 if absent).
     """
     _check_goal(goal)
     _require(scores, ("algorithm", "study", "trial", "instance", "score"), "scores")
@@ -148,21 +150,25 @@ def trial_scores(scores: pd.DataFrame, goal: str = "min", aggregate: str = "mean
     for col in ("calls", "seconds"):
         if col not in frame.columns:
             frame[col] = math.nan
+    frame["tiebreak"] = frame["tiebreak"].astype(float).fillna(math.inf) if "tiebreak" in frame else 0.0
     keys = ["algorithm", "study", "trial"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf inside a mean of diverged runs
         out = frame.groupby(keys, sort=True).agg(loss=("loss", aggregate), n_instances=("instance", "nunique"),
-                                                 calls=("calls", _sum), seconds=("seconds", _sum))
-    out["loss"] = out["loss"].fillna(math.inf)
+                                                 calls=("calls", _sum), seconds=("seconds", _sum),
+                                                 tiebreak=("tiebreak", aggregate))
+    out[["loss", "tiebreak"]] = out[["loss", "tiebreak"]].fillna(math.inf)
     out["score"] = out["loss"] if goal == "min" else -out["loss"]
-    return out.reset_index()[["algorithm", "study", "trial", "score", "loss", "n_instances", "calls", "seconds"]]
+    return out.reset_index()[["algorithm", "study", "trial", "score", "loss", "n_instances", "calls", "seconds",
+                              "tiebreak"]]
 
 
 def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "min",
                    aggregate: str = "mean") -> pd.DataFrame:
     """The chosen trial of each (algorithm, study, budget): columns algorithm, study, budget, trial, score.
 
-    Budget 0 is the one-shot trial 0; budget k > 0 is the best of trials 1..k (lowest trial on ties).
+    Budget 0 is the one-shot trial 0; budget k > 0 is the best of trials 1..k (on equal losses the lower
+    tiebreak, then the lower trial).
     """
     budgets = _check_budgets(budgets)
     per_trial = trial_scores(scores, goal, aggregate)
@@ -176,7 +182,8 @@ def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "mi
                                  f"fewer than the budget {k}")
             if pool.empty:
                 raise ValueError(f"budgets: {name} study {study} has no one-shot trial 0")
-            best = pool.iloc[int(np.argmin(pool["loss"].to_numpy()))]  # argmin: the first of tied trials
+            order = np.lexsort((pool["trial"].to_numpy(), pool["tiebreak"].to_numpy(), pool["loss"].to_numpy()))
+            best = pool.iloc[int(order[0])]
             rows.append({"algorithm": name, "study": study, "budget": int(k), "trial": int(best["trial"]),
                          "score": float(best["score"])})
     return pd.DataFrame(rows, columns=["algorithm", "study", "budget", "trial", "score"])

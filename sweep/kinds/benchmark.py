@@ -89,6 +89,8 @@ class Weights(Block):
 
 
 BUDGET_NAMES = ("one-shot", "small", "large")  # sweep.compare.benchmark.BUDGETS
+TUNE_ON = ("time_to_target", "final")  # sweep.compare.benchmark.TUNE_ON
+TuneOn = checked(f"one of {', '.join(TUNE_ON)}", lambda v: v in TUNE_ON)
 Budget = checked(f"one of {', '.join(BUDGET_NAMES)}", lambda v: v in BUDGET_NAMES)
 Name = checked("a problem name (or all: the pooled family)", lambda v: isinstance(v, str) and bool(v))
 
@@ -116,6 +118,8 @@ class BenchmarkAxis(Block):
     taus: Taus = Field(list(TAUS), description="levels τ of the convergence test")
     weights: Weights = Field(Weights(), description="gradient-equivalents per call of an oracle kind, e.g. "
                                                     "{hvp: 2, cross: 2} (default 1 each)")
+    tune_on: TuneOn = Field(None, description="what tuning scores: time_to_target (gradient-equivalents to the "
+                                              "primary τ; default) or final (the final metric; optuna's default)")
     primary: Primary = Field(Primary(), description="{problem, budget, tau}: the declared primary comparison "
                                                     "(default all, large, the middle τ)")
 
@@ -132,6 +136,9 @@ class BenchmarkAxis(Block):
         if tau not in self.taus:
             raise invalid(f"primary.tau: must be one of the taus {self.taus}, got {tau}")
         self.primary = Primary(problem=self.primary.problem, budget=self.primary.budget, tau=tau)
+        if self.sampler in ADAPTIVE and self.tune_on == "time_to_target":
+            raise invalid(f"tune_on: {self.sampler} is told final values; use tune_on: final with it")
+        self.tune_on = self.tune_on or ("final" if self.sampler in ADAPTIVE else "time_to_target")
         if self.sampler in ADAPTIVE:
             self.batch = self.batch or max(1, self.trials // 4)
             if self.batch > self.trials:
@@ -147,7 +154,8 @@ class Benchmark(Kind):
     """Equal tuning budgets, held-out instances, performance and data profiles, a ranking with paired tests."""
 
     name = "benchmark"
-    doc = ("trials, studies, budgets {small, large}, sampler, seed, held_out, metric, taus, weights, primary: every "
+    doc = ("trials, studies, budgets {small, large}, sampler, seed, held_out, metric, taus, weights, primary, "
+           "tune_on: every "
            "algorithm tuned alike on the tuning seeds, scored on held-out seeds; profiles, runtime ECDFs and a "
            "ranking by exact paired tests on instances")
     Axis = BenchmarkAxis

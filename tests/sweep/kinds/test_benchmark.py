@@ -16,7 +16,8 @@ from sweep.compare import statistics, tuning
 from sweep.report import build_report
 
 STUDY = {"name": "bench", "kind": "benchmark",
-         "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5]},
+         "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5],
+                  "tune_on": "final"},
          "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}],
          "algorithms": [{"name": "soba"}, {"name": "aid_cg"}], "seeds": 6, "budget": {"oracle_calls": 300},
          "n_evals": 4}
@@ -43,6 +44,7 @@ def test_the_kinds_restated_constants_are_the_comparison_machinerys():
     from sweep.compare import benchmark as bench
 
     assert benchmark.BUDGET_NAMES == bench.BUDGETS and tuple(benchmark.Weights.model_fields) == ORACLE_KINDS
+    assert benchmark.TUNE_ON == bench.TUNE_ON
 
 
 def test_oracle_weights_and_the_primary_comparison_are_the_studys():
@@ -138,6 +140,8 @@ def test_held_out_seeds_never_tune(seed):
     ({"axis": {"trial": 3}}, "axis.trial", ("unknown field",)),
     ({"instance_seed": 0}, "instance_seed", ("must be null",)),
     ({"axis": {"weights": {"hvp": 0}}}, "axis.weights.hvp", ("positive number",)),
+    ({"axis": {"tune_on": "best"}}, "axis.tune_on", ("time_to_target, final",)),
+    ({"axis": {"sampler": "optuna", "tune_on": "time_to_target"}}, "axis", ("tune_on: final",)),
     ({"axis": {"primary": {"tau": 0.5}}}, "axis", ("primary.tau", "one of the taus")),
     ({"axis": {"primary": {"problem": "quad"}}}, "axis.primary.problem", ("quadratic",)),
     ({"algorithms": [{"name": "soba", "params": {"rho": [0.1, 0.2]}}]}, "algorithms[0].params.rho", ("one value",)),
@@ -331,3 +335,32 @@ def test_held_out_regret_against_the_studys_best_trial_there():
     assert bench.regret(chosen, held, "min")["regret"].tolist() == [0.0, 0.0, 3.0, 0.0]
     # goal max: trial 1 (mean 4) is the best of 1..2, so choosing trial 2 costs 3
     assert bench.regret(chosen, held, "max")["regret"].tolist() == [0.0, 0.0, 0.0, 3.0]
+
+
+def test_tuning_on_time_to_target_scores_calls_to_the_primary_target(built):
+    from sweep.compare import benchmark as bench
+    from sweep.report import load_runs
+    from sweep.store import ResultStore
+
+    _, rep = built
+    store = ResultStore(rep.directory.parent)
+    meta = store.read_study()
+    runs = load_runs(store, meta)
+    axis = {**meta["axis"], "tune_on": "time_to_target"}
+    frame, bounds = bench.run_frame(runs, meta), bench.instance_bounds(runs, axis)
+    tuned, goal = bench.tuning_frame(frame, runs, axis, bounds, "min")
+    # Primary τ = 1e-3: target 0.1 + 1e-3 · 9.9, reached only by soba's (2, 2) configuration, at 100 + 20 + seed.
+    reached = tuned[tuned["score"] < math.inf]
+    assert goal == "min" and set(zip(reached["algorithm"], reached["study"], reached["trial"])) == {("soba", 2, 2)}
+    assert sorted(reached["score"]) == [100 + 20 + s for s in range(9)]
+    np.testing.assert_array_equal(tuned["tiebreak"], frame["score"])  # final F as the second key
+    chosen = bench.choices(tuned, axis, goal).set_index(["algorithm", "budget", "study"])
+    assert chosen.loc[("soba", "large", 2), ["trial", "tune_score"]].tolist() == [2, 120.5]
+    # Study 1 never reaches the target: every trial +inf, the lower final value (trial 2, v = 2) is kept.
+    assert chosen.loc[("soba", "large", 1), ["trial", "tune_score"]].tolist() == [2, math.inf]
+    assert chosen.loc[("aid_cg", "large", 1), "trial"] == 1  # v = 6 before 7, as on final values
+    data = copy.deepcopy(STUDY)
+    del data["axis"]["tune_on"]
+    assert spec.validate(data).axis["tune_on"] == "time_to_target"  # the default: what the ranking scores
+    data["axis"]["sampler"] = "optuna"
+    assert spec.validate(data).axis["tune_on"] == "final"  # optuna is told final values

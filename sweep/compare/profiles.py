@@ -71,8 +71,8 @@ def history_frame(runs: Iterable[Mapping[str, Any]], weights: Mapping[str, float
 
     Each run maps algorithm, problem, instance, seed, status (finished, diverged or failed) and records
     (run-loop records). Columns: algorithm, problem, instance, seed, status, iteration, calls
-    (gradient-equivalents), samples (samples/total), seconds (compute time), the `values`, and F_opt (F − F_gap: the exact
-    optimum when the problem knows it, else NaN).
+    (gradient-equivalents), samples (samples/total), seconds (compute time), the `values`, and F_opt
+    (F − F_gap: the exact optimum when the problem knows it, else NaN).
     """
     rows = []
     for run in runs:

@@ -284,7 +284,8 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
         instances = family.drop_duplicates(list(profiles.FUNCTION))
         studies = family["seed"].nunique()
         note = (f"{len(family.drop_duplicates(list(profiles.UNIT)))} units = {len(instances)} independent held-out "
-                f"instances ({len(shown)} problem(s) × held-out seeds {axis['held_out']}) × {studies} tuning studies' "
+                f"instances ({len(shown)} problem(s) × held-out seeds {axis['held_out']}) × {studies} tuning "
+                f"studies' "
                 f"choices, "
                 f"each chosen from {axis['budgets']['large']} quasi-random trials on instances {axis['tune']}")
         if left_out and not suffix:
@@ -323,7 +324,8 @@ def ecdf_figure(dense: pd.DataFrame, meta: dict[str, Any], directory: Path, budg
     tables.write_csv(directory / "ecdf.csv", rows)
     taus = sorted(dense["tau"].unique())
     caption = (f"{len(taus)} log-spaced targets τ from {taus[-1]:g} to {taus[0]:g} per instance (one F_L per "
-               f"instance); each (instance, study) unit's run to each target; large budget; {weights_note(meta['axis'])}")
+               f"instance); each (instance, study) unit's run to each target; large budget; "
+               f"{weights_note(meta['axis'])}")
     path = directory / "runtime_ecdf.png"
     bench_figures.runtime_ecdf(curves, budget, f"{meta['name']}: runtime ECDF of {meta['axis']['metric']}",
                                caption, path)

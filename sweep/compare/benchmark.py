@@ -167,8 +167,8 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
     tune_median/q25/q75: median and quartiles over studies of the per-study best on tuning instances
     (`tuning.tuning_summary`); held_out_median, gap_median: the same choices on held-out instances
     (`tuning.held_out_summary`); regret_median: median over studies of the held-out regret (`regret`);
-    tuning_trials, tuning_calls, tuning_seconds: what the S studies spent on tuning instances up to that
-    budget, each study paying for its own trials.
+    tuning_trials, tuning_calls, tuning_samples, tuning_seconds: what the S studies spent on tuning instances
+    up to that budget, each study paying for its own trials.
     """
     tune, _ = split(frame, axis)
     named = budgets(axis)
@@ -187,7 +187,7 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
                              "held_out_median": r.held_out_median, "gap_median": r.gap_median,
                              "regret_median": analysis.median(regrets.get((prob, r.algorithm, name), [])),
                              "n_studies": r.n_studies, "tuning_trials": r.trials, "tuning_calls": r.calls,
-                             "tuning_seconds": r.seconds})
+                             "tuning_samples": r.samples, "tuning_seconds": r.seconds})
     return pd.DataFrame(rows)
 
 

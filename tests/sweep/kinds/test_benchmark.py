@@ -218,6 +218,7 @@ def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read
             r = rows[(label, budget)]
             assert (r["tuning_trials"], r["tuning_calls"], r["tuning_seconds"]) == (trials, trials * 600,
                                                                                       pytest.approx(trials * 6))
+            assert r["tuning_samples"] == trials * 600 * 8  # 8 samples per gradient-equivalent
     assert (rep.directory / "tuning.csv").exists()
     chosen = {(r["algorithm"], r["budget"], r["study"]): int(r["trial"])
               for r in read_csv(rep.directory / "choices.csv")}

@@ -56,8 +56,9 @@ def tuning_frame(frame: pd.DataFrame, runs: list[RunData], axis: Mapping[str, An
     """The run frame tuning reads and its goal, by `tune_on`.
 
     final: the frame as it is. time_to_target: score = gradient-equivalents to the primary τ's target (the
-    instance's fixed F_L; +inf when not reached), goal min, and tiebreak = the final metric as a loss, so that
-    among trials that reach the target on no tuning instance (all +inf) the lowest final value is kept.
+    instance's fixed F_L; +inf when not reached, so a trial's mean is +inf unless every tuning instance
+    reaches it), goal min, and tiebreak = the final metric as a loss: among trials at +inf the lowest mean
+    final value is kept.
     """
     if axis.get("tune_on", "final") == "final":
         return frame, goal

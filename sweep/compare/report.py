@@ -294,9 +294,7 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
         for cost in axes:
             label = COSTS[cost]
             for kind, fn in (("performance", profiles.performance_profile), ("data", profiles.data_profile)):
-                prof = fn(family, cost)
-                if prof.empty:
-                    continue
+                prof = fn(family, cost)  # drawn even when empty: its caption says no run reached a target
                 unreached = [f"{t:g}" for t in axis["taus"] if t not in set(prof["tau"])]
                 lines = [lower, note] + ([weights_note(axis)] if cost == "calls" else [])
                 if unreached:

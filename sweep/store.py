@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from problems.validation import ParameterError
+
+from sweep import environment
 from sweep.model import Study
 
 DONE_STATUSES = ("finished", "diverged")
@@ -92,7 +94,7 @@ class ResultStore:
         Written point by point: at 10⁵ configurations the whole text at once took ~70 MB and seconds.
         """
         self.ensure()
-        head = study_head(study)
+        head = {**study_head(study), "environment": environment.describe()}  # where it ran (sweep/environment.py)
         path = self.root / "study.json"
         tmp = path.with_suffix(".json.tmp")
         with open(tmp, "w") as fh:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweep import mlflow_store
+from sweep import environment, mlflow_store
 from sweep.mlflow_sinks import MAX_PARAMS_PER_BATCH, PARENT, ApiSink, Batch, NewRun, SqlSink, sink_for
 from sweep.model import Point, Study
 from sweep.results import run_name
@@ -142,7 +142,8 @@ class Tracker:
             self.answers.mark()
             return self.parent_id
         tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,
-                "mlflow.note.content": study.description or study.name}
+                "mlflow.note.content": study.description or study.name,
+                **environment.flat(environment.describe())}  # where it ran: versions, commit, CPU, BLAS
         run = self.client.create_run(self.experiment_id, tags=tags, run_name=study.name)
         self.parent_id = run.info.run_id
         params = {"kind": study.kind, "axis": study.axis, "seeds": study.seeds, "n_evals": study.n_evals,

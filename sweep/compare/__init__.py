@@ -1,5 +1,6 @@
 """Fair comparisons of algorithms: equal tuning budgets (tuning), performance and data profiles
-(profiles), and time-to-target with bootstrap intervals and Holm-corrected paired tests (statistics).
+(profiles), runtime ECDFs and ERT (runtime), and time-to-target with hierarchical bootstrap intervals and
+exact Holm-corrected paired tests on instances (statistics).
 
 Pure functions on pandas DataFrames; the `benchmark` study kind runs the trials and calls them.
 """

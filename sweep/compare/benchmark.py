@@ -4,14 +4,19 @@ configurations each tuning study chose, and the frames the profiles and the rank
 A run of a benchmark study is one configuration on one instance (the run's seed builds the problem); each
 configuration fills one or more (study, trial) slots of the tuning plan (`coords["tuning"]`). Tuning reads
 the final value of the target metric on the tuning instances; the chosen configurations are compared on
-the held-out instances, one unit per (problem, held-out instance, tuning study): each study's choice is an
-independent replicate of the protocol. At the one-shot budget every study chooses the same paper-default
-configuration, so only study 1 is used there (its copies would not be independent evidence).
+the held-out instances. The independent unit of a comparison is the held-out instance; each tuning study's
+choice is a replicate on it (sweep.compare.statistics reduces the replicates of an instance to their median
+before testing). At the one-shot budget every study chooses the same paper-default configuration, so only
+study 1 is used there.
+
+The target of an instance is fixed once for every algorithm and budget (`instance_bounds`): its exact optimum
+where the problem knows it, else the best value any run of the study reached on it (every configuration of
+every tuning study ran there).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -42,6 +47,36 @@ def plan_configurations(algorithm: str, fixed: Mapping[str, Any],
     return out
 
 
+#: What tuning scores: the gradient-equivalents to the primary τ's target, or the final metric.
+TUNE_ON = ("time_to_target", "final")
+
+
+def tuning_frame(frame: pd.DataFrame, runs: list[RunData], axis: Mapping[str, Any], bounds: pd.DataFrame,
+                 goal: str) -> tuple[pd.DataFrame, str]:
+    """The run frame tuning reads and its goal, by `tune_on`.
+
+    final: the frame as it is. time_to_target: score = gradient-equivalents to the primary τ's target (the
+    instance's fixed F_L; +inf when not reached, so a trial's mean is +inf unless every tuning instance
+    reaches it), goal min, and tiebreak = the final metric as a loss: among trials at +inf the lowest mean
+    final value is kept.
+    """
+    if axis.get("tune_on", "final") == "final":
+        return frame, goal
+    tau = float(axis["primary"]["tau"])
+    units = [{"algorithm": r.point["key"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
+              "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
+    costs = hitting_costs(units, axis, bounds, taus=[tau])
+    calls = {(c.algorithm, c.instance): c.calls for c in costs.itertuples(index=False)}
+    final = frame["score"].astype(float) if goal == "min" else -frame["score"].astype(float)
+    score = [calls.get((k, i), math.inf) for k, i in zip(frame["key"], frame["instance"])]
+    return frame.assign(score=score, tiebreak=final.fillna(math.inf)), "min"
+
+
+def weights(axis: Mapping[str, Any]) -> dict[str, float]:
+    """Gradient-equivalents per oracle call: 1 for each kind, with the study's `weights` (hvp, cross, ...)."""
+    return {**profiles.GRADIENT_EQUIVALENTS, **{k: float(v) for k, v in (axis.get("weights") or {}).items()}}
+
+
 def budgets(axis: Mapping[str, Any]) -> dict[str, int]:
     """Budget name -> trials per study (0: the one-shot paper default)."""
     return {"one-shot": tuning.ONE_SHOT, "small": int(axis["budgets"]["small"]), "large": int(axis["budgets"]["large"])}
@@ -53,7 +88,8 @@ def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
 
     Columns: problem, algorithm (the entry's label), key (configuration), instance (the run's seed), study,
     trial, status ("missing" when the run has not ended), score (final metric: ±inf diverged, NaN failed
-    or missing), calls (final gradient-equivalents), seconds (final compute time).
+    or missing), calls (final gradient-equivalents), samples (final samples drawn), seconds (final compute
+    time).
     """
     metric, goal = meta["axis"]["metric"], meta["report"]["goal"]
     by_key = {(r.point["key"], r.seed): r for r in runs}
@@ -64,12 +100,14 @@ def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
             status = r.status if r is not None and r.status in ENDED else "missing"
             final = (r.final or {}) if r is not None else {}
             score = analysis.final_value({"status": status, "final": final}, metric, goal)
-            calls = profiles.gradient_equivalents(final) if final else math.nan
+            calls = profiles.gradient_equivalents(final, weights(meta["axis"])) if final else math.nan
             base = {"problem": problem_label(point), "algorithm": point["label"], "key": point["key"],
                     "instance": seed, "status": status, "score": score, "calls": calls,
+                    "samples": float(final.get("samples/total", math.nan)),
                     "seconds": float(final.get("time", math.nan))}
             rows += [{**base, "study": s, "trial": t} for s, t in point["coords"]["tuning"]]
-    columns = ["problem", "algorithm", "key", "instance", "study", "trial", "status", "score", "calls", "seconds"]
+    columns = ["problem", "algorithm", "key", "instance", "study", "trial", "status", "score", "calls", "samples",
+               "seconds"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -84,7 +122,8 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
     """The trial each study chose at each budget, scored on tuning and on held-out instances.
 
     Columns: problem, algorithm, budget (name), trials (per study), study, trial, key, tune_score,
-    held_out_score, gap (how much worse on held-out instances; `tuning.held_out_gap`).
+    held_out_score, gap (how much worse on held-out instances; `tuning.held_out_gap`), regret (how much worse
+    on held-out instances than the study's best trial there; `regret`).
     """
     tune, held = split(frame, axis)
     named = budgets(axis)
@@ -96,12 +135,31 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
             g = gaps[gaps["budget"] == k].assign(problem=prob, budget=name, trials=k)
             out.append(g)
     columns = ["problem", "algorithm", "budget", "trials", "study", "trial", "key", "tune_score", "held_out_score",
-               "gap"]
+               "gap", "regret"]
     if not out:
         return pd.DataFrame(columns=columns)
-    chosen = pd.concat(out, ignore_index=True)
+    chosen = regret(pd.concat(out, ignore_index=True), held, goal)
     keys = frame[["problem", "algorithm", "study", "trial", "key"]].drop_duplicates()
     return chosen.merge(keys, on=["problem", "algorithm", "study", "trial"], how="left")[columns]
+
+
+def regret(chosen: pd.DataFrame, held: pd.DataFrame, goal: str) -> pd.DataFrame:
+    """`chosen` with column regret: how much worse on the held-out instances the chosen trial is than the best
+    trial the study could have chosen at that budget (its trials 1..k; one-shot: trial 0), 0 when it is that
+    one. Scores are the mean over held-out instances (`tuning.trial_scores`)."""
+    if held.empty:
+        return chosen.assign(regret=math.nan)
+    loss = {}
+    for prob, h in held.groupby("problem", sort=True):  # per algorithm, study, trial: loss (lower is better)
+        scores = tuning.trial_scores(h, goal)
+        loss.update({(prob, r.algorithm, r.study, r.trial): r.loss for r in scores.itertuples(index=False)})
+    out = []
+    for c in chosen.itertuples(index=False):
+        pool = [0] if c.trials == tuning.ONE_SHOT else range(1, c.trials + 1)
+        best = min(loss.get((c.problem, c.algorithm, c.study, t), math.inf) for t in pool)
+        mine = loss.get((c.problem, c.algorithm, c.study, c.trial), math.inf)
+        out.append(0.0 if mine == best else mine - best)
+    return chosen.assign(regret=out)
 
 
 def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataFrame:
@@ -109,12 +167,14 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
 
     tune_median/q25/q75: median and quartiles over studies of the per-study best on tuning instances
     (`tuning.tuning_summary`); held_out_median, gap_median: the same choices on held-out instances
-    (`tuning.held_out_summary`); tuning_trials, tuning_calls, tuning_seconds: what the S studies spent
-    on tuning instances up to that budget, each study paying for its own trials.
+    (`tuning.held_out_summary`); regret_median: median over studies of the held-out regret (`regret`);
+    tuning_trials, tuning_calls, tuning_samples, tuning_seconds: what the S studies spent on tuning instances
+    up to that budget, each study paying for its own trials.
     """
     tune, _ = split(frame, axis)
     named = budgets(axis)
     gaps = choices(frame, axis, goal)
+    regrets = gaps.groupby(["problem", "algorithm", "budget"])["regret"].apply(list).to_dict()
     rows = []
     for prob, t in tune.groupby("problem", sort=True):
         summary = tuning.tuning_summary(t, sorted(set(named.values())), goal)
@@ -126,8 +186,9 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
                 rows.append({"problem": prob, "algorithm": r.algorithm, "budget": name, "trials_per_study": k,
                              "tune_median": r.median, "tune_q25": r.q25, "tune_q75": r.q75,
                              "held_out_median": r.held_out_median, "gap_median": r.gap_median,
+                             "regret_median": analysis.median(regrets.get((prob, r.algorithm, name), [])),
                              "n_studies": r.n_studies, "tuning_trials": r.trials, "tuning_calls": r.calls,
-                             "tuning_seconds": r.seconds})
+                             "tuning_samples": r.samples, "tuning_seconds": r.seconds})
     return pd.DataFrame(rows)
 
 
@@ -153,12 +214,31 @@ def chosen_runs(runs: list[RunData], chosen: pd.DataFrame, axis: Mapping[str, An
     return out
 
 
-def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any]) -> pd.DataFrame:
-    """`profiles.hitting_costs` problem by problem (an algorithm absent from a problem is not counted there)."""
+def instance_bounds(runs: list[RunData], axis: Mapping[str, Any]) -> pd.DataFrame:
+    """F(x0) and F_L of every (problem, instance), from every ended run of the study (`profiles.lower_bounds`).
+
+    The same target for every algorithm and budget: the exact optimum where known, else the best value any
+    configuration of any tuning study reached on the instance (lower_source says which).
+    """
+    units = [{"algorithm": r.point["label"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
+              "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
     if not units:
-        return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES])
-    hist = profiles.history_frame(units, values=(axis["metric"],))
-    frames = [profiles.hitting_costs(h, axis["taus"], axis["metric"]) for _, h in hist.groupby("problem", sort=True)]
+        return pd.DataFrame(columns=[*profiles.FUNCTION, "start", "lower", "lower_exact", "lower_source"])
+    hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
+    return profiles.lower_bounds(hist, axis["metric"])
+
+
+def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any], bounds: pd.DataFrame,
+                  taus: Sequence[float] | None = None) -> pd.DataFrame:
+    """`profiles.hitting_costs` problem by problem against the fixed `bounds` (`instance_bounds`), at `taus`
+    (default the axis's); an algorithm absent from a problem is not counted there."""
+    if not units:
+        return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES,
+                                     "start", "lower", "lower_exact", "lower_source", "target"])
+    hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
+    taus = axis["taus"] if taus is None else taus
+    frames = [profiles.hitting_costs(h, taus, axis["metric"], bounds=bounds[bounds["problem"] == prob])
+              for prob, h in hist.groupby("problem", sort=True)]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -7,11 +7,14 @@ first record where the convergence test of Moré & Wild holds:
     F(x0) − F(x) ≥ (1 − τ) (F(x0) − F_L),   i.e.   F(x) ≤ F_L + τ (F(x0) − F_L),
 
 with F_L the exact optimum of the function where it is known, else the smallest value any finished run
-found on it (flagged, so a plot can say so). For ‖∇F‖² targets the same test with F_L = 0 is the
+found on it (flagged, so a plot can say so). F_L is a property of the function: a benchmark computes it once
+from every run on the instance (`lower_bounds` over all configurations) and passes it to `hitting_costs`, so
+the target is the same for every algorithm and budget. For ‖∇F‖² targets the same test with F_L = 0 is the
 relative reduction ‖∇F(x)‖² ≤ τ ‖∇F(x0)‖². Runs that failed or diverged never solve a unit, even if a
 record before the failure passed the test; their records do not enter F_L either.
 
-Cost axes: gradient-equivalents ("calls") or compute seconds ("seconds"). A gradient-equivalent weighs
+Cost axes: gradient-equivalents ("calls"), samples drawn by the oracles ("samples": a full-batch gradient
+of a finite sum draws n, a minibatch one its batch) or compute seconds ("seconds"). A gradient-equivalent weighs
 every oracle call by `GRADIENT_EQUIVALENTS`: 1 for a gradient pair (∇x, ∇y) of f or g, 1 for an HVP
 ∇²yy g·v and 1 for a cross product ∇²xy g·v. Reverse-mode differentiation computes an HVP or a
 cross product for a small constant times the cost of a gradient, and the oracle-complexity convention of
@@ -46,7 +49,7 @@ GRADIENT_EQUIVALENTS: dict[str, float] = {k: 1.0 for k in ORACLE_KINDS}
 TAUS = (1e-1, 1e-3, 1e-5)
 FUNCTION = ("problem", "instance")
 UNIT = FUNCTION + ("seed",)
-COST_AXES = ("calls", "seconds")
+COST_AXES = ("calls", "samples", "seconds")
 #: Known lower bound of each target quantity: a column of exact optima, or a number for every function.
 EXACT: dict[str, str | float] = {"F": "F_opt", "grad_F_sq": 0.0}
 #: Statuses whose records may solve a unit.
@@ -68,15 +71,15 @@ def history_frame(runs: Iterable[Mapping[str, Any]], weights: Mapping[str, float
 
     Each run maps algorithm, problem, instance, seed, status (finished, diverged or failed) and records
     (run-loop records). Columns: algorithm, problem, instance, seed, status, iteration, calls
-    (gradient-equivalents), seconds (compute time), the `values`, and F_opt (F − F_gap: the exact
-    optimum when the problem knows it, else NaN).
+    (gradient-equivalents), samples (samples/total), seconds (compute time), the `values`, and F_opt
+    (F − F_gap: the exact optimum when the problem knows it, else NaN).
     """
     rows = []
     for run in runs:
         meta = {k: run[k] for k in ("algorithm", "problem", "instance", "seed", "status")}
         for r in run["records"]:
             row = {**meta, "iteration": int(r["iteration"]), "calls": gradient_equivalents(r, weights),
-                   "seconds": float(r.get("time", math.nan))}
+                   "samples": float(r.get("samples/total", math.nan)), "seconds": float(r.get("time", math.nan))}
             row.update({v: float(r.get(v, math.nan)) for v in values})
             gap = r.get("F_gap")
             row["F_opt"] = float(r["F"]) - float(gap) if gap is not None and "F" in r else math.nan
@@ -98,7 +101,7 @@ def lower_bounds(histories: pd.DataFrame, value: str = "F", exact: str | float |
     `exact`: a column of known optima (NaN where unknown), a number known for every function, None
     (nothing known), or "auto": `EXACT[value]` (the F_opt column for F, 0 for ‖∇F‖²). Start: the first
     record of each run (the same x0 for every run of a function; the largest is taken).
-    Columns: problem, instance, start, lower, lower_exact.
+    Columns: problem, instance, start, lower, lower_exact, lower_source (what F_L is, in words).
     """
     _require(histories, [*FUNCTION, "algorithm", "status", "iteration", value], "histories")
     if isinstance(exact, str) and exact == "auto":
@@ -115,37 +118,55 @@ def lower_bounds(histories: pd.DataFrame, value: str = "F", exact: str | float |
     out["lower_exact"] = np.isfinite(out["known"].astype(float))
     # No finished run and no known optimum: F_L = F(x0), the test then only asks not to go up.
     out["lower"] = out["known"].where(out["lower_exact"], out["found"].fillna(out["start"]))
-    return out.reset_index()[[*FUNCTION, "start", "lower", "lower_exact"]]
+    out["lower_source"] = np.where(out["lower_exact"], "exact optimum", np.where(
+        out["found"].notna(), "best value of any run on the instance", "F(x0): no run finished"))
+    return out.reset_index()[[*FUNCTION, "start", "lower", "lower_exact", "lower_source"]]
 
 
 def hitting_costs(histories: pd.DataFrame, taus: Sequence[float] = TAUS, value: str = "F",
-                  exact: str | float | None = "auto") -> pd.DataFrame:
+                  exact: str | float | None = "auto", bounds: pd.DataFrame | None = None) -> pd.DataFrame:
     """Cost for each run to pass the convergence test at each τ (+inf: never); `exact` as in `lower_bounds`.
 
+    `bounds`: F(x0) and F_L per function (`lower_bounds` of a wider set of runs); default: from `histories`.
+
     Every (unit, algorithm) pair present in the family appears; a pair without a run has status
-    "missing". Columns: problem, instance, seed, algorithm, tau, status, reached, calls, seconds,
-    start, lower, lower_exact, target (the value F_L + τ(F(x0) − F_L) to reach).
+    "missing". Columns: problem, instance, seed, algorithm, tau, status, reached, calls, samples, seconds,
+    start, lower, lower_exact, lower_source, target (the value F_L + τ(F(x0) − F_L) to reach).
     """
-    _require(histories, [*UNIT, "algorithm", "status", "iteration", *COST_AXES, value], "histories")
-    bounds = lower_bounds(histories, value, exact)
-    h = histories.sort_values("iteration", kind="stable").merge(bounds, on=list(FUNCTION))
+    _require(histories, [*UNIT, "algorithm", "status", "iteration", "calls", "seconds", value], "histories")
+    if "samples" not in histories:  # histories without sample counters: that axis is unknown
+        histories = histories.assign(samples=math.nan)
+    bounds = lower_bounds(histories, value, exact) if bounds is None else bounds
     keys = [*UNIT, "algorithm"]
+    h = histories.merge(bounds, on=list(FUNCTION)).sort_values([*keys, "iteration"], kind="stable")
     status = h.groupby(keys, sort=True)["status"].last()
     grid = _complete(status, histories)
+    # Row i of `grid` is group i of `h` where the group exists (both sorted by keys).
+    gid = h.groupby(keys, sort=True).ngroup().to_numpy()
+    where = pd.MultiIndex.from_frame(grid[keys]).get_indexer(status.index)
+    row_of = where[gid]
+    cost = h[list(COST_AXES)].to_numpy(float)
+    # F − F_L ≤ τ (F(x0) − F_L): the same test without the cancellation of F(x0) − F at small τ.
+    excess = (h[value] - h["lower"]).to_numpy(float)
+    scale = (h["start"] - h["lower"]).to_numpy(float)
+    solving = h["status"].isin(SOLVING).to_numpy()
     frames = []
     for tau in taus:
-        # F − F_L ≤ τ (F(x0) − F_L): the same test without the cancellation of F(x0) − F at small τ.
-        ok = h["status"].isin(SOLVING) & (h[value] - h["lower"] <= tau * (h["start"] - h["lower"]))
-        first = h[ok].groupby(keys, sort=True)[list(COST_AXES)].first()
-        f = grid.join(first, on=keys)
+        ok = np.flatnonzero(solving & (excess <= tau * scale))
+        first = np.full(len(grid), len(h))
+        np.minimum.at(first, row_of[ok], ok)  # the first passing record of each run (rows are in record order)
+        reached = first < len(h)
+        f = grid.copy()
         f["tau"] = float(tau)
-        f["reached"] = f["calls"].notna()
-        f[list(COST_AXES)] = f[list(COST_AXES)].fillna(math.inf)
+        f["reached"] = reached
+        values = np.full((len(grid), len(COST_AXES)), math.inf)
+        values[reached] = cost[first[reached]]
+        f[list(COST_AXES)] = values
         frames.append(f)
     out = pd.concat(frames, ignore_index=True).merge(bounds, on=list(FUNCTION))
     out["target"] = out["lower"] + out["tau"] * (out["start"] - out["lower"])
     return out[[*UNIT, "algorithm", "tau", "status", "reached", *COST_AXES, "start", "lower", "lower_exact",
-                "target"]]
+                "lower_source", "target"]]
 
 
 def _complete(status: pd.Series, histories: pd.DataFrame) -> pd.DataFrame:
@@ -235,20 +256,24 @@ def _pyplot() -> Any:
 
 
 def plot_profile(profile: pd.DataFrame, caption: str, path: str | Path | None = None,
-                 title: str = "", cost_label: str = "gradient-equivalents") -> Figure:
+                 title: str = "", cost_label: str = "gradient-equivalents", budget: float | None = None,
+                 ylabel: str = "fraction of units solved") -> Figure:
     """Step curves of a performance profile (column ratio) or data profile (column budget), one panel per τ.
 
-    Line styles cycle with the colours so that tied curves stay visible; the caption goes under the panels.
-    With a `path` the figure is written there and closed (it can still be inspected).
+    The panels share one x range: α from 1 to past the largest finite ratio of any panel; a data profile's
+    axis from below the cheapest solve to `budget` (marked; default past the dearest solve). Line styles
+    cycle with the colours so that tied curves stay visible; the caption goes under the panels. With a
+    `path` the figure is written there and closed (it can still be inspected).
     """
     plt = _pyplot()
     x = "ratio" if "ratio" in profile.columns else "budget"
     taus = sorted(profile["tau"].unique(), reverse=True)
     n = max(len(taus), 1)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False, sharey=True, sharex=True)
+    limits = _x_limits(profile[x].to_numpy(float), x, budget)
     for ax, tau in zip(axes[0], taus):
-        _panel(ax, profile[profile["tau"] == tau], x, tau, cost_label)
-    axes[0][0].set_ylabel("fraction of problems solved")
+        _panel(ax, profile[profile["tau"] == tau], x, tau, cost_label, limits, budget)
+    axes[0][0].set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -265,16 +290,26 @@ def plot_profile(profile: pd.DataFrame, caption: str, path: str | Path | None = 
 _STYLES = ("-", "--", ":", "-.")
 
 
-def _panel(ax: Axes, panel: pd.DataFrame, x: str, tau: float, cost_label: str) -> None:
-    """One τ: a step curve per algorithm, from the left edge (α = 1, or no budget) to past the last step."""
-    grid = panel[x].to_numpy(float)
-    right = grid.max() * 1.5 if grid.size and grid.max() > 0 else 2.0
-    positive = grid[grid > 0]
-    left = None if x == "ratio" else (positive.min() / 1.5 if positive.size else 1.0)
+def _x_limits(grid: np.ndarray, x: str, budget: float | None) -> tuple[float, float]:
+    """One x range for every panel: [1, 1.2 · largest ratio] or [cheapest solve / 1.5, budget · 1.05]."""
+    positive = grid[np.isfinite(grid) & (grid > 0)]
+    if x == "ratio":
+        return 1.0, max(2.0, float(positive.max()) * 1.2 if positive.size else 2.0)
+    right = budget * 1.05 if budget else (float(positive.max()) * 1.5 if positive.size else 2.0)
+    left = float(positive.min()) / 1.5 if positive.size else right / 100
+    return min(left, right / 10), right
+
+
+def _panel(ax: Axes, panel: pd.DataFrame, x: str, tau: float, cost_label: str, limits: tuple[float, float],
+           budget: float | None) -> None:
+    """One τ: a step curve per algorithm across the shared x range."""
+    from matplotlib import ticker
+
+    left, right = limits
     colours = _pyplot().cm.tab10
     for i, (name, g) in enumerate(panel.groupby("algorithm", sort=True)):
         xs, ys = g[x].to_numpy(float), g["fraction"].to_numpy(float)
-        if left is not None and (xs[0] > 0):  # data profile: nothing is solved without a budget
+        if x == "budget" and xs[0] > left:  # data profile: nothing is solved without a budget
             xs, ys = np.insert(xs, 0, left), np.insert(ys, 0, 0.0)
         # 10 colours, then the next line style: unique up to 40 curves (cycling both together repeats at 20)
         ax.step(np.append(xs, right), np.append(ys, ys[-1]), where="post", label=name, color=colours(i % 10),
@@ -283,12 +318,16 @@ def _panel(ax: Axes, panel: pd.DataFrame, x: str, tau: float, cost_label: str) -
         ax.set_xscale("log", base=2)
         ax.set_xlabel("performance ratio α (cost / best cost)")
     else:
-        if (grid <= 0).any():
-            ax.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0)
-        else:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(_pyplot().NullFormatter())  # labelled minor ticks overlap on short ranges
+        ax.set_xscale("log")
         ax.set_xlabel(f"budget ({cost_label})")
+        if budget:
+            ax.axvline(budget, color="0.3", linewidth=0.8, linestyle="--")
+            ax.text(budget, 1.0, " budget", rotation=90, va="top", ha="right", fontsize=7, color="0.3")
+    ax.set_xlim(left, right)
+    if x == "budget" and right / left < 10 ** 1.5:  # inside ~one decade: label 1-2-5 ticks, not only decades
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"τ = {tau:g}")
     ax.grid(True, alpha=0.3)

@@ -1,19 +1,24 @@
-"""Calls- and time-to-target with bootstrap intervals, paired Wilcoxon tests with Holm's correction, and
-a ranking that only separates methods where the seeds support it.
+"""Calls- and time-to-target with hierarchical bootstrap intervals, exact paired signed-rank tests on
+instances with Holm's correction, Hodges–Lehmann effects, and a ranking that only separates methods where the
+instances support it.
 
-Runs that never reach the target (failed, diverged, or out of budget) count as +inf. The median is
-taken over all runs with those infinities in place (so it is +inf when more than half never reach the
-target), and its 95% interval is scipy's percentile bootstrap over the same values: an upper bound of
-+inf says that resamples where most runs fail are plausible. The fraction of runs reaching the target
-is reported beside them, since a median alone hides it.
+The independent unit is the problem *instance*. A benchmark scores each instance several times (once per
+tuning study's chosen configuration); those scores share the instance and are not independent evidence, so
+every test first takes, per algorithm, the median over an instance's replicates (studies) and then compares
+instances. Intervals come from a hierarchical bootstrap: instances are resampled, then the replicates within
+each resampled instance.
 
-Paired tests compare two algorithms on matched units (same problem instance and seed): the Wilcoxon
-signed-rank test on the differences a − b, where two infinite values count as a tie (difference 0) and
-zero differences are dropped (scipy's zero_method="wilcox"); an infinite difference has the largest
-rank. Seed copies of a pair of deterministic runs (equal over seeds) count as one unit. With n ≤ 5
-non-zero differences the smallest two-sided p-value is 2/2^n ≥ 0.0625 (scipy's p-values are exact for
-so few pairs, with or without ties), so no difference can be significant at 0.05: the table then says
-so instead of ranking. Holm's correction runs over the pairs of one group (one problem and target).
+Runs that never reach the target (failed, diverged, or out of budget) count as +inf. A median is +inf when
+more than half the values are; an interval bound of +inf says such resamples are plausible. The fraction of
+runs reaching the target is reported beside them, since a median alone hides it.
+
+Paired tests: the Wilcoxon signed-rank test of the instance differences a − b, two infinities of one sign
+counting as a tie (difference 0), zero differences dropped before ranking, an infinite difference ranked
+largest. The p-value is exact: the null distribution of the signed-rank sum over all 2^n sign flips of the
+(tie-averaged) ranks, computed by convolution (scipy's `method="exact"` ignores ties, and its permutation
+method enumerates the flips one by one). With n non-zero differences the smallest two-sided p-value is 2/2^n,
+so with m pairs Holm cannot go below m · 2/2^n: such a group is not tested. Holm runs over the pairs of one
+group (one problem, budget and τ): that group is a family.
 """
 from __future__ import annotations
 
@@ -29,53 +34,102 @@ ALPHA = 0.05
 CONFIDENCE = 0.95
 RESAMPLES = 9999
 BETTER, WORSE, SAME = "better", "worse", "no significant difference"
-MATCH = ("instance", "seed")
+UNIT, REPLICATE = "instance", "seed"
 
 
-# ------------------------------------------------------------------ time-to-target
-def bootstrap_median(values: Sequence[float], seed: int = 0, confidence: float = CONFIDENCE,
-                     n_resamples: int = RESAMPLES) -> tuple[float, float, float]:
-    """(median, low, high): the median and its percentile-bootstrap interval (+inf values allowed).
+# ------------------------------------------------------------------ hierarchical bootstrap
+def _matrix(groups: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged groups as a NaN-padded (instances, replicates) matrix and the count of each row."""
+    counts = np.array([len(g) for g in groups], dtype=int)
+    out = np.full((len(groups), int(counts.max()) if len(groups) else 0), np.nan)
+    for i, g in enumerate(groups):
+        out[i, :len(g)] = np.asarray(g, dtype=float)
+    return out, counts
 
-    Fewer than two values: the interval is (NaN, NaN). NaN values are not allowed (map them first).
+
+def hierarchical_index(index: Sequence[Sequence[float]], rng: np.random.Generator,
+                       n_resamples: int = RESAMPLES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The draws of a hierarchical bootstrap of ragged groups: instances drawn with replacement (B, n), then
+    within each drawn instance its replicates drawn with replacement (B, n, width; positions past the
+    instance's own count are unused), and the count of each group."""
+    counts = np.array([len(i) for i in index])
+    n, width = len(index), int(counts.max())
+    inst = rng.integers(0, n, size=(n_resamples, n))
+    picks = (rng.random((n_resamples, n, width)) * counts[inst][..., None]).astype(int)
+    return inst, picks, counts
+
+
+def resampled_medians(groups: Sequence[Sequence[float]], draws: tuple) -> np.ndarray:
+    """Per resample and drawn instance, the median of its drawn replicates, shape (B, n)."""
+    inst, picks, counts = draws
+    values, _ = _matrix(groups)
+    picked = values[inst[..., None], picks]
+    if (counts == counts[0]).all():
+        return np.median(picked, axis=2)
+    picked[np.arange(picks.shape[-1]) >= counts[inst][..., None]] = np.nan  # an instance keeps its own count
+    return np.nanmedian(picked, axis=2)
+
+
+def instance_medians(groups: Sequence[Sequence[float]]) -> np.ndarray:
+    """The median over each instance's replicates."""
+    return np.array([np.median(np.asarray(g, dtype=float)) for g in groups])
+
+
+def bootstrap_median(groups: Sequence[Sequence[float]] | Sequence[float], seed: int = 0,
+                     confidence: float = CONFIDENCE, n_resamples: int = RESAMPLES) -> tuple[float, float, float]:
+    """(median, low, high): the median over instances of the per-instance medians, and its hierarchical
+    percentile-bootstrap interval (+inf values allowed). A flat sequence is one replicate per instance.
+
+    Fewer than two instances: the interval is (NaN, NaN). NaN values are not allowed (map them first).
     """
-    v = np.asarray(values, dtype=float)
-    if np.isnan(v).any():
+    groups = [np.atleast_1d(np.asarray(g, dtype=float)) for g in groups]
+    if any(np.isnan(g).any() for g in groups):
         raise ValueError("values: NaN is not allowed (a run that never reaches the target is +inf)")
-    if v.size == 0:
+    if not groups:
         return math.nan, math.nan, math.nan
-    median = float(np.median(v))
-    if v.size < 2:
+    median = float(np.median(instance_medians(groups)))
+    if len(groups) < 2:
         return median, math.nan, math.nan
-    if np.all(v == v[0]):
-        return median, float(v[0]), float(v[0])  # every resample is the same: a degenerate interval
-    with np.errstate(invalid="ignore"):  # scipy's standard error of a distribution containing inf
-        res = stats.bootstrap((v,), np.median, confidence_level=confidence, n_resamples=n_resamples,
-                              method="percentile", rng=np.random.default_rng(seed))
-    return median, float(res.confidence_interval.low), float(res.confidence_interval.high)
+    draws = hierarchical_index(groups, np.random.default_rng(seed), n_resamples)
+    stats_ = np.median(resampled_medians(groups, draws), axis=1)
+    return median, *_percentiles(stats_, confidence)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval, without interpolating towards an infinite neighbour."""
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail], method="inverted_cdf")
+    return float(lo), float(hi)
 
 
 def time_to_target(costs: pd.DataFrame, by: Sequence[str] = ("problem", "tau", "algorithm"),
                    axes: Sequence[str] = ("calls", "seconds"), seed: int = 0,
-                   confidence: float = CONFIDENCE, n_resamples: int = RESAMPLES) -> pd.DataFrame:
-    """Median cost to reach the target with bootstrap intervals over the runs of each group.
+                   confidence: float = CONFIDENCE, n_resamples: int = RESAMPLES,
+                   unit: str = UNIT) -> pd.DataFrame:
+    """Median cost to reach the target (over instances of the per-instance median) with hierarchical
+    bootstrap intervals, per group.
 
-    Input: `profiles.hitting_costs` (one row per run and τ; +inf where never reached). Output columns:
-    the `by` columns, n, reached, fraction, then for each cost axis <axis>_median, <axis>_low, <axis>_high.
+    Input: `profiles.hitting_costs` (one row per run and τ; +inf where never reached); `unit` names the
+    instance column (the rows of one instance are its replicates). Output columns: the `by` columns, n (runs),
+    instances, reached, fraction, then for each cost axis <axis>_median, <axis>_low, <axis>_high.
     """
-    missing = [c for c in (*by, *axes) if c not in costs.columns]
+    missing = [c for c in (*by, *axes, unit) if c not in costs.columns]
     if missing:
         raise ValueError(f"costs: missing column '{missing[0]}'")
     rows = []
     for key, g in costs.groupby(list(by), sort=True):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         first = g[axes[0]].to_numpy(float)
-        row.update(n=len(g), reached=int(np.isfinite(first).sum()), fraction=float(np.isfinite(first).mean()))
+        row.update(n=len(g), instances=int(g[unit].nunique()), reached=int(np.isfinite(first).sum()),
+                   fraction=float(np.isfinite(first).mean()))
         for axis in axes:
-            m, lo, hi = bootstrap_median(g[axis].to_numpy(float), seed, confidence, n_resamples)
+            groups = [x[axis].to_numpy(float) for _, x in g.groupby(unit, sort=True)]
+            unknown = any(np.isnan(x).any() for x in groups)  # an axis the runs do not record (no samples)
+            m, lo, hi = (math.nan,) * 3 if unknown else bootstrap_median(groups, seed, confidence, n_resamples)
             row.update({f"{axis}_median": m, f"{axis}_low": lo, f"{axis}_high": hi})
         rows.append(row)
-    columns = [*by, "n", "reached", "fraction", *(f"{a}_{s}" for a in axes for s in ("median", "low", "high"))]
+    columns = [*by, "n", "instances", "reached", "fraction",
+               *(f"{a}_{s}" for a in axes for s in ("median", "low", "high"))]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -98,73 +152,150 @@ def paired_differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
         return np.where(a == b, 0.0, a - b)
 
 
-def paired_wilcoxon(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
-    """Two-sided Wilcoxon signed-rank test of a − b (scipy defaults: zero_method wilcox, method auto).
-
-    Keys: n (non-zero differences), statistic, p_value (1 when no difference is non-zero),
-    r_plus, r_minus (rank sums of positive and negative differences), median_difference.
-    """
-    d = paired_differences(a, b)
+def signed_rank_test(d: Sequence[float]) -> dict[str, float]:
+    """Exact two-sided Wilcoxon signed-rank test of differences `d` (zeros dropped, ties averaged, ±inf ranked
+    largest). Keys: n (non-zero differences), r_plus, r_minus, statistic (min of the two), p_value (1 when no
+    difference is non-zero)."""
+    d = np.asarray(d, dtype=float)
+    if np.isnan(d).any():
+        raise ValueError("differences: NaN is not allowed")
     nonzero = d[d != 0]
-    ranks = stats.rankdata(np.abs(nonzero))
-    out = {"n": int(nonzero.size), "r_plus": float(ranks[nonzero > 0].sum()),
-           "r_minus": float(ranks[nonzero < 0].sum()),
-           "median_difference": float(np.median(d)) if d.size else math.nan}
+    ranks = _average_ranks(np.abs(nonzero))
+    r_plus, r_minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
+    out = {"n": int(nonzero.size), "r_plus": r_plus, "r_minus": r_minus, "statistic": min(r_plus, r_minus)}
     if nonzero.size == 0:
-        return {**out, "statistic": 0.0, "p_value": 1.0}
-    res = stats.wilcoxon(d)
-    return {**out, "statistic": float(res.statistic), "p_value": float(res.pvalue)}
+        return {**out, "p_value": 1.0}
+    # Doubled ranks are integers; the null law of the positive rank sum is the convolution of each rank's
+    # {0, r} with probability ½ each (every sign flip equally likely).
+    doubled = np.rint(2 * ranks).astype(int)
+    law = np.zeros(int(doubled.sum()) + 1)
+    law[0] = 1.0
+    for r in doubled:
+        flipped = 0.5 * law
+        flipped[r:] += 0.5 * law[:-r]
+        law = flipped
+    total, observed = doubled.sum(), round(2 * r_plus)
+    extreme = np.abs(2 * np.arange(law.size) - total) >= abs(2 * observed - total)
+    return {**out, "p_value": float(min(1.0, law[extreme].sum()))}
+
+
+def _average_ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties averaged (+inf ranks last): scipy's rankdata."""
+    return stats.rankdata(v) if v.size else np.zeros(0)
+
+
+def paired_wilcoxon(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+    """The exact signed-rank test of a − b (`signed_rank_test`) and the median difference."""
+    d = paired_differences(a, b)
+    return {**signed_rank_test(d), "median_difference": float(np.median(d)) if d.size else math.nan}
+
+
+def hodges_lehmann(d: np.ndarray) -> np.ndarray:
+    """Hodges–Lehmann estimate along the last axis: the median of the Walsh averages (d_i + d_j)/2, i ≤ j.
+
+    +inf and −inf average to 0 (one instance each way: no net direction).
+    """
+    d = np.asarray(d, dtype=float)
+    i, j = np.triu_indices(d.shape[-1])
+    x, y = d[..., i], d[..., j]
+    with np.errstate(invalid="ignore"):
+        walsh = np.where(np.isinf(x) & np.isinf(y) & (x != y), 0.0, (x + y) / 2)
+    return np.median(walsh, axis=-1)
+
+
+def paired_instances(table: pd.DataFrame, a: str, b: str, unit: str = UNIT) -> list[np.ndarray]:
+    """Per instance where both ran: the (replicates, 2) values of a and b, replicate by replicate."""
+    both = table[[a, b]].dropna()
+    return [g.to_numpy(float) for _, g in both.groupby(level=unit, sort=True)]
+
+
+def instance_differences(pairs: list[np.ndarray]) -> np.ndarray:
+    """Per instance: median of a's replicates minus median of b's (a tie of infinities is 0)."""
+    if not pairs:
+        return np.zeros(0)
+    a = np.array([np.median(p[:, 0]) for p in pairs])
+    b = np.array([np.median(p[:, 1]) for p in pairs])
+    return paired_differences(a, b)
+
+
+def effect_interval(pairs: list[np.ndarray], seed: int = 0, confidence: float = CONFIDENCE,
+                    n_resamples: int = RESAMPLES) -> tuple[float, float]:
+    """Hierarchical percentile-bootstrap interval of the Hodges–Lehmann effect (instances, then replicates;
+    a resampled replicate keeps its a and b together). Fewer than two instances: (NaN, NaN)."""
+    if len(pairs) < 2:
+        return math.nan, math.nan
+    draws = hierarchical_index(pairs, np.random.default_rng(seed), n_resamples)
+    a = resampled_medians([p[:, 0] for p in pairs], draws)
+    b = resampled_medians([p[:, 1] for p in pairs], draws)
+    return _percentiles(hodges_lehmann(paired_differences(a, b)), confidence)
+
+
+def smallest_holm_p(pairs: int, units: int) -> float:
+    """The smallest Holm-adjusted p-value m pairs can reach with n non-zero instance differences: m · 2/2^n."""
+    return min(1.0, pairs * 2.0 ** (1 - units)) if pairs else 1.0
+
+
+def instances_needed(pairs: int, alpha: float = ALPHA) -> int:
+    """The fewest instances with which one of m pairs can be significant after Holm (m · 2/2^n < α)."""
+    return int(math.floor(math.log2(2 * max(pairs, 1) / alpha))) + 1
 
 
 def pairwise_tests(frame: pd.DataFrame, value: str = "calls", group: Sequence[str] = ("problem", "tau"),
-                   match: Sequence[str] = MATCH, goal: str = "min", alpha: float = ALPHA,
-                   replicate: str | None = "seed") -> pd.DataFrame:
-    """Every pair of algorithms in each group, tested on matched units, Holm-corrected within the group.
+                   unit: str = UNIT, replicate: str = REPLICATE, goal: str = "min", alpha: float = ALPHA,
+                   seed: int = 0, n_resamples: int = RESAMPLES) -> pd.DataFrame:
+    """Every pair of algorithms in each group, tested on instances, Holm-corrected within the group.
 
-    Units are the distinct values of the `match` columns. Where neither algorithm's value varies over the
-    `replicate` column (both deterministic on that instance), its copies are one unit, not many: equal
-    copies are not independent evidence.
-    Columns: the `group` columns, algorithm_a, algorithm_b (a < b alphabetically), n_pairs (units
-    compared), n (non-zero differences), statistic, p_value, p_holm, median_difference (median of a − b),
-    verdict (for a: better, worse, or no significant difference at level `alpha` after Holm).
+    Rows are replicates (`unit`, `replicate`); per algorithm the replicates of an instance are reduced to
+    their median, and the exact signed-rank test runs on the instance differences a − b.
+    Columns: the `group` columns, algorithm_a, algorithm_b (a < b alphabetically), units (instances both
+    ran on), n (non-zero differences), statistic, p_value, p_holm, median_difference, effect (Hodges–Lehmann
+    estimate of a − b over instances), effect_low, effect_high (hierarchical bootstrap interval), verdict
+    (for a: better, worse, or no significant difference at level `alpha` after Holm).
     """
     if goal not in ("min", "max"):
         raise ValueError(f"goal: must be one of min, max, got {goal!r}")
     rows = []
     for key, g in frame.groupby(list(group), sort=True):
-        table = g.pivot_table(index=list(match), columns="algorithm", values=value, aggfunc="first")
-        tests = [_pair(table, a, b, goal, replicate) for a, b in combinations(sorted(table.columns), 2)]
+        table = g.pivot_table(index=[unit, replicate], columns="algorithm", values=value, aggfunc="first")
+        tests = [_pair(table, a, b, goal, unit, seed, n_resamples)
+                 for a, b in combinations(sorted(table.columns), 2)]
         adjusted = holm([t["p_value"] for t in tests])
         for t, p_holm in zip(tests, adjusted):
             t["p_holm"] = float(p_holm)
             direction = t.pop("direction")
             t["verdict"] = direction if p_holm < alpha else SAME
             rows.append({**dict(zip(group, key if isinstance(key, tuple) else (key,))), **t})
-    columns = [*group, "algorithm_a", "algorithm_b", "n_pairs", "n", "statistic", "p_value", "p_holm",
-               "median_difference", "verdict"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=[*group, *PAIR_COLUMNS])
 
 
-def _independent(both: pd.DataFrame, replicate: str | None) -> pd.DataFrame:
-    """The rows of a two-column table with the replicate copies of a deterministic pair collapsed to one."""
-    names = list(both.index.names)
-    if replicate not in names or both.empty:
-        return both
-    others = [n for n in names if n != replicate]
-    groups = both.groupby(level=others, sort=False) if others else [(None, both)]
-    kept = [g.iloc[:1] if (g.nunique(dropna=False) == 1).all() else g for _, g in groups]
-    return pd.concat(kept)
+PAIR_COLUMNS = ("algorithm_a", "algorithm_b", "units", "n", "statistic", "p_value", "p_holm", "median_difference",
+                "effect", "effect_low", "effect_high", "verdict")
 
 
-def _pair(table: pd.DataFrame, a: str, b: str, goal: str, replicate: str | None) -> dict[str, object]:
-    """The test of a against b on the units where both ran, and which way a differs."""
-    both = _independent(table[[a, b]].dropna(), replicate)
-    res = paired_wilcoxon(both[a].to_numpy(float), both[b].to_numpy(float))
+def _pair(table: pd.DataFrame, a: str, b: str, goal: str, unit: str, seed: int,
+          n_resamples: int) -> dict[str, object]:
+    """The test of a against b on the instances where both ran, its effect, and which way a differs."""
+    pairs = paired_instances(table, a, b, unit)
+    d = instance_differences(pairs)
+    res = signed_rank_test(d)
     lower = res["r_minus"] > res["r_plus"]  # a's values mostly below b's
     direction = SAME if res["r_minus"] == res["r_plus"] else (BETTER if lower == (goal == "min") else WORSE)
-    return {"algorithm_a": a, "algorithm_b": b, "n_pairs": len(both), "n": res["n"],
+    low, high = effect_interval(pairs, seed, n_resamples=n_resamples)
+    return {"algorithm_a": a, "algorithm_b": b, "units": len(pairs), "n": res["n"],
             "statistic": res["statistic"], "p_value": res["p_value"],
-            "median_difference": res["median_difference"], "direction": direction}
+            "median_difference": float(np.median(d)) if d.size else math.nan,
+            "effect": float(hodges_lehmann(d)) if d.size else math.nan, "effect_low": low, "effect_high": high,
+            "direction": direction}
+
+
+def nonzero_units(frame: pd.DataFrame, value: str, unit: str = UNIT, replicate: str = REPLICATE) -> int:
+    """The most non-zero instance differences any pair of the group has (what the screen may count on)."""
+    table = frame.pivot_table(index=[unit, replicate], columns="algorithm", values=value, aggfunc="first")
+    best = 0
+    for a, b in combinations(sorted(table.columns), 2):
+        d = instance_differences(paired_instances(table, a, b, unit))
+        best = max(best, int((d != 0).sum()))
+    return best
 
 
 def ranking(tests: pd.DataFrame, group: Sequence[str] = ("problem", "tau")) -> pd.DataFrame:

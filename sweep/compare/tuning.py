@@ -136,33 +136,40 @@ def _check_budgets(budgets: Sequence[int]) -> list[int]:
 def trial_scores(scores: pd.DataFrame, goal: str = "min", aggregate: str = "mean") -> pd.DataFrame:
     """One score per trial over its instance seeds (`aggregate`: mean or median of the losses).
 
-    Input columns: algorithm, study, trial, instance, score (optional: calls, seconds).
+    Input columns: algorithm, study, trial, instance, score (optional: calls, samples, seconds, tiebreak: a second
+    loss, lower is better, that orders trials of equal loss).
     Output: algorithm, study, trial, score (in the goal's sign; ±inf for a failed or diverged trial),
-    loss (lower is better), n_instances, calls, seconds (sums over the trial's runs, NaN if absent).
+    loss (lower is better), n_instances, calls, samples, seconds (sums over the trial's runs, NaN if absent), tiebreak
+    (its `aggregate`, 0 if absent).
     """
     _check_goal(goal)
     _require(scores, ("algorithm", "study", "trial", "instance", "score"), "scores")
     if aggregate not in ("mean", "median"):
         raise ValueError(f"aggregate: must be one of mean, median, got {aggregate!r}")
     frame = scores.assign(loss=_loss(scores["score"], goal))
-    for col in ("calls", "seconds"):
+    for col in ("calls", "samples", "seconds"):
         if col not in frame.columns:
             frame[col] = math.nan
+    frame["tiebreak"] = frame["tiebreak"].astype(float).fillna(math.inf) if "tiebreak" in frame else 0.0
     keys = ["algorithm", "study", "trial"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # inf − inf inside a mean of diverged runs
         out = frame.groupby(keys, sort=True).agg(loss=("loss", aggregate), n_instances=("instance", "nunique"),
-                                                 calls=("calls", _sum), seconds=("seconds", _sum))
-    out["loss"] = out["loss"].fillna(math.inf)
+                                                 calls=("calls", _sum), samples=("samples", _sum),
+                                                 seconds=("seconds", _sum),
+                                                 tiebreak=("tiebreak", aggregate))
+    out[["loss", "tiebreak"]] = out[["loss", "tiebreak"]].fillna(math.inf)
     out["score"] = out["loss"] if goal == "min" else -out["loss"]
-    return out.reset_index()[["algorithm", "study", "trial", "score", "loss", "n_instances", "calls", "seconds"]]
+    return out.reset_index()[["algorithm", "study", "trial", "score", "loss", "n_instances", "calls", "samples",
+                              "seconds", "tiebreak"]]
 
 
 def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "min",
                    aggregate: str = "mean") -> pd.DataFrame:
     """The chosen trial of each (algorithm, study, budget): columns algorithm, study, budget, trial, score.
 
-    Budget 0 is the one-shot trial 0; budget k > 0 is the best of trials 1..k (lowest trial on ties).
+    Budget 0 is the one-shot trial 0; budget k > 0 is the best of trials 1..k (on equal losses the lower
+    tiebreak, then the lower trial).
     """
     budgets = _check_budgets(budgets)
     per_trial = trial_scores(scores, goal, aggregate)
@@ -176,14 +183,16 @@ def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "mi
                                  f"fewer than the budget {k}")
             if pool.empty:
                 raise ValueError(f"budgets: {name} study {study} has no one-shot trial 0")
-            best = pool.iloc[int(np.argmin(pool["loss"].to_numpy()))]  # argmin: the first of tied trials
+            order = np.lexsort((pool["trial"].to_numpy(), pool["tiebreak"].to_numpy(), pool["loss"].to_numpy()))
+            best = pool.iloc[int(order[0])]
             rows.append({"algorithm": name, "study": study, "budget": int(k), "trial": int(best["trial"]),
                          "score": float(best["score"])})
     return pd.DataFrame(rows, columns=["algorithm", "study", "budget", "trial", "score"])
 
 
 def tuning_cost(scores: pd.DataFrame, budgets: Sequence[int]) -> pd.DataFrame:
-    """Cost of tuning at each budget, over all studies: columns algorithm, budget, trials, calls, seconds."""
+    """Cost of tuning at each budget, over all studies: columns algorithm, budget, trials, calls, samples,
+    seconds."""
     budgets = _check_budgets(budgets)
     per_trial = trial_scores(scores)
     rows = []
@@ -191,15 +200,16 @@ def tuning_cost(scores: pd.DataFrame, budgets: Sequence[int]) -> pd.DataFrame:
         for k in budgets:
             used = g[g["trial"] == ONE_SHOT] if k == ONE_SHOT else g[(g["trial"] >= 1) & (g["trial"] <= k)]
             rows.append({"algorithm": name, "budget": int(k), "trials": len(used),
-                         "calls": _sum(used["calls"]), "seconds": _sum(used["seconds"])})
-    return pd.DataFrame(rows, columns=["algorithm", "budget", "trials", "calls", "seconds"])
+                         "calls": _sum(used["calls"]), "samples": _sum(used["samples"]),
+                         "seconds": _sum(used["seconds"])})
+    return pd.DataFrame(rows, columns=["algorithm", "budget", "trials", "calls", "samples", "seconds"])
 
 
 def tuning_summary(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "min",
                    aggregate: str = "mean") -> pd.DataFrame:
     """Per algorithm and budget: median and quartiles over studies of the per-study best, and the cost.
 
-    Columns: algorithm, budget, median, q25, q75, n_studies, trials, calls, seconds.
+    Columns: algorithm, budget, median, q25, q75, n_studies, trials, calls, samples, seconds.
     Quartiles follow `sweep.analysis.quantiles` (an interval touching ±inf gives ±inf).
     """
     best = best_per_study(scores, budgets, goal, aggregate)

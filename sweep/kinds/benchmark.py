@@ -31,8 +31,8 @@ from pydantic import Field, model_validator
 
 import problems
 from problems.validation import ParameterError
-from sweep.checks import (Block, NonNegativeInt, PositiveInt, after, before, checked, invalid, is_int, is_number,
-                          no_repeats, nonempty_list)
+from sweep.checks import (Block, NonNegativeInt, PositiveInt, PositiveNumber, after, before, checked, invalid,
+                          is_int, is_number, no_repeats, nonempty_list)
 from sweep.errors import shown
 from sweep.expand import Expansion, is_grid, pairs
 from sweep.kinds.base import Kind, Tables, cartesian, register
@@ -76,6 +76,33 @@ class Budgets(Block):
     large: PositiveInt = None
 
 
+class Weights(Block):
+    """Gradient-equivalents per call of each oracle kind (problems.counting.ORACLE_KINDS); unset kinds weigh 1."""
+
+    f: PositiveNumber = None
+    g: PositiveNumber = None
+    grad_f: PositiveNumber = None
+    grad_g: PositiveNumber = None
+    hvp: PositiveNumber = None
+    cross: PositiveNumber = None
+    hessian: PositiveNumber = None
+
+
+BUDGET_NAMES = ("one-shot", "small", "large")  # sweep.compare.benchmark.BUDGETS
+TUNE_ON = ("time_to_target", "final")  # sweep.compare.benchmark.TUNE_ON
+TuneOn = checked(f"one of {', '.join(TUNE_ON)}", lambda v: v in TUNE_ON)
+Budget = checked(f"one of {', '.join(BUDGET_NAMES)}", lambda v: v in BUDGET_NAMES)
+Name = checked("a problem name (or all: the pooled family)", lambda v: isinstance(v, str) and bool(v))
+
+
+class Primary(Block):
+    """The comparison the study is about: one problem (or the pooled family `all`), budget and τ."""
+
+    problem: Name = "all"
+    budget: Budget = "large"
+    tau: checked("a level τ in (0, 1)", _tau, float) = None
+
+
 class BenchmarkAxis(Block):
     """The tuning protocol, the held-out instances and the targets of a benchmark study."""
 
@@ -89,6 +116,12 @@ class BenchmarkAxis(Block):
     held_out: HeldOut = Field(1, description="number of held-out instance seeds, or the list of them")
     metric: Metric = Field("F", description="what tuning minimises (final value) and profiles target")
     taus: Taus = Field(list(TAUS), description="levels τ of the convergence test")
+    weights: Weights = Field(Weights(), description="gradient-equivalents per call of an oracle kind, e.g. "
+                                                    "{hvp: 2, cross: 2} (default 1 each)")
+    tune_on: TuneOn = Field(None, description="what tuning scores: time_to_target (gradient-equivalents to the "
+                                              "primary τ; default) or final (the final metric; optuna's default)")
+    primary: Primary = Field(Primary(), description="{problem, budget, tau}: the declared primary comparison "
+                                                    "(default all, large, the middle τ)")
 
     @model_validator(mode="after")
     def _consistent(self) -> BenchmarkAxis:
@@ -98,6 +131,14 @@ class BenchmarkAxis(Block):
             raise invalid(f"budgets: need 1 <= small <= large <= trials ({self.trials}), got small {small}, "
                           f"large {large}")
         self.budgets = Budgets(small=small, large=large)
+        taus = sorted(self.taus, reverse=True)
+        tau = taus[len(taus) // 2] if self.primary.tau is None else self.primary.tau
+        if tau not in self.taus:
+            raise invalid(f"primary.tau: must be one of the taus {self.taus}, got {tau}")
+        self.primary = Primary(problem=self.primary.problem, budget=self.primary.budget, tau=tau)
+        if self.sampler in ADAPTIVE and self.tune_on == "time_to_target":
+            raise invalid(f"tune_on: {self.sampler} is told final values; use tune_on: final with it")
+        self.tune_on = self.tune_on or ("final" if self.sampler in ADAPTIVE else "time_to_target")
         if self.sampler in ADAPTIVE:
             self.batch = self.batch or max(1, self.trials // 4)
             if self.batch > self.trials:
@@ -113,8 +154,10 @@ class Benchmark(Kind):
     """Equal tuning budgets, held-out instances, performance and data profiles, a ranking with paired tests."""
 
     name = "benchmark"
-    doc = ("trials, studies, budgets {small, large}, sampler, seed, held_out, metric, taus: every algorithm "
-           "tuned alike on the tuning seeds, scored on held-out seeds; profiles and a paired-test ranking")
+    doc = ("trials, studies, budgets {small, large}, sampler, seed, held_out, metric, taus, weights, primary, "
+           "tune_on: every "
+           "algorithm tuned alike on the tuning seeds, scored on held-out seeds; profiles, runtime ECDFs and a "
+           "ranking by exact paired tests on instances")
     Axis = BenchmarkAxis
 
     def resolve_axis(self, ctx: Expansion, axis: BenchmarkAxis) -> dict[str, Any]:
@@ -130,6 +173,10 @@ class Benchmark(Kind):
             if not ctx.errors:
                 self._check_space(ctx, i, a)
         self._check_finite_sum(ctx, tune)
+        names = sorted({p["name"] for p in ctx.problems})
+        if axis.primary.problem not in ("all", *names):
+            ctx.errors.add("axis.primary.problem", f"must be all or one of the study's problems ({', '.join(names)}), "
+                                                   f"got {axis.primary.problem!r}")
         out = axis.model_dump(exclude_none=True)
         out.update(tune=tune, held_out=held, budgets=axis.budgets.model_dump())
         return out

@@ -1,5 +1,7 @@
-"""Time-to-target intervals and paired tests against direct scipy calls; Holm against a hand computation;
-the ranking only separates methods whose differences survive the correction."""
+"""Statistics against independent references: the exact signed-rank p against a full enumeration of sign
+flips, the instance-clustered test against the naive one on study-duplicated data, the hierarchical
+bootstrap's coverage on a simulated two-level case, Holm by hand, and the ranking."""
+import itertools
 import math
 
 import numpy as np
@@ -10,47 +12,124 @@ from scipy import stats
 from sweep.compare import statistics as sx
 
 
-def direct_bootstrap(values, seed, n_resamples=sx.RESAMPLES):
-    res = stats.bootstrap((np.asarray(values, float),), np.median, confidence_level=0.95, method="percentile",
-                          n_resamples=n_resamples, rng=np.random.default_rng(seed))
-    return res.confidence_interval.low, res.confidence_interval.high
+def enumerated_p(d):
+    """Two-sided p of the signed-rank sum by listing all 2^n sign flips of the tie-averaged ranks."""
+    d = np.asarray(d, float)
+    d = d[d != 0]
+    ranks = stats.rankdata(np.abs(d))  # +inf ranks last
+    observed = abs(float(np.sum(ranks * np.sign(d))))
+    flips = np.array(list(itertools.product((-1.0, 1.0), repeat=d.size)))
+    return float(np.mean(np.abs(flips @ ranks) >= observed - 1e-9))
 
 
-def test_bootstrap_median_is_scipys_percentile_interval():
-    v = np.random.default_rng(0).lognormal(3.0, 0.5, size=15)
-    m, lo, hi = sx.bootstrap_median(v, seed=4)
-    assert m == np.median(v)
-    assert (lo, hi) == direct_bootstrap(v, 4)
-    assert lo < m < hi and hi - lo > 1.0  # a real interval on a spread-out sample
-    assert sx.bootstrap_median(v, seed=5)[1:] != (lo, hi)  # the seed matters, and is used
+@pytest.mark.parametrize("d", [
+    [1.0, 1.0, 1.0, 2.0, 2.0, -3.0, 4.0, 4.0, 5.0],  # ties (scipy's "exact" ignores them: 0.0547)
+    [math.inf] * 5,  # every difference tied at +inf: exactly 2/2^5
+    [math.inf, math.inf, -math.inf, 1.0, 2.0, 2.0, 3.0, 0.0, 0.0],  # ±inf and zeros (dropped)
+    [-0.5, 0.25, -1.0, -2.0, 3.0, -4.0, -4.0, -6.0, -8.0, 0.0, -9.0, -10.0],
+])
+def test_exact_p_is_the_full_enumeration_of_sign_flips(d):
+    r = sx.signed_rank_test(d)
+    assert r["p_value"] == pytest.approx(enumerated_p(d), rel=1e-12, abs=1e-15)
+    assert r["n"] == sum(x != 0 for x in d)
+    assert r["r_plus"] + r["r_minus"] == r["n"] * (r["n"] + 1) / 2
 
 
-def test_runs_that_never_reach_the_target_are_infinite_in_median_and_interval():
-    v = [10.0, 12.0, 15.0, 20.0, math.inf, math.inf, math.inf]
-    m, lo, hi = sx.bootstrap_median(v, seed=1)
-    assert m == 20.0 and hi == math.inf and math.isfinite(lo)
-    with np.errstate(invalid="ignore"):
-        assert (lo, hi) == direct_bootstrap(v, 1)
-    assert sx.bootstrap_median([1.0, math.inf, math.inf], seed=0)[0] == math.inf  # most never reach it
-    assert sx.bootstrap_median([math.inf] * 4) == (math.inf, math.inf, math.inf)
-    assert sx.bootstrap_median([3.0, 3.0, 3.0]) == (3.0, 3.0, 3.0)
-    m, lo, hi = sx.bootstrap_median([3.0])
-    assert m == 3.0 and math.isnan(lo) and math.isnan(hi)
+def test_exact_p_where_the_normal_approximation_is_anti_conservative():
+    # 5 differences tied at +inf among 14 non-zero ones, as in the issue: scipy's default switches to the
+    # normal approximation (p ≈ 0.025); the exact p of 5 ties at the top with the rest split is larger.
+    d = np.array([math.inf] * 5 + [1.0, -2.0, 3.0, -4.0, 5.0, 6.0, -7.0, 8.0, 9.0])
+    p = sx.signed_rank_test(d)["p_value"]
+    assert p == pytest.approx(enumerated_p(d), rel=1e-12)
+    assert sx.signed_rank_test([math.inf] * 5)["p_value"] == 2 / 2**5
+    assert sx.signed_rank_test([0.0, 0.0])["p_value"] == 1.0 and sx.signed_rank_test([])["n"] == 0
+    with pytest.raises(ValueError, match="NaN"):
+        sx.signed_rank_test([1.0, math.nan])
+
+
+def test_paired_differences_tie_equal_infinities():
+    r = sx.paired_wilcoxon([1.0, 2.0, math.inf, math.inf], [3.0, 5.0, math.inf, 4.0])
+    # differences −2, −3, tie (dropped), +inf: ranks 1, 2, 3
+    assert (r["n"], r["r_plus"], r["r_minus"]) == (3, 3.0, 3.0)
+    assert r["p_value"] == enumerated_p([-2.0, -3.0, math.inf]) == 1.0
+
+
+def study_duplicated(n_instances, n_studies, shift, seed=0):
+    """Costs of A and B on instances × studies: the instance sets both (shared noise), the study adds a
+    little; A is `shift` cheaper on average."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_instances):
+        base, effect = 100 + 20 * rng.normal(), shift + 10 * rng.normal()
+        for s in range(1, n_studies + 1):
+            rows += [{"problem": "p", "tau": 0.1, "instance": i, "seed": s, "algorithm": "A",
+                      "calls": base - effect + rng.normal() * 0.1},
+                     {"problem": "p", "tau": 0.1, "instance": i, "seed": s, "algorithm": "B",
+                      "calls": base + rng.normal() * 0.1}]
+    return pd.DataFrame(rows)
+
+
+def test_clustered_test_counts_instances_not_studies():
+    # 3 instances × 3 studies, A cheaper on each instance: the naive test on 9 units gives 2/2^9 ≈ 0.004;
+    # on instances the exact p is 2/2^3 = 0.25, the issue's AID-CG vs SOBA case.
+    frame = study_duplicated(3, 3, shift=30.0, seed=1)
+    t = sx.pairwise_tests(frame).iloc[0]
+    assert (t["units"], t["n"], t["p_value"]) == (3, 3, 0.25)
+    table = frame.pivot_table(index=["instance", "seed"], columns="algorithm", values="calls")
+    naive = sx.paired_wilcoxon(table["A"], table["B"])
+    assert naive["n"] == 9 and naive["p_value"] == pytest.approx(2 / 2**9)
+    # The per-instance value is the median over studies: the test runs on those three differences.
+    med = table.groupby(level="instance").median()
+    assert t["median_difference"] == pytest.approx(float(np.median(med["A"] - med["B"])), rel=1e-12)
+    assert t["effect"] == pytest.approx(float(sx.hodges_lehmann(med["A"] - med["B"])), rel=1e-12)
+
+
+def test_hodges_lehmann_by_hand():
+    # Walsh averages of (1, 2, 9): 1, 1.5, 5, 2, 5.5, 9 -> median (2 + 5) / 2
+    assert sx.hodges_lehmann(np.array([1.0, 2.0, 9.0])) == 3.5
+    assert sx.hodges_lehmann(np.array([math.inf, -math.inf, 1.0])) == 0.5  # +inf and −inf average to 0
+    np.testing.assert_array_equal(sx.hodges_lehmann(np.array([[1.0, 2.0, 9.0], [0.0, 0.0, 4.0]])), [3.5, 1.0])
+
+
+def test_hierarchical_bootstrap_covers_where_the_naive_one_does_not():
+    # Two levels: instance medians u_i ~ N(0, 1), 4 studies per instance with noise 0.1 (nearly duplicates).
+    # The median over instances is 0 in the population. The naive bootstrap (every run independent) is
+    # too narrow; the hierarchical one covers near its nominal 95%.
+    rng = np.random.default_rng(11)
+    hits_h = hits_naive = 0
+    reps = 100
+    for r in range(reps):
+        u = rng.normal(size=12)
+        groups = [ui + 0.1 * rng.normal(size=4) for ui in u]
+        _, lo, hi = sx.bootstrap_median(groups, seed=r, n_resamples=399)
+        hits_h += lo <= 0.0 <= hi
+        flat = [[x] for g in groups for x in g]
+        _, lo, hi = sx.bootstrap_median(flat, seed=r, n_resamples=399)
+        hits_naive += lo <= 0.0 <= hi
+    assert 0.88 <= hits_h / reps <= 0.99, hits_h
+    assert hits_naive / reps < hits_h / reps - 0.15, (hits_naive, hits_h)
+
+
+def test_bootstrap_median_is_the_median_of_instance_medians():
+    groups = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, math.inf], [10.0]]
+    m, lo, hi = sx.bootstrap_median(groups, seed=3, n_resamples=999)
+    assert m == np.median([2.0, 5.0, 8.0, 10.0]) == 6.5
+    assert 1.0 <= lo <= m <= hi <= 10.0
+    assert sx.bootstrap_median([[math.inf]] * 4) == (math.inf, math.inf, math.inf)
+    m, lo, hi = sx.bootstrap_median([[3.0, 5.0]])
+    assert m == 4.0 and math.isnan(lo) and math.isnan(hi)
     with pytest.raises(ValueError, match="NaN is not allowed"):
         sx.bootstrap_median([1.0, math.nan])
 
 
-def test_time_to_target_table():
-    rng = np.random.default_rng(2)
-    calls = np.append(rng.integers(100, 200, size=9).astype(float), math.inf)
-    frame = pd.DataFrame({"problem": "p", "tau": 0.1, "algorithm": "A", "seed": range(10), "calls": calls,
-                          "seconds": calls / 1000})
-    row = sx.time_to_target(frame, seed=3, n_resamples=999).iloc[0]
-    assert (row["n"], row["reached"], row["fraction"]) == (10, 9, 0.9)
-    assert row["calls_median"] == np.median(calls)
-    with np.errstate(invalid="ignore"):
-        assert (row["calls_low"], row["calls_high"]) == direct_bootstrap(calls, 3, 999)
-        assert (row["seconds_low"], row["seconds_high"]) == direct_bootstrap(calls / 1000, 3, 999)
+def test_time_to_target_counts_instances():
+    frame = study_duplicated(4, 3, shift=0.0, seed=2).query("algorithm == 'A'").assign(seconds=1.0)
+    frame.loc[frame.index[0], "calls"] = math.inf
+    row = sx.time_to_target(frame, n_resamples=499).iloc[0]
+    assert (row["n"], row["instances"], row["reached"]) == (12, 4, 11)
+    med = frame.groupby("instance")["calls"].median()
+    assert row["calls_median"] == pytest.approx(float(np.median(med)), rel=1e-12)
+    assert row["calls_low"] <= row["calls_median"] <= row["calls_high"]
 
 
 def test_holm_against_a_hand_computation():
@@ -60,45 +139,28 @@ def test_holm_against_a_hand_computation():
     assert sx.holm([0.02]).tolist() == [0.02] and sx.holm([]).size == 0
 
 
-def test_wilcoxon_matches_scipy_on_matched_pairs():
-    rng = np.random.default_rng(7)
-    a = rng.normal(10.0, 1.0, size=12)
-    b = a + rng.normal(0.6, 1.0, size=12)
-    r = sx.paired_wilcoxon(a, b)
-    direct = stats.wilcoxon(a, b)
-    assert (r["statistic"], r["p_value"]) == (direct.statistic, direct.pvalue)
-    assert r["r_plus"] + r["r_minus"] == 12 * 13 / 2
-    # All seven differences negative: the exact two-sided p-value is 2/2^7.
-    assert sx.paired_wilcoxon(np.arange(7.0), np.arange(7.0) + np.arange(1, 8))["p_value"] == 2 / 2**7
-
-
-def test_never_reaching_counts_as_the_largest_difference_and_both_failing_as_a_tie():
-    a = [1.0, 2.0, 3.0, math.inf, 5.0, math.inf, 4.0]
-    b = [2.0, 4.0, 1.0, 9.0, 9.0, math.inf, 10.0]
-    r = sx.paired_wilcoxon(a, b)
-    # Differences −1, −2, 2, +inf, −4, (tie, dropped), −6: ranks 1, 2.5, 2.5, 6, 4, 5; the same ranks as a
-    # finite stand-in larger than every other difference.
-    stand_in = stats.wilcoxon([-1.0, -2.0, 2.0, 1e9, -4.0, -6.0])
-    assert r["n"] == 6 and (r["statistic"], r["p_value"]) == (stand_in.statistic, stand_in.pvalue)
-    assert (r["r_plus"], r["r_minus"]) == (8.5, 12.5)
-    assert sx.paired_wilcoxon([1.0, math.inf], [1.0, math.inf])["p_value"] == 1.0  # nothing differs
+def test_power_line():
+    assert sx.smallest_holm_p(231, 12) == pytest.approx(231 * 2 / 2**12) and sx.smallest_holm_p(231, 8) == 1.0
+    assert sx.instances_needed(231) == 14  # 231 · 2/2^14 = 0.028 < 0.05, 2/2^13 · 231 = 0.056
+    assert sx.smallest_holm_p(231, 14) < 0.05 <= sx.smallest_holm_p(231, 13)
+    assert sx.instances_needed(1) == 6 and sx.smallest_holm_p(1, 5) == 0.0625
 
 
 def matched_frame():
-    """12 seeds: A costs 10 less than B everywhere; B and C differ by ±1 alternately (no effect); C never
-    reaches the target on seed 0."""
+    """12 instances: A costs 10 less than B everywhere; B and C differ by ±1 alternately (no effect); C never
+    reaches the target on instance 0."""
     rows = []
-    for s in range(12):
-        b = 100.0 + 5 * s
-        for name, v in (("A", b - 10.0), ("B", b), ("C", math.inf if s == 0 else b + (1.0 if s % 2 else -1.0))):
-            rows.append({"problem": "p", "tau": 0.1, "instance": 0, "seed": s, "algorithm": name, "calls": v})
+    for i in range(12):
+        b = 100.0 + 5 * i
+        for name, v in (("A", b - 10.0), ("B", b), ("C", math.inf if i == 0 else b + (1.0 if i % 2 else -1.0))):
+            rows.append({"problem": "p", "tau": 0.1, "instance": i, "seed": 1, "algorithm": name, "calls": v})
     return pd.DataFrame(rows)
 
 
 def test_pairwise_tests_and_ranking_by_hand():
-    tests = sx.pairwise_tests(matched_frame()).set_index(["algorithm_a", "algorithm_b"])
-    p_ab = stats.wilcoxon(np.full(12, -10.0)).pvalue  # exact p with every difference tied: the normal approx.
-    assert tests.loc[("A", "B"), "p_value"] == p_ab and tests.loc[("A", "B"), "median_difference"] == -10.0
+    tests = sx.pairwise_tests(matched_frame(), n_resamples=499).set_index(["algorithm_a", "algorithm_b"])
+    assert tests.loc[("A", "B"), "p_value"] == 2 / 2**12 and tests.loc[("A", "B"), "median_difference"] == -10.0
+    assert tests.loc[("A", "B"), ["effect", "effect_low", "effect_high"]].tolist() == [-10.0] * 3
     raw = [tests.loc[k, "p_value"] for k in (("A", "B"), ("A", "C"), ("B", "C"))]
     np.testing.assert_allclose(tests["p_holm"].to_numpy(), sx.holm(raw), rtol=1e-15)
     assert tests.loc[("A", "B"), "verdict"] == "better" and tests.loc[("A", "C"), "verdict"] == "better"
@@ -110,24 +172,12 @@ def test_pairwise_tests_and_ranking_by_hand():
     assert rank.loc["C", "worse_than"] == 1
 
 
-def test_max_goal_flips_the_verdict_and_five_pairs_are_never_significant():
+def test_max_goal_flips_the_verdict_and_five_instances_are_never_significant():
     frame = matched_frame()
-    tests = sx.pairwise_tests(frame, goal="max").set_index(["algorithm_a", "algorithm_b"])
+    tests = sx.pairwise_tests(frame, goal="max", n_resamples=99).set_index(["algorithm_a", "algorithm_b"])
     assert tests.loc[("A", "B"), "verdict"] == "worse"
-    few = frame[frame["seed"].between(1, 5)]
-    tests = sx.pairwise_tests(few)
+    few = frame[frame["instance"].between(1, 5)]
+    tests = sx.pairwise_tests(few, n_resamples=99)
     assert tests["p_value"].min() >= 2 / 2**5 and (tests["verdict"] == "no significant difference").all()
-    assert (sx.ranking(tests)["rank"] == 1).all()  # no rank from differences the seeds do not support
-
-
-def test_copies_of_a_deterministic_pair_over_seeds_count_once():
-    # Two deterministic algorithms on 3 instances, 8 seeds each: 3 units, not 24 (24 equal-sign differences
-    # would give p ≈ 1e-7; three give the exact 2/2^3 = 0.25).
-    rows = [{"problem": "p", "tau": 0.1, "instance": i, "seed": s, "algorithm": name, "calls": v}
-            for i in range(3) for s in range(8) for name, v in (("A", 10.0 + i), ("B", 20.0 + i))]
-    t = sx.pairwise_tests(pd.DataFrame(rows)).iloc[0]
-    assert (t["n_pairs"], t["n"], t["p_value"]) == (3, 3, 0.25)
-    # When one of them varies with the seed, every seed is a unit.
-    noisy = pd.DataFrame(rows).assign(calls=lambda f: f["calls"] + (f["algorithm"] == "B") * f["seed"])
-    assert sx.pairwise_tests(noisy).iloc[0]["n_pairs"] == 24
-    assert sx.pairwise_tests(pd.DataFrame(rows), replicate=None).iloc[0]["n_pairs"] == 24
+    assert (sx.ranking(tests)["rank"] == 1).all()  # no rank from differences the instances do not support
+    assert sx.nonzero_units(few, "calls") == 5

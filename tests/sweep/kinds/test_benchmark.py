@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -15,7 +16,8 @@ from sweep.compare import statistics, tuning
 from sweep.report import build_report
 
 STUDY = {"name": "bench", "kind": "benchmark",
-         "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5]},
+         "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5],
+                  "tune_on": "final"},
          "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}],
          "algorithms": [{"name": "soba"}, {"name": "aid_cg"}], "seeds": 6, "budget": {"oracle_calls": 300},
          "n_evals": 4}
@@ -38,6 +40,25 @@ def test_the_kinds_restated_constants_are_the_comparison_machinerys():
 
     assert benchmark.SAMPLERS == tuning.METHODS and benchmark.TAUS == profiles.TAUS
     assert benchmark.ADAPTIVE == adaptive.SAMPLERS
+    from problems.counting import ORACLE_KINDS
+    from sweep.compare import benchmark as bench
+
+    assert benchmark.BUDGET_NAMES == bench.BUDGETS and tuple(benchmark.Weights.model_fields) == ORACLE_KINDS
+    assert benchmark.TUNE_ON == bench.TUNE_ON
+
+
+def test_oracle_weights_and_the_primary_comparison_are_the_studys():
+    from sweep.compare import benchmark as bench
+    from sweep.compare import report
+
+    st = study(weights={"hvp": 2, "cross": 3}, primary={"budget": "small", "tau": 1.0e-5})
+    w = bench.weights(st.axis)
+    assert (w["hvp"], w["cross"], w["grad_g"]) == (2.0, 3.0, 1.0)
+    record = {"calls/grad_g": 10, "calls/hvp": 4, "calls/cross": 1}
+    assert bench.profiles.gradient_equivalents(record, w) == 10 + 2 * 4 + 3 * 1
+    assert "hvp 2, cross 3" in report.weights_note(st.axis)
+    assert report.primary(st.axis) == ("all", "small", 1e-5)
+    assert report.primary(study().axis) == ("all", "large", 1e-3)  # the middle τ by default
 
 
 def test_every_algorithm_gets_the_same_slots_and_the_draws_of_the_protocol():
@@ -120,6 +141,11 @@ def test_held_out_seeds_never_tune(seed):
     ({"axis": {"metric": "y_err_sq"}}, "axis.metric", ("F, grad_F_sq",)),
     ({"axis": {"trial": 3}}, "axis.trial", ("unknown field",)),
     ({"instance_seed": 0}, "instance_seed", ("must be null",)),
+    ({"axis": {"weights": {"hvp": 0}}}, "axis.weights.hvp", ("positive number",)),
+    ({"axis": {"tune_on": "best"}}, "axis.tune_on", ("time_to_target, final",)),
+    ({"axis": {"sampler": "optuna", "tune_on": "time_to_target"}}, "axis", ("tune_on: final",)),
+    ({"axis": {"primary": {"tau": 0.5}}}, "axis", ("primary.tau", "one of the taus")),
+    ({"axis": {"primary": {"problem": "quad"}}}, "axis.primary.problem", ("quadratic",)),
     ({"algorithms": [{"name": "soba", "params": {"rho": [0.1, 0.2]}}]}, "algorithms[0].params.rho", ("one value",)),
     ({"algorithms": [{"name": "saba"}], "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}]},
      "algorithms[0].problems", ("finite-sum",)),
@@ -140,26 +166,40 @@ def final_f(point, seed, held):
     return 2 * v if seed in held else v + (-0.5 if seed == 0 else 0.5)  # tuning score: the mean, v
 
 
-def records(point, seed, held):
-    """F = F_gap (optimum 0) from 10; soba reaches F <= 1 (τ = 0.1) at 100 + 10 s + seed gradient-equivalents,
-    aid_cg at 200 + 10 s + 3 seed (s: the point's first tuning study); every run ends at 300 calls."""
-    s = point.coords["tuning"][0][0]
+def records(point, seed, held, exact=True):
+    """F from 10 (F_gap = F: optimum 0, unless not `exact`); soba passes 0.1 v (v: the configuration's tuning
+    score) at 100 + 10 s + seed gradient-equivalents, aid_cg reaches 0.9 at 200 + 10 s + 3 seed (s: the point's
+    first tuning study); every run ends at 300 calls."""
+    s, t = point.coords["tuning"][0]
     if point.label == "soba":
-        path = [(0, 10.0), (100 + 10 * s + seed, 0.5), (250, 0.5)]
+        path = [(0, 10.0), (100 + 10 * s + seed, 0.1 * FINALS["soba"][(0, 0) if t == 0 else (s, t)]), (250, 0.5)]
     else:
         path = [(0, 10.0), (100, 2.0), (200 + 10 * s + 3 * seed, 0.9)]
     path.append((300, final_f(point, seed, held)))
-    return [{"iteration": i, "status": "finished" if i == len(path) - 1 else "running", "F": f, "F_gap": f,
-             "calls/grad_g": c, "calls/total": c, "time": c / 100} for i, (c, f) in enumerate(path)]
+    return [{"iteration": i, "status": "finished" if i == len(path) - 1 else "running", "F": f,
+             **({"F_gap": f} if exact else {}), "calls/grad_g": c, "calls/total": c, "samples/total": 8 * c,
+             "time": c / 100} for i, (c, f) in enumerate(path)]
+
+
+def report_study():
+    """Seven held-out instances (enough for one pair: 2/2^7 < 0.05), two tuning instances (0, 1)."""
+    data = copy.deepcopy(STUDY)
+    data["seeds"], data["axis"]["held_out"] = 9, list(range(2, 9))
+    return spec.validate(data)
+
+
+def write(tmp, write_synthetic, exact=True):
+    st = report_study()
+    held = st.axis["held_out"]
+    write_synthetic(st, tmp, lambda p, s: ("finished", records(p, s, held, exact)[-1]),
+                    lambda p, s: records(p, s, held, exact))
+    return st, build_report(tmp, quiet=True)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, write_synthetic):
-    st = study()
-    held = st.axis["held_out"]
-    root = tmp_path_factory.mktemp("bench")
-    write_synthetic(st, root, lambda p, s: ("finished", records(p, s, held)[-1]), lambda p, s: records(p, s, held))
-    return st, build_report(root, quiet=True)
+    """No exact optimum: F_L is the best value any run reached on the instance."""
+    return write(tmp_path_factory.mktemp("bench"), write_synthetic, exact=False)
 
 
 def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read_csv):
@@ -180,47 +220,101 @@ def test_tuning_table_is_the_median_over_studies_of_each_studys_best(built, read
             r = rows[(label, budget)]
             assert (r["tuning_trials"], r["tuning_calls"], r["tuning_seconds"]) == (trials, trials * 600,
                                                                                       pytest.approx(trials * 6))
+            assert r["tuning_samples"] == trials * 600 * 8  # 8 samples per gradient-equivalent
     assert (rep.directory / "tuning.csv").exists()
     chosen = {(r["algorithm"], r["budget"], r["study"]): int(r["trial"])
               for r in read_csv(rep.directory / "choices.csv")}
     assert chosen[("soba", "large", "1")] == 2 and chosen[("aid_cg", "large", "1")] == 1
     assert chosen[("aid_cg", "large", "2")] == 2 and chosen[("soba", "small", "2")] == 1
+    # Held-out finals are 2v, so the trial best on tuning is best on held-out too: no regret, except where the
+    # study could not see it. aid_cg study 1 at the large budget chose trial 1 (v = 6) over trial 2 (v = 7):
+    # held-out 12 against 14, regret 0. One-shot has one candidate: regret 0.
+    regret = {(r["algorithm"], r["budget"], r["study"]): float(r["regret"])
+              for r in read_csv(rep.directory / "choices.csv")}
+    assert set(regret.values()) == {0.0}
+    assert {r["regret_median"] for r in rep.tables["tuning"]} == {0.0}
 
 
-def test_ranking_has_hand_medians_bootstrap_intervals_and_the_scipy_wilcoxon(built, read_csv):
+def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(built, read_csv):
     st, rep = built
     rows = read_csv(rep.directory / "ranking.csv")
     large = {r["algorithm"]: r for r in rows if r["problem"] == "quadratic" and r["budget"] == "large"
              and float(r["tau"]) == 0.1}
     held = st.axis["held_out"]
-    soba = [100 + 10 * s + i for s in (1, 2) for i in held]  # units: held-out instance x tuning study
-    aid = [200 + 10 * s + 3 * i for s in (1, 2) for i in held]
-    assert float(large["soba"]["calls_median"]) == np.median(soba) == 118.5
-    assert float(large["aid_cg"]["calls_median"]) == np.median(aid) == 225.5
+    soba = [[100 + 10 * s + i for s in (1, 2)] for i in held]  # per held-out instance: its two studies
+    aid = [[200 + 10 * s + 3 * i for s in (1, 2)] for i in held]
+    assert float(large["soba"]["calls_median"]) == np.median([np.median(g) for g in soba]) == 120.0
+    assert float(large["aid_cg"]["calls_median"]) == np.median([np.median(g) for g in aid]) == 230.0
+    assert (large["soba"]["instances"], large["soba"]["runs"]) == ("7", "14")
     m, lo, hi = statistics.bootstrap_median(soba, seed=0)
-    assert (float(large["soba"]["calls_low"]), float(large["soba"]["calls_high"])) == pytest.approx((lo, hi), rel=1e-4)
-    assert float(large["soba"]["seconds_median"]) == pytest.approx(1.185)
-    p = stats.wilcoxon(np.array(aid, float) - np.array(soba, float)).pvalue  # the only pair: Holm leaves it
+    assert (float(large["soba"]["calls_low"]), float(large["soba"]["calls_high"])) == pytest.approx((lo, hi), rel=1e-9)
+    assert float(large["soba"]["seconds_median"]) == pytest.approx(1.2)
+    assert float(large["soba"]["samples_median"]) == 960.0  # 8 samples per gradient-equivalent
+    # The 7 instance differences are all positive: the exact p is 2/2^7 (one pair: Holm leaves it).
+    p = 2 / 2**7
     pair = [r for r in read_csv(rep.directory / "pairwise.csv") if r["problem"] == "quadratic"
-            and r["budget"] == "large" and float(r["tau"]) == 0.1 and r["cost"] == "calls"]
-    assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-3) and p < 0.05
-    assert pair[0]["verdict"] == "worse" and pair[0]["algorithm_a"] == "aid_cg"
+            and r["budget"] == "large" and float(r["tau"]) == 0.1]
+    assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-12)
+    assert (pair[0]["a"], pair[0]["b"], pair[0]["units"]) == ("aid_cg", "soba", "7")
+    # Hodges–Lehmann of the differences 100 + 2i (i = 2..8): the median of their Walsh averages, 110.
+    assert float(pair[0]["effect"]) == 110.0
+    assert float(pair[0]["effect_low"]) <= 110.0 <= float(pair[0]["effect_high"])
     assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
     assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
-    # No run reaches F <= 1e-3 · 10: never reached, not ranked.
-    small_tau = [r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3 and r["problem"] == "quadratic"]
-    assert all(r["reached"] == "0" and r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau)
-    # One-shot: every study chose the same configuration, so study 1 only: 4 units, too few to separate.
+    # τ = 1e-3 (F <= 0.1 + 1e-3 · 9.9): only soba's study-2 choice reaches it, so on every instance the median
+    # over the two studies is +inf for both: all ties, nothing ranked.
+    small_tau = {r["algorithm"]: r for r in rows if r["budget"] == "large" and float(r["tau"]) == 1e-3}
+    assert (small_tau["soba"]["reached"], small_tau["aid_cg"]["reached"]) == ("7", "0")
+    assert all(r["calls_median"] == "inf" and r["rank_calls"] == "1" for r in small_tau.values())
+    # One-shot: every study chose the same configuration, so study 1 only: 7 instances, one run each.
     one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
-    assert {r["units"] for r in one} == {"4"} and {r["rank_calls"] for r in one} == {"1"}
-    # 1 pair, 4 units: the smallest Holm p-value, 2/2^4, is above 0.05, so the group is not tested at all.
-    assert {r["tested"] for r in one} == {"False"} and {large[a]["tested"] for a in large} == {"True"}
+    assert {(r["instances"], r["runs"]) for r in one} == {("7", "7")}
+    power = {(r["budget"], float(r["tau"])): r for r in read_csv(rep.directory / "power.csv")}
+    assert power[("large", 0.1)]["tested"] == "True" and float(power[("large", 0.1)]["smallest_p_holm"]) == p
+    # τ = 1e-3: nobody reaches it, every difference is a tie: nothing left to test.
+    assert power[("large", 0.001)]["nonzero"] == "0" and power[("large", 0.001)]["tested"] == "False"
+    assert power[("large", 0.1)]["instances_needed"] == "6"
+
+
+def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path):
+    from sweep.compare import report
+
+    # 4 instances, one pair: 2/2^4 > 0.05, so the group is not tested and no test is written.
+    costs = pd.DataFrame([{"problem": "quadratic", "instance": i, "seed": 1, "algorithm": a, "tau": 0.1,
+                           "calls": 100.0 + i + (50 if a == "aid_cg" else 0), "samples": math.nan, "seconds": 1.0}
+                          for i in range(4) for a in ("aid_cg", "soba")])
+    ranks, pairs, power = report.ranking(costs, "large", 0)
+    assert pairs.empty and list(power["tested"]) == [False] and set(ranks["rank_calls"]) == {1}
+    assert (power["nonzero"].tolist(), power["smallest_p_holm"].tolist()) == ([4], [0.125])
+    report.write_frame(tmp_path / "pairwise.csv", pairs, report.PAIRWISE)
+    assert (tmp_path / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
+                                                       "effect_low,effect_high\n")
+
+
+def test_one_target_per_instance_for_every_algorithm_and_budget(built, read_csv):
+    # No exact optimum: F_L is the best value any run reached on the instance, 0.1 (soba's configuration
+    # (2, 2), chosen only by study 2 at the large budget). The one-shot choice reaches 0.5, so at τ = 1e-3
+    # (target 0.1 + 1e-3 · 9.9) it never solves, though it would set its own F_L if only its runs counted.
+    st, rep = built
+    targets = read_csv(rep.directory / "targets.csv")
+    assert {(r["lower"], r["lower_source"]) for r in targets} == {("0.1", "best value of any run on the instance")}
+    assert len(targets) == 9  # every instance, tuning ones too
+    rows = [r for r in read_csv(rep.directory / "ranking.csv") if float(r["tau"]) == 1e-3 and r["algorithm"] == "soba"]
+    reached = {r["budget"]: int(r["reached"]) for r in rows}
+    assert reached == {"one-shot": 0, "small": 0, "large": 7}  # large: study 2's choice on the 7 instances
+    ert = {(r["budget"], float(r["tau"]), r["algorithm"]): r for r in read_csv(rep.directory / "ert.csv")}
+    # 7 successes at 100 + 20 + i, 7 failures charged the 300-call budget
+    want = (sum(120 + i for i in st.axis["held_out"]) + 7 * 300) / 7
+    assert float(ert[("large", 0.001, "soba")]["ert_calls"]) == pytest.approx(want, rel=1e-12)
+    assert float(ert[("large", 0.001, "soba")]["ert_samples"]) == pytest.approx(8 * want, rel=1e-12)
+    assert ert[("one-shot", 0.001, "soba")]["ert_calls"] == "inf"
 
 
 def test_profiles_and_figures_are_written(built, read_csv):
     _, rep = built
     for name in ("performance_profile", "data_profile", "performance_profile_seconds", "data_profile_seconds",
-                 "convergence_quadratic"):
+                 "performance_profile_samples", "convergence_quadratic",
+                 "runtime_ecdf", "tuning_curve"):
         assert (rep.directory / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     prof = read_csv(rep.directory / "profiles.csv")
     perf = {(r["algorithm"], float(r["x"])): float(r["fraction"]) for r in prof
@@ -230,3 +324,46 @@ def test_profiles_and_figures_are_written(built, read_csv):
     ratios = sorted(x for (a, x), f in perf.items() if a == "aid_cg" and x > 1 and f == 1.0)
     assert 1.8 < ratios[0] < 2.0
     assert Counter(r["profile"] for r in prof)["data"] > 0 and not math.isnan(ratios[0])
+
+
+def test_held_out_regret_against_the_studys_best_trial_there():
+    from sweep.compare import benchmark as bench
+
+    held = pd.DataFrame([{"problem": "q", "algorithm": "a", "study": 1, "trial": t, "instance": i, "score": v}
+                         for t, values in ((0, (2.0, 2.0)), (1, (3.0, 5.0)), (2, (1.0, 1.0)))
+                         for i, v in zip((7, 8), values)])
+    chosen = pd.DataFrame([{"problem": "q", "algorithm": "a", "study": 1, "trials": k, "trial": t}
+                           for k, t in ((0, 0), (1, 1), (2, 1), (2, 2))])
+    # trial means on held-out instances: 2 (one-shot), 4, 1; choosing trial 1 of 2 costs 4 − 1 = 3
+    assert bench.regret(chosen, held, "min")["regret"].tolist() == [0.0, 0.0, 3.0, 0.0]
+    # goal max: trial 1 (mean 4) is the best of 1..2, so choosing trial 2 costs 3
+    assert bench.regret(chosen, held, "max")["regret"].tolist() == [0.0, 0.0, 0.0, 3.0]
+
+
+def test_tuning_on_time_to_target_scores_calls_to_the_primary_target(built):
+    from sweep.compare import benchmark as bench
+    from sweep.report import load_runs
+    from sweep.store import ResultStore
+
+    _, rep = built
+    store = ResultStore(rep.directory.parent)
+    meta = store.read_study()
+    runs = load_runs(store, meta)
+    axis = {**meta["axis"], "tune_on": "time_to_target"}
+    frame, bounds = bench.run_frame(runs, meta), bench.instance_bounds(runs, axis)
+    tuned, goal = bench.tuning_frame(frame, runs, axis, bounds, "min")
+    # Primary τ = 1e-3: target 0.1 + 1e-3 · 9.9, reached only by soba's (2, 2) configuration, at 100 + 20 + seed.
+    reached = tuned[tuned["score"] < math.inf]
+    assert goal == "min" and set(zip(reached["algorithm"], reached["study"], reached["trial"])) == {("soba", 2, 2)}
+    assert sorted(reached["score"]) == [100 + 20 + s for s in range(9)]
+    np.testing.assert_array_equal(tuned["tiebreak"], frame["score"])  # final F as the second key
+    chosen = bench.choices(tuned, axis, goal).set_index(["algorithm", "budget", "study"])
+    assert chosen.loc[("soba", "large", 2), ["trial", "tune_score"]].tolist() == [2, 120.5]
+    # Study 1 never reaches the target: every trial +inf, the lower final value (trial 2, v = 2) is kept.
+    assert chosen.loc[("soba", "large", 1), ["trial", "tune_score"]].tolist() == [2, math.inf]
+    assert chosen.loc[("aid_cg", "large", 1), "trial"] == 1  # v = 6 before 7, as on final values
+    data = copy.deepcopy(STUDY)
+    del data["axis"]["tune_on"]
+    assert spec.validate(data).axis["tune_on"] == "time_to_target"  # the default: what the ranking scores
+    data["axis"]["sampler"] = "optuna"
+    assert spec.validate(data).axis["tune_on"] == "final"  # optuna is told final values

@@ -10,6 +10,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy  # noqa: F401  loads the BLAS that threadpoolctl inspects
+from threadpoolctl import threadpool_info
+
 #: Distributions whose versions are recorded (a missing one is recorded as null).
 PACKAGES = ("numpy", "scipy", "ray", "mlflow", "pandas")
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +62,6 @@ def _cpu_model() -> str | None:
 
 def _blas() -> dict[str, Any]:
     """The BLAS NumPy calls and its threads (threadpoolctl), e.g. openblas 0.3.27 with 2 threads."""
-    import numpy  # noqa: F401  (loads the BLAS threadpoolctl inspects)
-    from threadpoolctl import threadpool_info
-
     pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
     if not pools:
         return {"blas": None, "blas_threads": None}

@@ -149,18 +149,23 @@ CPUs = checked("a positive number", lambda v: is_number(v) and v > 0, float)
 class ReportSpec(Block):
     """How reports compare final results (metric defaults depend on the kind and on online problems)."""
 
-    metric: Metric = None  # default: the kind's
-    goal: Goal = "min"
-    converged_metric: Metric = None  # default: by online or offline
-    converged_below: PositiveNumber = 1e-3
-    converged_relative: Flag = True
-    target: OptionalNumber = None
+    metric: Metric = Field(None, examples=["grad_F_sq"],
+                           description="the final value tables compare (default: the kind's)")
+    goal: Goal = Field("min", examples=["max"], description="whether lower or higher metric is better")
+    converged_metric: Metric = Field(None, examples=["F_gap"], description="the value that decides 'converged' "
+                                     "(default: grad_F_sq offline, cumulative_regret online)")
+    converged_below: PositiveNumber = Field(1e-3, examples=[1e-6], description="converged: the final value at most "
+                                            "this (times the initial value when converged_relative)")
+    converged_relative: Flag = Field(True, examples=[False], description="converged_below is relative to the "
+                                     "initial value (true) or absolute (false)")
+    target: OptionalNumber = Field(None, examples=[1e-3], description="scaling studies: the value whose reaching "
+                                   "is timed (oracle calls, iterations, seconds)")
 
 
 class Resources(Block):
     """Per trial."""
 
-    cpu: CPUs = 1.0
+    cpu: CPUs = Field(1.0, examples=[2], description="CPUs per trial")
 
 
 def _seeds(v: Any, info: ValidationInfo) -> Any:
@@ -217,32 +222,32 @@ ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v,
 class StudyBase(Block):
     """The fields every study has, in the order `unknown study field` errors list them."""
 
-    name: StudyName = Field(None, validate_default=True, description="study name (default: the file name)")
-    description: Text = Field("", description="one line shown by `bisweep list studies`")
-    kind: str = Field(kinds.DEFAULT_KIND, description="the study kind (sweep/kinds/)")
-    axis: Any = Field(None, description="the kind's axis (see README)")
-    problems: Problems = Field(None, validate_default=True, description="list of {name, params}; a list value is a grid")
-    algorithms: Algorithms = Field(None, validate_default=True, description="list of {name, label, params, problems}")
-    seeds: Seeds = Field(3, validate_default=True, description="number of seeds, or a list")
-    instance_seed: OptionalNonNegativeInt = Field(None, description="null: each run's seed builds the problem; an integer fixes it")
-    seeds_per_trial: OptionalPositiveInt = Field(None, description="older name of runs_per_trial (when that is not set)")
-    runs_per_trial: OptionalPositiveInt = Field(None, description="runs one trial runs one after another (null: as many "
+    name: StudyName = Field(None, validate_default=True, examples=["my_study"],  description="study name (default: the file name)")
+    description: Text = Field("", examples=["SOBA and D-TFBO, step sizes x0.5 to x2"],  description="one line shown by `bisweep list studies`")
+    kind: str = Field(kinds.DEFAULT_KIND, examples=["stepsize_sensitivity"],  description="the study kind (sweep/kinds/)")
+    axis: Any = Field(None, examples=[{"factors": [0.5, 1, 2]}],  description="the kind's axis (see README)")
+    problems: Problems = Field(None, validate_default=True, examples=[[{"name": "quadratic", "params": {"dim_x": 20, "dim_y": 20}}]],  description="list of {name, params}; a list value is a grid")
+    algorithms: Algorithms = Field(None, validate_default=True, examples=[["dtfbo", {"name": "soba", "params": {"batch_size": [32, 64]}}]],  description="list of {name, label, params, problems}")
+    seeds: Seeds = Field(3, validate_default=True, examples=[5, [3, 7, 11]],  description="number of seeds, or a list")
+    instance_seed: OptionalNonNegativeInt = Field(None, examples=[0],  description="null: each run's seed builds the problem; an integer fixes it")
+    seeds_per_trial: OptionalPositiveInt = Field(None, examples=[4],  description="older name of runs_per_trial (when that is not set)")
+    runs_per_trial: OptionalPositiveInt = Field(None, examples=[10],  description="runs one trial runs one after another (null: as many "
                                                                   "as take about 2 s, judged from the runs done so far)")
-    budget: Budget = Field(None, validate_default=True, description="{iterations, oracle_calls, seconds}")
-    divergence: Divergence = Field(None, description="{factor, metrics}: when a run counts as diverged")
-    n_evals: NEvals = Field(20, description="log-spaced evaluation points")
-    resources: Resources = Field(Resources(), description="{cpu}: CPUs per trial")
-    max_concurrent: OptionalPositiveInt = Field(None, description="limit on concurrently running trials")
-    max_failures: NonNegativeInt = Field(2, description="retries of a failed trial")
+    budget: Budget = Field(None, validate_default=True, examples=[{"iterations": 1000}, {"oracle_calls": 100000, "seconds": 60}],  description="{iterations, oracle_calls, seconds}")
+    divergence: Divergence = Field(None, examples=[{"factor": 1e6, "metrics": ["F"]}],  description="{factor, metrics}: when a run counts as diverged")
+    n_evals: NEvals = Field(20, examples=[40],  description="log-spaced evaluation points")
+    resources: Resources = Field(Resources(), examples=[{"cpu": 2}],  description="{cpu}: CPUs per trial")
+    max_concurrent: OptionalPositiveInt = Field(None, examples=[4],  description="limit on concurrently running trials")
+    max_failures: NonNegativeInt = Field(2, examples=[0],  description="retries of a failed trial")
     blas_threads: OptionalPositiveInt = Field(
-        None, description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
-    checkpoint_seconds: NonNegativeSeconds = Field(10.0, description="seconds between checkpoints of a running trial")
-    report_seconds: NonNegativeSeconds = Field(1.0, description="seconds between a trial's reports to Tune")
-    imports: Imports = Field([], description="modules imported on the driver and in every trial")
-    report: ReportSpec = Field(ReportSpec(), description="{metric, goal, converged_metric, converged_below, ...}")
+        None, examples=[1], description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
+    checkpoint_seconds: NonNegativeSeconds = Field(10.0, examples=[30],  description="seconds between checkpoints of a running trial")
+    report_seconds: NonNegativeSeconds = Field(1.0, examples=[5],  description="seconds between a trial's reports to Tune")
+    imports: Imports = Field([], examples=[["mypackage.algos"]],  description="modules imported on the driver and in every trial")
+    report: ReportSpec = Field(ReportSpec(), examples=[{"metric": "F", "goal": "min"}],  description="{metric, goal, converged_metric, converged_below, ...}")
     claim: ClaimName = Field(
-        None, description="the paper claim the report checks (sweep/claims/)")
-    scales: Any = Field(None, description="named overrides of these fields merged in by --scale")
+        None, examples=["tfbo_table2"], description="the paper claim the report checks (sweep/claims/)")
+    scales: Any = Field(None, examples=[{"ci": {"seeds": 1, "budget": {"iterations": 50}}}],  description="named overrides of these fields merged in by --scale")
 
 
 #: Study fields a scale may override.

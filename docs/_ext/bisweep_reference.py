@@ -12,6 +12,7 @@ import typing
 from typing import Any
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
@@ -85,20 +86,34 @@ def _default(field: Any) -> str:
     return _literal(value)
 
 
-def schema_rst() -> list[str]:
+def _examples(field: Any) -> str:
+    """The field's examples as YAML flow values (``{factors: [0.5, 1, 2]}``), or a dash."""
+    import yaml
+
+    shown = [yaml.safe_dump(e, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+             for e in field.examples or ()]
+    return " or ".join(f"``{e}``" for e in shown) or "-"
+
+
+def _title(text: str, rubric: bool) -> list[str]:
+    """A section title, or a rubric (a heading that is no section, so a page may hold the tables twice)."""
+    return [f".. rubric:: {text}", ""] if rubric else [text, "~" * len(text), ""]
+
+
+def schema_rst(rubrics: bool = False) -> list[str]:
     """Tables of the study fields, the report and resources blocks, and each kind's axis."""
     from sweep import kinds, schema
 
     def table(model: Any, prefix: str = "") -> list[str]:
-        rows = [[f"``{prefix}{n}``", _type_name(f),
-                 _default(f), f.description or (model.__doc__ or "").split("\n")[0]]
+        rows = [[f"``{prefix}{n}``", _type_name(f), _default(f), _examples(f),
+                 f.description or (model.__doc__ or "").split("\n")[0]]
                 for n, f in model.model_fields.items()]
-        return list_table(["field", "type", "default", "meaning"], rows, "18 27 15 40")
+        return list_table(["field", "type", "default", "example", "meaning"], rows, "15 22 12 21 30")
 
-    out = ["Study fields", "~~~~~~~~~~~~", ""] + table(schema.StudyBase)
-    out += ["``report``", "~~~~~~~~~~", ""] + table(schema.ReportSpec, "report.")
-    out += ["``resources``", "~~~~~~~~~~~~~", ""] + table(schema.Resources, "resources.")
-    out += ["Axes by kind", "~~~~~~~~~~~~", ""]
+    out = _title("Study fields", rubrics) + table(schema.StudyBase)
+    out += _title("``report``", rubrics) + table(schema.ReportSpec, "report.")
+    out += _title("``resources``", rubrics) + table(schema.Resources, "resources.")
+    out += _title("Axes by kind", rubrics)
     rows = []
     for name in kinds.names():
         axis_type, axis_default = kinds.get(name).axis_field()
@@ -145,9 +160,10 @@ class RegistryDirective(_Generated):
 
 class SchemaDirective(_Generated):
     optional_arguments = 0
+    option_spec = {"rubrics": directives.flag}
 
     def lines(self) -> list[str]:
-        return schema_rst()
+        return schema_rst(rubrics="rubrics" in self.options)
 
 
 class StudiesDirective(_Generated):

@@ -29,8 +29,9 @@ import numpy as np
 
 from algorithms.base import Algorithm, AlgorithmConfig, get
 from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergence, Run
-from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, varying_fields
-from problems.base import BilevelProblem
+from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, unstack_all, varying_fields
+from problems.base import NOT_STRONGLY_CONVEX, BilevelProblem
+from problems.counting import ORACLE_KINDS
 from problems.validation import ParameterError
 
 Config = Mapping[str, Any] | AlgorithmConfig | None
@@ -55,6 +56,10 @@ class BatchedRuns:
         if len(configs) != len(seeds):
             raise ParameterError(f"batched runs: {len(configs)} configs but {len(seeds)} seeds; one seed per config")
         self.cls = get(algorithm)
+        # Parsed once for all runs (a Run takes them as they are).
+        budget = budget if isinstance(budget, Budget) else Budget.from_dict({"iterations": 100} if budget is None
+                                                                           else budget)
+        divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.runs = [Run(algorithm, problem, c, s, budget, n_evals, divergence) for c, s in zip(configs, seeds)]
         self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs)
         self.varying = varying_fields(self.cls)
@@ -96,9 +101,10 @@ class BatchedRuns:
                 out.append((k, r._finish()))
         for group in self._groups(ready):
             ok = self._stretch(group)
-            self._evaluate_together([k for k in group if ok[k]])
+            made = self._records_together(group, ok)
+            self._evaluate_together([k for k in group if ok[k] and k not in made])
             for k in group:
-                rec = self.runs[k]._after_stretch(ok[k])
+                rec = made[k] if k in made else self.runs[k]._after_stretch(ok[k])
                 if rec is not None:
                     out.append((k, rec))
         return out
@@ -157,6 +163,15 @@ class BatchedRuns:
         view = stacked.problem
         calls, samples = list(view.counter.calls.items()), list(view.counter.samples.items())
         leaving = failed | ended
+        if not view.row_calls and leaving.all() and not failed.any():  # the common case: all reach the point
+            members = [self.runs[k] for k in rows.index]
+            unstack_all(stacked, [r.algorithm for r in members])
+            for r in members:
+                _add(r.view.counter.calls, calls)
+                _add(r.view.counter.samples, samples)
+            ok.update(dict.fromkeys(rows.index, True))
+            rows.keep(np.array([], dtype=np.int64))
+            return
         for i in np.flatnonzero(leaving):
             k = rows.index[i]
             run = self.runs[k]
@@ -180,14 +195,69 @@ class BatchedRuns:
         rows.keep(keep)
 
     # ---- evaluation of a stack's runs at once ----
+    def _stack_evaluable(self, runs: list[Run]) -> bool:
+        """Whether `_stacked_metrics` gives these runs' whole metrics (else each evaluates alone)."""
+        return bool(runs) and self.batched and runs[0].problem.constraints is None \
+            and type(runs[0].algorithm).extra_points is Algorithm.extra_points and runs[0].algorithm.y is not None
+
+    def _records_together(self, group: list[int], ok: dict[int, bool]) -> dict[int, dict[str, Any]]:
+        """`Run._after_stretch` of the runs of `group` that reached their evaluation point together, with the
+        records made from stacked arrays in one go, by run; runs it leaves out (diverged, budget ended early,
+        a metric non-finite or past its limit, diagnostics or counts of their own) take the per-run path."""
+        ks = [k for k in group if ok[k]]
+        runs = [self.runs[k] for k in ks]
+        if not runs or not self._stack_evaluable(runs):
+            return {}
+        it = runs[0].algorithm.iteration  # the group shares its next point (`_groups`)
+        if it < runs[0]._next_point() or any(r.algorithm.iteration != it for r in runs):
+            return {}
+        start = time.perf_counter()
+        f_opt = runs[0].f_opt()
+        try:
+            columns = _metric_columns(runs[0].problem, np.stack([r.algorithm.x for r in runs]),
+                                      np.stack([r.algorithm.y for r in runs]), f_opt)
+        except _NUMERIC_FAILURES:
+            return {}
+        if columns is None:
+            return {}
+        share = (time.perf_counter() - start) / len(runs)
+        passing = np.isfinite(np.array(list(columns.values()))).all(axis=0)
+        passing &= _within_limits(runs, columns, it)
+        keep = np.flatnonzero(passing)
+        runs = [runs[i] for i in keep]
+        if not runs:
+            return {}
+        diags = [r.algorithm.diagnostics() for r in runs]
+        diag_keys = list(diags[0])
+        if any(list(d) != diag_keys for d in diags):
+            return {}  # nothing noted yet: every run takes the per-run path
+        for r in runs:
+            r._f_opt = f_opt
+            r.eval_time += share
+            r._skip_passed_points()
+        metric_cols = {name: (col if len(keep) == len(col) else col[keep]).tolist() for name, col in columns.items()}
+        metric_cols.update({f"diag/{key}": [float(d[key]) for d in diags] for key in diag_keys})
+        records = _records(runs, it, metric_cols)
+        for key in _watched(runs[0].divergence, columns):  # Run._metrics_ok: a start value once, where missing
+            for r, v in zip(runs, np.abs(columns[key][keep]).tolist()):
+                r.start_values.setdefault(key, v)
+        made = {}
+        for k, r, rec in zip([ks[i] for i in keep], runs, records):
+            r.last_record = rec
+            if r._budget_left():
+                made[k] = rec
+            else:
+                r.status = "finished"
+                made[k] = {**rec, "status": "finished"}
+        return made
+
     def _evaluate_together(self, group: list[int]) -> None:
         """The metrics of `group`'s runs at their current points, computed as one stack with the problem's
         stacked ground truth and left in each run's `ready_metrics` (its next `_evaluate` uses them); the
         stack's evaluation seconds are divided among the runs. Runs whose records need more than
         `_point_metrics` gives (constraints, extra points) evaluate alone."""
         runs = [self.runs[k] for k in group]
-        if not runs or not self.batched or self.runs[0].problem.constraints is not None \
-                or type(runs[0].algorithm).extra_points is not Algorithm.extra_points or runs[0].algorithm.y is None:
+        if not self._stack_evaluable(runs):
             return
         start = time.perf_counter()
         f_opt = runs[0].f_opt()
@@ -320,6 +390,67 @@ def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: flo
             m["F_gap"] = m["F"] - f_opt
         out.append(m)
     return out
+
+
+def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> dict[str, np.ndarray] | None:
+    """`_stacked_metrics` as one array per metric, in record order; None when the problem flags points where
+    g is not strongly convex (those records take the per-run path)."""
+    with np.errstate(all="ignore"):
+        Ys = p.y_star_rows(X)
+        G = p.grad_F_rows(X)
+        F = np.asarray(p.f_rows(X, Ys), dtype=float)
+        D = Y - Ys
+        columns = {"F": F, "grad_F_sq": np.einsum("ij,ij->i", G, G), "y_err_sq": np.einsum("ij,ij->i", D, D)}
+        extra = p.metrics_rows(X, Y)
+        for key in extra[0]:
+            if key == NOT_STRONGLY_CONVEX:
+                return None
+            columns[key] = np.array([float(e[key]) for e in extra])
+        if math.isfinite(f_opt):
+            columns["F_gap"] = F - f_opt
+    return columns
+
+
+def _within_limits(runs: list[Run], columns: dict[str, np.ndarray], iteration: int) -> np.ndarray:
+    """Per run, `Run._metrics_ok` of its record (without noting anything): every watched metric within
+    its limit. At iteration 0, or where a start value is missing, the record sets it and passes."""
+    rule = runs[0].divergence
+    passing = np.ones(len(runs), dtype=bool)
+    if iteration == 0:
+        return passing
+    for key in _watched(rule, columns):
+        start = np.array([r.start_values.get(key, np.inf) for r in runs])
+        limit = rule.factor * np.maximum(start, 1.0)
+        with np.errstate(invalid="ignore"):
+            passing &= ~(np.abs(columns[key]) > limit)
+    return passing
+
+
+def _watched(rule: Divergence, columns: Mapping[str, Any]) -> list[str]:
+    """The keys `Divergence.watched` picks from a record with these keys, in its order."""
+    names = set(rule.metrics)
+    if "objective" in names:
+        names.add("F_gap" if "F_gap" in columns else "F")
+    return [k for k in sorted(names) if k in columns]
+
+
+def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """The records `Run._evaluate` makes for `runs` from metric (and diagnostic) columns in record order, each
+    dict built from one row of columns."""
+    n = len(runs)
+    first = runs[0].view.counter
+    same = dict.__eq__  # strict (a kind counted 0 differs from one never counted): Counter's == is ~10x slower
+    if all(same(r.view.counter.calls, first.calls) and same(r.view.counter.samples, first.samples) for r in runs):
+        snap = first.snapshot()
+        counts = [[v] * n for v in snap.values()]
+    else:
+        snaps = [r.view.counter.snapshot() for r in runs]
+        snap = snaps[0]
+        counts = [[s[key] for s in snaps] for key in snap]
+    keys = ("iteration", "time", "cpu_time", "eval_time", "status", *snap, *metrics, "time_mode")
+    columns = [[iteration] * n, [r.compute_time for r in runs], [r.cpu_time for r in runs],
+               [r.eval_time for r in runs], ["running"] * n, *counts, *metrics.values(), [runs[0].time_mode] * n]
+    return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
 def run_batched(algorithm: str, problem: Any, configs: Sequence[Config], seeds: Sequence[int],

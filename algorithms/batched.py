@@ -222,8 +222,8 @@ class BatchedRuns:
             return {}
         share = (time.perf_counter() - start) / len(runs)
         passing = np.isfinite(np.array(list(columns.values()))).all(axis=0)
-        passing &= _within_limits(runs, columns, it)
-        keep = np.flatnonzero(passing)
+        within, started = _within_limits(runs, columns, it)
+        keep = np.flatnonzero(passing & within)
         runs = [runs[i] for i in keep]
         if not runs:
             return {}
@@ -231,19 +231,29 @@ class BatchedRuns:
         diag_keys = list(diags[0])
         if any(list(d) != diag_keys for d in diags):
             return {}  # nothing noted yet: every run takes the per-run path
+        _skip_passed_points(runs)
         for r in runs:
             r._f_opt = f_opt
             r.eval_time += share
-            r._skip_passed_points()
         metric_cols = {name: (col if len(keep) == len(col) else col[keep]).tolist() for name, col in columns.items()}
         metric_cols.update({f"diag/{key}": [float(d[key]) for d in diags] for key in diag_keys})
         records = _records(runs, it, metric_cols)
-        for key in _watched(runs[0].divergence, columns):  # Run._metrics_ok: a start value once, where missing
-            for r, v in zip(runs, np.abs(columns[key][keep]).tolist()):
-                r.start_values.setdefault(key, v)
-        made = {}
-        for k, r, rec in zip([ks[i] for i in keep], runs, records):
+        if not started:  # Run._metrics_ok: a start value once, where missing
+            for key in _watched(runs[0].divergence, columns):
+                for r, v in zip(runs, np.abs(columns[key][keep]).tolist()):
+                    r.start_values.setdefault(key, v)
+        for r, rec in zip(runs, records):
             r.last_record = rec
+        ks = [ks[i] for i in keep]
+        left = _budgets_left(runs)
+        if left is not None:  # the same for all: no run's budget is spent, or every run's is
+            if not left:
+                for r in runs:
+                    r.status = "finished"
+                records = [{**rec, "status": "finished"} for rec in records]
+            return dict(zip(ks, records))
+        made = {}
+        for k, r, rec in zip(ks, runs, records):
             if r._budget_left():
                 made[k] = rec
             else:
@@ -411,19 +421,47 @@ def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: floa
     return columns
 
 
-def _within_limits(runs: list[Run], columns: dict[str, np.ndarray], iteration: int) -> np.ndarray:
+def _within_limits(runs: list[Run], columns: dict[str, np.ndarray], iteration: int) -> tuple[np.ndarray, bool]:
     """Per run, `Run._metrics_ok` of its record (without noting anything): every watched metric within
-    its limit. At iteration 0, or where a start value is missing, the record sets it and passes."""
+    its limit; and whether every run has every start value already. At iteration 0, or where a start value
+    is missing, the record sets it and passes."""
     rule = runs[0].divergence
     passing = np.ones(len(runs), dtype=bool)
     if iteration == 0:
-        return passing
+        return passing, False
+    started = True
     for key in _watched(rule, columns):
         start = np.array([r.start_values.get(key, np.inf) for r in runs])
+        started = started and bool(np.isfinite(start).all())
         limit = rule.factor * np.maximum(start, 1.0)
         with np.errstate(invalid="ignore"):
             passing &= ~(np.abs(columns[key]) > limit)
-    return passing
+    return passing, started
+
+
+def _skip_passed_points(runs: list[Run]) -> None:
+    """`Run._skip_passed_points` of each run; done once for runs sharing the first's points and place."""
+    first = runs[0]
+    points, before = first.points, first.next_point
+    first._skip_passed_points()
+    it = first.algorithm.iteration
+    for r in runs:
+        if r.points is points and r.next_point == before and r.algorithm.iteration == it:
+            r.next_point = first.next_point
+        else:
+            r._skip_passed_points()
+
+
+def _budgets_left(runs: list[Run]) -> bool | None:
+    """`Run._budget_left`, the same for every run, when their budget (one object) counts iterations only and
+    they are at one iteration; else None (ask each run)."""
+    first = runs[0]
+    b, it = first.budget, first.algorithm.iteration
+    if b.oracle_calls is not None or b.seconds is not None or first.horizon is not None:
+        return None
+    if any(r.budget is not b or r.algorithm.iteration != it for r in runs):
+        return None
+    return first._budget_left()
 
 
 def _watched(rule: Divergence, columns: Mapping[str, Any]) -> list[str]:
@@ -440,16 +478,23 @@ def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -
     n = len(runs)
     first = runs[0].view.counter
     same = dict.__eq__  # strict (a kind counted 0 differs from one never counted): Counter's == is ~10x slower
+    mode = {} if runs[0].time_mode is None else {"time_mode": runs[0].time_mode}
+    times = [[r.compute_time for r in runs], [r.cpu_time for r in runs], [r.eval_time for r in runs]]
     if all(same(r.view.counter.calls, first.calls) and same(r.view.counter.samples, first.samples) for r in runs):
-        snap = first.snapshot()
-        counts = [[v] * n for v in snap.values()]
-    else:
-        snaps = [r.view.counter.snapshot() for r in runs]
-        snap = snaps[0]
-        counts = [[s[key] for s in snaps] for key in snap]
-    keys = ("iteration", "time", "cpu_time", "eval_time", "status", *snap, *metrics, "time_mode")
-    columns = [[iteration] * n, [r.compute_time for r in runs], [r.cpu_time for r in runs],
-               [r.eval_time for r in runs], ["running"] * n, *counts, *metrics.values(), [runs[0].time_mode] * n]
+        # What all share, in record order, filled in per run (a dict's copy keeps its key order).
+        template = {"iteration": iteration, "time": 0.0, "cpu_time": 0.0, "eval_time": 0.0, "status": "running",
+                    **first.snapshot(), **dict.fromkeys(metrics, 0.0), **mode}
+        keys = ("time", "cpu_time", "eval_time", *metrics)
+        out = []
+        for row in zip(*times, *metrics.values()):
+            rec = template.copy()
+            rec.update(zip(keys, row))
+            out.append(rec)
+        return out
+    snaps = [r.view.counter.snapshot() for r in runs]
+    keys = ("iteration", "time", "cpu_time", "eval_time", "status", *snaps[0], *metrics, *mode)
+    columns = [[iteration] * n, *times, ["running"] * n, *([s[key] for s in snaps] for key in snaps[0]),
+               *metrics.values(), *([v] * n for v in mode.values())]
     return [dict(zip(keys, row)) for row in zip(*columns)]
 
 

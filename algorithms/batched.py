@@ -29,7 +29,8 @@ import numpy as np
 
 from algorithms.base import Algorithm, AlgorithmConfig, get
 from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergence, Run
-from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, unstack_all, varying_fields
+from algorithms.stacked import (group_key, restack, stack, stacked_arrays, take, unstack, unstack_all,
+                                varying_fields)
 from problems.base import NOT_STRONGLY_CONVEX, BilevelProblem
 from problems.counting import ORACLE_KINDS
 from problems.validation import ParameterError
@@ -67,6 +68,8 @@ class BatchedRuns:
             for run in self.runs:
                 run.time_mode = "batched"
         self._keys = [group_key(self.cls, r.algorithm.config) for r in self.runs]  # configs do not change
+        # The last stack whose rows all reached their point together: (its runs, it, the row views they hold).
+        self._kept: tuple[tuple[int, ...], Algorithm, dict[str, list[np.ndarray]]] | None = None
 
     @property
     def done(self) -> bool:
@@ -132,7 +135,7 @@ class BatchedRuns:
 
         The per-step checks (budget, finiteness, norm limits) are vectorised over the rows; only rows that
         leave are visited one by one."""
-        stacked = stack([self.runs[k].algorithm for k in group], self.varying)
+        stacked = self._stack(group)
         rows = _Rows(self.runs, group)
         ok: dict[int, bool] = {}
         target, budget = self.runs[group[0]]._next_point(), self.runs[group[0]].budget
@@ -157,6 +160,15 @@ class BatchedRuns:
                     rows.seconds = np.array([r.compute_time for r in clock.runs])
         return ok
 
+    def _stack(self, group: list[int]) -> Algorithm:
+        """The stack of `group`: the one kept from the last round when its runs are still in it as they were
+        (no copy of the state, no config columns again), else a new one."""
+        kept, self._kept = self._kept, None
+        members = [self.runs[k].algorithm for k in group]
+        if kept is not None and kept[0] == tuple(group) and restack(kept[1], kept[2], members):
+            return kept[1]
+        return stack(members, self.varying)
+
     def _leave(self, stacked: Any, rows: _Rows, failed: np.ndarray, metric: list[str], ended: np.ndarray,
                ok: dict[int, bool]) -> None:
         """Write the leaving rows back into their runs (iterates, state, calls) and drop them from the stack."""
@@ -165,10 +177,16 @@ class BatchedRuns:
         leaving = failed | ended
         if not view.row_calls and leaving.all() and not failed.any():  # the common case: all reach the point
             members = [self.runs[k] for k in rows.index]
-            unstack_all(stacked, [r.algorithm for r in members])
-            for r in members:
-                _add(r.view.counter.calls, calls)
-                _add(r.view.counter.samples, samples)
+            views = unstack_all(stacked, [r.algorithm for r in members])
+            if views is not None:
+                self._kept = (tuple(rows.index), stacked, views)
+            for r in members:  # _add, inlined
+                into = r.view.counter.calls
+                for kind, n in calls:
+                    into[kind] = into.get(kind, 0) + n
+                into = r.view.counter.samples
+                for kind, n in samples:
+                    into[kind] = into.get(kind, 0) + n
             ok.update(dict.fromkeys(rows.index, True))
             rows.keep(np.array([], dtype=np.int64))
             return
@@ -292,6 +310,7 @@ class BatchedRuns:
         """Resume from `state_dict()` output: finished runs stay finished, the others go on from their state."""
         if len(state["runs"]) != len(self.runs):
             raise ParameterError(f"batched runs: the state holds {len(state['runs'])} runs, not {len(self.runs)}")
+        self._kept = None
         for run, s in zip(self.runs, state["runs"]):
             run.load_state_dict(s)
 

@@ -267,22 +267,44 @@ def unstack(stacked: Algorithm, row: int, member: Algorithm) -> None:
     member.iteration = stacked.iteration
 
 
-def unstack_all(stacked: Algorithm, members: Sequence[Algorithm]) -> None:
+def unstack_all(stacked: Algorithm, members: Sequence[Algorithm]) -> dict[str, list[Array]] | None:
     """`unstack` of every row into `members` (row order), a field at a time: an array field whose members all
-    hold arrays takes its row views in one pass (as `_row` would, field by field per run)."""
+    hold arrays takes its row views in one pass (as `_row` would, field by field per run).
+
+    Returns the row views given, by field, when every field was such an array (else None): while each member
+    still holds them, the stack is those members' state as it is (`restack`)."""
     cls = type(members[0])
     scalars = cls.scalar_state
+    views: dict[str, list[Array]] | None = {}
     for name in _fields(cls):
         value = getattr(stacked, name)
         if (type(value) is np.ndarray and name not in scalars and value.ndim > 1
                 and all(type(m.__dict__.get(name)) is np.ndarray for m in members)):
-            for m, row in zip(members, value):  # iterating a stack yields the row views value[i]
+            rows = list(value)  # iterating a stack yields the row views value[i]
+            for m, row in zip(members, rows):
                 m.__dict__[name] = row
+            if views is not None:
+                views[name] = rows
         else:
             for i, m in enumerate(members):
                 _unstack_field(stacked, i, m, name, scalars)
+            views = None
     for m in members:
         m.iteration = stacked.iteration
+    return views
+
+
+def restack(stacked: Algorithm, views: dict[str, list[Array]], members: Sequence[Algorithm]) -> bool:
+    """Make `stacked` (whose rows `unstack_all` gave `members` as `views`) ready to step on: True when every
+    member still holds exactly those rows at the stack's iteration (then the stack is their state, with fresh
+    counts), False when it must be built again."""
+    if len(members) != stacked.problem.count or any(m.iteration != stacked.iteration for m in members):
+        return False
+    for name, rows in views.items():
+        if any(m.__dict__.get(name) is not row for m, row in zip(members, rows)):
+            return False
+    stacked.problem = StackedView(stacked.problem._problem, len(members))
+    return True
 
 
 def _unstack_field(stacked: Algorithm, row: int, member: Algorithm, name: str, scalars: tuple[str, ...]) -> None:

@@ -20,6 +20,7 @@ leaves every stored value finite is not seen.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,6 +71,7 @@ class BatchedRuns:
         self._keys = [group_key(self.cls, r.algorithm.config) for r in self.runs]  # configs do not change
         # The last stack whose rows all reached their point together: (its runs, it, the row views they hold).
         self._kept: tuple[tuple[int, ...], Algorithm, dict[str, list[np.ndarray]]] | None = None
+        self._limits: dict[str, np.ndarray] = {}  # per watched metric, every run's divergence limit
 
     @property
     def done(self) -> bool:
@@ -231,18 +233,23 @@ class BatchedRuns:
             return {}
         start = time.perf_counter()
         f_opt = runs[0].f_opt()
+        kept = self._kept
+        if kept is not None and kept[0] == tuple(ks):  # the stack is these runs' iterates as they are
+            X, Y = kept[1].x, kept[1].y
+        else:
+            X, Y = np.stack([r.algorithm.x for r in runs]), np.stack([r.algorithm.y for r in runs])
         try:
-            columns = _metric_columns(runs[0].problem, np.stack([r.algorithm.x for r in runs]),
-                                      np.stack([r.algorithm.y for r in runs]), f_opt)
+            columns = _metric_columns(runs[0].problem, X, Y, f_opt)
         except _NUMERIC_FAILURES:
             return {}
         if columns is None:
             return {}
         share = (time.perf_counter() - start) / len(runs)
         passing = np.isfinite(np.array(list(columns.values()))).all(axis=0)
-        within, started = _within_limits(runs, columns, it)
+        within, started = self._within_limits(ks, columns, it)
         keep = np.flatnonzero(passing & within)
-        runs = [runs[i] for i in keep]
+        if len(keep) < len(runs):
+            runs, ks = [runs[i] for i in keep.tolist()], [ks[i] for i in keep.tolist()]
         if not runs:
             return {}
         diags = [r.algorithm.diagnostics() for r in runs]
@@ -262,7 +269,6 @@ class BatchedRuns:
                     r.start_values.setdefault(key, v)
         for r, rec in zip(runs, records):
             r.last_record = rec
-        ks = [ks[i] for i in keep]
         left = _budgets_left(runs)
         if left is not None:  # the same for all: no run's budget is spent, or every run's is
             if not left:
@@ -278,6 +284,28 @@ class BatchedRuns:
                 r.status = "finished"
                 made[k] = {**rec, "status": "finished"}
         return made
+
+    def _within_limits(self, ks: list[int], columns: dict[str, np.ndarray], iteration: int) -> tuple[np.ndarray, bool]:
+        """Per run of `ks`, `Run._metrics_ok` of its record (without noting anything): every watched metric
+        within its limit; and whether every run has every start value already. At iteration 0, or where a start
+        value is missing, the record sets it and passes."""
+        rule = self.runs[ks[0]].divergence
+        passing = np.ones(len(ks), dtype=bool)
+        if iteration == 0:
+            return passing, False
+        started = True
+        for key in _watched(rule, columns):
+            limit = self._limits.get(key)  # every run's, once every run has its start value (it stays)
+            if limit is None:
+                start = np.array([r.start_values.get(key, np.inf) for r in self.runs])
+                limit = rule.factor * np.maximum(start, 1.0)
+                if np.isfinite(start).all():
+                    self._limits[key] = limit
+            limit = limit[ks]
+            started = started and bool(np.isfinite(limit).all())
+            with np.errstate(invalid="ignore"):
+                passing &= ~(np.abs(columns[key]) > limit)
+        return passing, started
 
     def _evaluate_together(self, group: list[int]) -> None:
         """The metrics of `group`'s runs at their current points, computed as one stack with the problem's
@@ -310,7 +338,7 @@ class BatchedRuns:
         """Resume from `state_dict()` output: finished runs stay finished, the others go on from their state."""
         if len(state["runs"]) != len(self.runs):
             raise ParameterError(f"batched runs: the state holds {len(state['runs'])} runs, not {len(self.runs)}")
-        self._kept = None
+        self._kept, self._limits = None, {}
         for run, s in zip(self.runs, state["runs"]):
             run.load_state_dict(s)
 
@@ -440,22 +468,6 @@ def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: floa
     return columns
 
 
-def _within_limits(runs: list[Run], columns: dict[str, np.ndarray], iteration: int) -> tuple[np.ndarray, bool]:
-    """Per run, `Run._metrics_ok` of its record (without noting anything): every watched metric within
-    its limit; and whether every run has every start value already. At iteration 0, or where a start value
-    is missing, the record sets it and passes."""
-    rule = runs[0].divergence
-    passing = np.ones(len(runs), dtype=bool)
-    if iteration == 0:
-        return passing, False
-    started = True
-    for key in _watched(rule, columns):
-        start = np.array([r.start_values.get(key, np.inf) for r in runs])
-        started = started and bool(np.isfinite(start).all())
-        limit = rule.factor * np.maximum(start, 1.0)
-        with np.errstate(invalid="ignore"):
-            passing &= ~(np.abs(columns[key]) > limit)
-    return passing, started
 
 
 def _skip_passed_points(runs: list[Run]) -> None:
@@ -499,7 +511,8 @@ def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -
     same = dict.__eq__  # strict (a kind counted 0 differs from one never counted): Counter's == is ~10x slower
     mode = {} if runs[0].time_mode is None else {"time_mode": runs[0].time_mode}
     times = [[r.compute_time for r in runs], [r.cpu_time for r in runs], [r.eval_time for r in runs]]
-    if all(same(r.view.counter.calls, first.calls) and same(r.view.counter.samples, first.samples) for r in runs):
+    if all(map(same, [r.view.counter.calls for r in runs], itertools.repeat(first.calls))) \
+            and all(map(same, [r.view.counter.samples for r in runs], itertools.repeat(first.samples))):
         # What all share, in record order, filled in per run (a dict's copy keeps its key order).
         template = {"iteration": iteration, "time": 0.0, "cpu_time": 0.0, "eval_time": 0.0, "status": "running",
                     **first.snapshot(), **dict.fromkeys(metrics, 0.0), **mode}

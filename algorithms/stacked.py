@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -301,7 +302,7 @@ def restack(stacked: Algorithm, views: dict[str, list[Array]], members: Sequence
     if len(members) != stacked.problem.count or any(m.iteration != stacked.iteration for m in members):
         return False
     for name, rows in views.items():
-        if any(m.__dict__.get(name) is not row for m, row in zip(members, rows)):
+        if not all(map(operator.is_, [m.__dict__.get(name) for m in members], rows)):
             return False
     stacked.problem = StackedView(stacked.problem._problem, len(members))
     return True

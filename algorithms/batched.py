@@ -72,6 +72,7 @@ class BatchedRuns:
         # The last stack whose rows all reached their point together: (its runs, it, the row views they hold).
         self._kept: tuple[tuple[int, ...], Algorithm, dict[str, list[np.ndarray]]] | None = None
         self._limits: dict[str, np.ndarray] = {}  # per watched metric, every run's divergence limit
+        self._norm_limits: dict[str, np.ndarray] = {}
 
     @property
     def done(self) -> bool:
@@ -138,7 +139,7 @@ class BatchedRuns:
         The per-step checks (budget, finiteness, norm limits) are vectorised over the rows; only rows that
         leave are visited one by one."""
         stacked = self._stack(group)
-        rows = _Rows(self.runs, group)
+        rows = _Rows(self.runs, group, self.runs[group[0]].budget, self._iterate_limits())
         ok: dict[int, bool] = {}
         target, budget = self.runs[group[0]]._next_point(), self.runs[group[0]].budget
         clock = _SharedClock([self.runs[k] for k in group])
@@ -159,8 +160,16 @@ class BatchedRuns:
                     clock.share()
                     self._leave(stacked, rows, failed, metric, ended, ok)
                     clock.runs = [self.runs[k] for k in rows.index]
-                    rows.seconds = np.array([r.compute_time for r in clock.runs])
+                    if rows.seconds is not None:
+                        rows.seconds = np.array([r.compute_time for r in clock.runs])
         return ok
+
+    def _iterate_limits(self) -> dict[str, np.ndarray]:
+        """Every run's norm limits of x and y (`Run._iterate_limits`, fixed with the run's start values)."""
+        if not self._norm_limits:
+            self._norm_limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in self.runs])
+                                 for name in ("x", "y")}
+        return self._norm_limits
 
     def _stack(self, group: list[int]) -> Algorithm:
         """The stack of `group`: the one kept from the last round when its runs are still in it as they were
@@ -182,13 +191,9 @@ class BatchedRuns:
             views = unstack_all(stacked, [r.algorithm for r in members])
             if views is not None:
                 self._kept = (tuple(rows.index), stacked, views)
-            for r in members:  # _add, inlined
-                into = r.view.counter.calls
-                for kind, n in calls:
-                    into[kind] = into.get(kind, 0) + n
-                into = r.view.counter.samples
-                for kind, n in samples:
-                    into[kind] = into.get(kind, 0) + n
+            for counts, added in ((([r.view.counter.calls for r in members]), calls),
+                                  ([r.view.counter.samples for r in members], samples)):
+                _add_each(counts, added)
             ok.update(dict.fromkeys(rows.index, True))
             rows.keep(np.array([], dtype=np.int64))
             return
@@ -338,7 +343,7 @@ class BatchedRuns:
         """Resume from `state_dict()` output: finished runs stay finished, the others go on from their state."""
         if len(state["runs"]) != len(self.runs):
             raise ParameterError(f"batched runs: the state holds {len(state['runs'])} runs, not {len(self.runs)}")
-        self._kept, self._limits = None, {}
+        self._kept, self._limits, self._norm_limits = None, {}, {}
         for run, s in zip(self.runs, state["runs"]):
             run.load_state_dict(s)
 
@@ -346,17 +351,19 @@ class BatchedRuns:
 class _Rows:
     """The runs of a stack, row by row, with what the per-step checks compare against as arrays."""
 
-    def __init__(self, runs: list[Run], group: list[int]) -> None:
+    def __init__(self, runs: list[Run], group: list[int], budget: Budget, limits: dict[str, np.ndarray]) -> None:
         members = [runs[k] for k in group]
         self.index = list(group)  # run index of each row
-        self.calls = np.array([r.view.counter.total_calls for r in members], dtype=float)
-        self.seconds = np.array([r.compute_time for r in members])
-        self.limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in members])
-                       for name in ("x", "y")}
+        # The calls and seconds spent before, where a budget counts them.
+        self.calls = None if budget.oracle_calls is None else \
+            np.array([r.view.counter.total_calls for r in members], dtype=float)
+        self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
+        self.limits = {name: v[group] for name, v in limits.items()}
 
     def keep(self, rows: np.ndarray) -> None:
         self.index = [self.index[i] for i in rows]
-        self.calls, self.seconds = self.calls[rows], self.seconds[rows]
+        self.calls = None if self.calls is None else self.calls[rows]
+        self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
@@ -397,6 +404,20 @@ def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:
     """into += counts, kind by kind (Counter.update's generality costs ~10 µs a call)."""
     for kind, n in counts:
         into[kind] = into.get(kind, 0) + n
+
+
+def _add_each(counts: list[dict[str, int]], added: list[tuple[str, int]]) -> None:
+    """`_add(c, added)` for every c: where all are equal (runs that stepped together from one start), the
+    sum is made once and written into each."""
+    first = counts[0]
+    if all(map(dict.__eq__, counts, itertools.repeat(first))):
+        total = dict(first)
+        _add(total, added)
+        for c in counts:
+            dict.update(c, total)  # a Counter's own update adds (and costs ~10 µs)
+    else:
+        for c in counts:
+            _add(c, added)
 
 
 def _matrix(v: np.ndarray | None, rows: int) -> np.ndarray | None:

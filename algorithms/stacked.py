@@ -277,13 +277,14 @@ def unstack_all(stacked: Algorithm, members: Sequence[Algorithm]) -> dict[str, l
     cls = type(members[0])
     scalars = cls.scalar_state
     views: dict[str, list[Array]] | None = {}
+    states = [m.__dict__ for m in members]
     for name in _fields(cls):
         value = getattr(stacked, name)
         if (type(value) is np.ndarray and name not in scalars and value.ndim > 1
-                and all(type(m.__dict__.get(name)) is np.ndarray for m in members)):
+                and all([type(d.get(name)) is np.ndarray for d in states])):
             rows = list(value)  # iterating a stack yields the row views value[i]
-            for m, row in zip(members, rows):
-                m.__dict__[name] = row
+            for d, row in zip(states, rows):
+                d[name] = row
             if views is not None:
                 views[name] = rows
         else:

@@ -10,8 +10,11 @@ Each run keeps its own `Run` (counter, evaluation points, divergence rule, check
 evaluation points the runs still going step together as one stacked algorithm (algorithms.stacked), so
 run k's records are the ones `algorithms.run` gives it alone (to rounding: a stacked product sums as the
 single one does, up to BLAS blocking), in the same order. A run that diverges or whose budget ends
-leaves the stack at that step; the others go on. A run's compute seconds (`time`, `cpu_time`) are the
-batch's seconds divided among the runs stepping with it, and its records say `time_mode: batched`.
+leaves the stack at that step; the others go on. When every run of a stack reaches its point together,
+the point's records are made at once from stacked metric columns, and the stack steps on in the next
+round (its rows are what the runs hold) instead of being built again. A run's compute seconds (`time`,
+`cpu_time`) are the batch's seconds divided among the runs stepping with it, and its records say
+`time_mode: batched`.
 
 Divergence acts per run, with one difference in kind: a sequential step raises on the first overflow,
 a stacked one computes on (its other rows must go on) and a run whose iterates or state became

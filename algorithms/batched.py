@@ -10,8 +10,11 @@ Each run keeps its own `Run` (counter, evaluation points, divergence rule, check
 evaluation points the runs still going step together as one stacked algorithm (algorithms.stacked), so
 run k's records are the ones `algorithms.run` gives it alone (to rounding: a stacked product sums as the
 single one does, up to BLAS blocking), in the same order. A run that diverges or whose budget ends
-leaves the stack at that step; the others go on. A run's compute seconds (`time`, `cpu_time`) are the
-batch's seconds divided among the runs stepping with it, and its records say `time_mode: batched`.
+leaves the stack at that step; the others go on. When every run of a stack reaches its point together,
+the point's records are made at once from stacked metric columns, and the stack steps on in the next
+round (its rows are what the runs hold) instead of being built again. A run's compute seconds (`time`,
+`cpu_time`) are the batch's seconds divided among the runs stepping with it, and its records say
+`time_mode: batched`.
 
 Divergence acts per run, with one difference in kind: a sequential step raises on the first overflow,
 a stacked one computes on (its other rows must go on) and a run whose iterates or state became
@@ -20,6 +23,7 @@ leaves every stored value finite is not seen.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,8 +33,10 @@ import numpy as np
 
 from algorithms.base import Algorithm, AlgorithmConfig, get
 from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergence, Run
-from algorithms.stacked import group_key, stack, stacked_arrays, take, unstack, varying_fields
-from problems.base import BilevelProblem
+from algorithms.stacked import (group_key, restack, stack, stacked_arrays, take, unstack, unstack_all,
+                                varying_fields)
+from problems.base import NOT_STRONGLY_CONVEX, BilevelProblem
+from problems.counting import ORACLE_KINDS
 from problems.validation import ParameterError
 
 Config = Mapping[str, Any] | AlgorithmConfig | None
@@ -55,6 +61,10 @@ class BatchedRuns:
         if len(configs) != len(seeds):
             raise ParameterError(f"batched runs: {len(configs)} configs but {len(seeds)} seeds; one seed per config")
         self.cls = get(algorithm)
+        # Parsed once for all runs (a Run takes them as they are).
+        budget = budget if isinstance(budget, Budget) else Budget.from_dict({"iterations": 100} if budget is None
+                                                                           else budget)
+        divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.runs = [Run(algorithm, problem, c, s, budget, n_evals, divergence) for c, s in zip(configs, seeds)]
         self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs)
         self.varying = varying_fields(self.cls)
@@ -62,6 +72,10 @@ class BatchedRuns:
             for run in self.runs:
                 run.time_mode = "batched"
         self._keys = [group_key(self.cls, r.algorithm.config) for r in self.runs]  # configs do not change
+        # The last stack whose rows all reached their point together: (its runs, it, the row views they hold).
+        self._kept: tuple[tuple[int, ...], Algorithm, dict[str, list[np.ndarray]]] | None = None
+        self._limits: dict[str, np.ndarray] = {}  # per watched metric, every run's divergence limit
+        self._norm_limits: dict[str, np.ndarray] = {}
 
     @property
     def done(self) -> bool:
@@ -96,9 +110,10 @@ class BatchedRuns:
                 out.append((k, r._finish()))
         for group in self._groups(ready):
             ok = self._stretch(group)
-            self._evaluate_together([k for k in group if ok[k]])
+            made = self._records_together(group, ok)
+            self._evaluate_together([k for k in group if ok[k] and k not in made])
             for k in group:
-                rec = self.runs[k]._after_stretch(ok[k])
+                rec = made[k] if k in made else self.runs[k]._after_stretch(ok[k])
                 if rec is not None:
                     out.append((k, rec))
         return out
@@ -126,8 +141,8 @@ class BatchedRuns:
 
         The per-step checks (budget, finiteness, norm limits) are vectorised over the rows; only rows that
         leave are visited one by one."""
-        stacked = stack([self.runs[k].algorithm for k in group], self.varying)
-        rows = _Rows(self.runs, group)
+        stacked = self._stack(group)
+        rows = _Rows(self.runs, group, self.runs[group[0]].budget, self._iterate_limits())
         ok: dict[int, bool] = {}
         target, budget = self.runs[group[0]]._next_point(), self.runs[group[0]].budget
         clock = _SharedClock([self.runs[k] for k in group])
@@ -148,8 +163,25 @@ class BatchedRuns:
                     clock.share()
                     self._leave(stacked, rows, failed, metric, ended, ok)
                     clock.runs = [self.runs[k] for k in rows.index]
-                    rows.seconds = np.array([r.compute_time for r in clock.runs])
+                    if rows.seconds is not None:
+                        rows.seconds = np.array([r.compute_time for r in clock.runs])
         return ok
+
+    def _iterate_limits(self) -> dict[str, np.ndarray]:
+        """Every run's norm limits of x and y (`Run._iterate_limits`, fixed with the run's start values)."""
+        if not self._norm_limits:
+            self._norm_limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in self.runs])
+                                 for name in ("x", "y")}
+        return self._norm_limits
+
+    def _stack(self, group: list[int]) -> Algorithm:
+        """The stack of `group`: the one kept from the last round when its runs are still in it as they were
+        (no copy of the state, no config columns again), else a new one."""
+        kept, self._kept = self._kept, None
+        members = [self.runs[k].algorithm for k in group]
+        if kept is not None and kept[0] == tuple(group) and restack(kept[1], kept[2], members):
+            return kept[1]
+        return stack(members, self.varying)
 
     def _leave(self, stacked: Any, rows: _Rows, failed: np.ndarray, metric: list[str], ended: np.ndarray,
                ok: dict[int, bool]) -> None:
@@ -157,6 +189,17 @@ class BatchedRuns:
         view = stacked.problem
         calls, samples = list(view.counter.calls.items()), list(view.counter.samples.items())
         leaving = failed | ended
+        if not view.row_calls and leaving.all() and not failed.any():  # the common case: all reach the point
+            members = [self.runs[k] for k in rows.index]
+            views = unstack_all(stacked, [r.algorithm for r in members])
+            if views is not None:
+                self._kept = (tuple(rows.index), stacked, views)
+            for counts, added in ((([r.view.counter.calls for r in members]), calls),
+                                  ([r.view.counter.samples for r in members], samples)):
+                _add_each(counts, added)
+            ok.update(dict.fromkeys(rows.index, True))
+            rows.keep(np.array([], dtype=np.int64))
+            return
         for i in np.flatnonzero(leaving):
             k = rows.index[i]
             run = self.runs[k]
@@ -180,14 +223,105 @@ class BatchedRuns:
         rows.keep(keep)
 
     # ---- evaluation of a stack's runs at once ----
+    def _stack_evaluable(self, runs: list[Run]) -> bool:
+        """Whether `_stacked_metrics` gives these runs' whole metrics (else each evaluates alone)."""
+        return bool(runs) and self.batched and runs[0].problem.constraints is None \
+            and type(runs[0].algorithm).extra_points is Algorithm.extra_points and runs[0].algorithm.y is not None
+
+    def _records_together(self, group: list[int], ok: dict[int, bool]) -> dict[int, dict[str, Any]]:
+        """`Run._after_stretch` of the runs of `group` that reached their evaluation point together, with the
+        records made from stacked arrays in one go, by run; runs it leaves out (diverged, budget ended early,
+        a metric non-finite or past its limit, diagnostics or counts of their own) take the per-run path."""
+        ks = [k for k in group if ok[k]]
+        runs = [self.runs[k] for k in ks]
+        if not runs or not self._stack_evaluable(runs):
+            return {}
+        it = runs[0].algorithm.iteration  # the group shares its next point (`_groups`)
+        if it < runs[0]._next_point() or any(r.algorithm.iteration != it for r in runs):
+            return {}
+        start = time.perf_counter()
+        f_opt = runs[0].f_opt()
+        kept = self._kept
+        if kept is not None and kept[0] == tuple(ks):  # the stack is these runs' iterates as they are
+            X, Y = kept[1].x, kept[1].y
+        else:
+            X, Y = np.stack([r.algorithm.x for r in runs]), np.stack([r.algorithm.y for r in runs])
+        try:
+            columns = _metric_columns(runs[0].problem, X, Y, f_opt)
+        except _NUMERIC_FAILURES:
+            return {}
+        if columns is None:
+            return {}
+        share = (time.perf_counter() - start) / len(runs)
+        passing = np.isfinite(np.array(list(columns.values()))).all(axis=0)
+        within, started = self._within_limits(ks, columns, it)
+        keep = np.flatnonzero(passing & within)
+        if len(keep) < len(runs):
+            runs, ks = [runs[i] for i in keep.tolist()], [ks[i] for i in keep.tolist()]
+        if not runs:
+            return {}
+        diags = [r.algorithm.diagnostics() for r in runs]
+        diag_keys = list(diags[0])
+        if any(list(d) != diag_keys for d in diags):
+            return {}  # nothing noted yet: every run takes the per-run path
+        _skip_passed_points(runs)
+        for r in runs:
+            r._f_opt = f_opt
+            r.eval_time += share
+        metric_cols = {name: (col if len(keep) == len(col) else col[keep]).tolist() for name, col in columns.items()}
+        metric_cols.update({f"diag/{key}": [float(d[key]) for d in diags] for key in diag_keys})
+        records = _records(runs, it, metric_cols)
+        if not started:  # Run._metrics_ok: a start value once, where missing
+            for key in _watched(runs[0].divergence, columns):
+                for r, v in zip(runs, np.abs(columns[key][keep]).tolist()):
+                    r.start_values.setdefault(key, v)
+        for r, rec in zip(runs, records):
+            r.last_record = rec
+        left = _budgets_left(runs)
+        if left is not None:  # the same for all: no run's budget is spent, or every run's is
+            if not left:
+                for r in runs:
+                    r.status = "finished"
+                records = [{**rec, "status": "finished"} for rec in records]
+            return dict(zip(ks, records))
+        made = {}
+        for k, r, rec in zip(ks, runs, records):
+            if r._budget_left():
+                made[k] = rec
+            else:
+                r.status = "finished"
+                made[k] = {**rec, "status": "finished"}
+        return made
+
+    def _within_limits(self, ks: list[int], columns: dict[str, np.ndarray], iteration: int) -> tuple[np.ndarray, bool]:
+        """Per run of `ks`, `Run._metrics_ok` of its record (without noting anything): every watched metric
+        within its limit; and whether every run has every start value already. At iteration 0, or where a start
+        value is missing, the record sets it and passes."""
+        rule = self.runs[ks[0]].divergence
+        passing = np.ones(len(ks), dtype=bool)
+        if iteration == 0:
+            return passing, False
+        started = True
+        for key in _watched(rule, columns):
+            limit = self._limits.get(key)  # every run's, once every run has its start value (it stays)
+            if limit is None:
+                start = np.array([r.start_values.get(key, np.inf) for r in self.runs])
+                limit = rule.factor * np.maximum(start, 1.0)
+                if np.isfinite(start).all():
+                    self._limits[key] = limit
+            limit = limit[ks]
+            started = started and bool(np.isfinite(limit).all())
+            with np.errstate(invalid="ignore"):
+                passing &= ~(np.abs(columns[key]) > limit)
+        return passing, started
+
     def _evaluate_together(self, group: list[int]) -> None:
         """The metrics of `group`'s runs at their current points, computed as one stack with the problem's
         stacked ground truth and left in each run's `ready_metrics` (its next `_evaluate` uses them); the
         stack's evaluation seconds are divided among the runs. Runs whose records need more than
         `_point_metrics` gives (constraints, extra points) evaluate alone."""
         runs = [self.runs[k] for k in group]
-        if not runs or not self.batched or self.runs[0].problem.constraints is not None \
-                or type(runs[0].algorithm).extra_points is not Algorithm.extra_points or runs[0].algorithm.y is None:
+        if not self._stack_evaluable(runs):
             return
         start = time.perf_counter()
         f_opt = runs[0].f_opt()
@@ -212,6 +346,7 @@ class BatchedRuns:
         """Resume from `state_dict()` output: finished runs stay finished, the others go on from their state."""
         if len(state["runs"]) != len(self.runs):
             raise ParameterError(f"batched runs: the state holds {len(state['runs'])} runs, not {len(self.runs)}")
+        self._kept, self._limits, self._norm_limits = None, {}, {}
         for run, s in zip(self.runs, state["runs"]):
             run.load_state_dict(s)
 
@@ -219,17 +354,19 @@ class BatchedRuns:
 class _Rows:
     """The runs of a stack, row by row, with what the per-step checks compare against as arrays."""
 
-    def __init__(self, runs: list[Run], group: list[int]) -> None:
+    def __init__(self, runs: list[Run], group: list[int], budget: Budget, limits: dict[str, np.ndarray]) -> None:
         members = [runs[k] for k in group]
         self.index = list(group)  # run index of each row
-        self.calls = np.array([r.view.counter.total_calls for r in members], dtype=float)
-        self.seconds = np.array([r.compute_time for r in members])
-        self.limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in members])
-                       for name in ("x", "y")}
+        # The calls and seconds spent before, where a budget counts them.
+        self.calls = None if budget.oracle_calls is None else \
+            np.array([r.view.counter.total_calls for r in members], dtype=float)
+        self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
+        self.limits = {name: v[group] for name, v in limits.items()}
 
     def keep(self, rows: np.ndarray) -> None:
         self.index = [self.index[i] for i in rows]
-        self.calls, self.seconds = self.calls[rows], self.seconds[rows]
+        self.calls = None if self.calls is None else self.calls[rows]
+        self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
@@ -270,6 +407,20 @@ def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:
     """into += counts, kind by kind (Counter.update's generality costs ~10 µs a call)."""
     for kind, n in counts:
         into[kind] = into.get(kind, 0) + n
+
+
+def _add_each(counts: list[dict[str, int]], added: list[tuple[str, int]]) -> None:
+    """`_add(c, added)` for every c: where all are equal (runs that stepped together from one start), the
+    sum is made once and written into each."""
+    first = counts[0]
+    if all(map(dict.__eq__, counts, itertools.repeat(first))):
+        total = dict(first)
+        _add(total, added)
+        for c in counts:
+            dict.update(c, total)  # a Counter's own update adds (and costs ~10 µs)
+    else:
+        for c in counts:
+            _add(c, added)
 
 
 def _matrix(v: np.ndarray | None, rows: int) -> np.ndarray | None:
@@ -320,6 +471,87 @@ def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: flo
             m["F_gap"] = m["F"] - f_opt
         out.append(m)
     return out
+
+
+def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> dict[str, np.ndarray] | None:
+    """`_stacked_metrics` as one array per metric, in record order; None when the problem flags points where
+    g is not strongly convex (those records take the per-run path)."""
+    with np.errstate(all="ignore"):
+        Ys = p.y_star_rows(X)
+        G = p.grad_F_rows(X)
+        F = np.asarray(p.f_rows(X, Ys), dtype=float)
+        D = Y - Ys
+        columns = {"F": F, "grad_F_sq": np.einsum("ij,ij->i", G, G), "y_err_sq": np.einsum("ij,ij->i", D, D)}
+        extra = p.metrics_rows(X, Y)
+        for key in extra[0]:
+            if key == NOT_STRONGLY_CONVEX:
+                return None
+            columns[key] = np.array([float(e[key]) for e in extra])
+        if math.isfinite(f_opt):
+            columns["F_gap"] = F - f_opt
+    return columns
+
+
+
+
+def _skip_passed_points(runs: list[Run]) -> None:
+    """`Run._skip_passed_points` of each run; done once for runs sharing the first's points and place."""
+    first = runs[0]
+    points, before = first.points, first.next_point
+    first._skip_passed_points()
+    it = first.algorithm.iteration
+    for r in runs:
+        if r.points is points and r.next_point == before and r.algorithm.iteration == it:
+            r.next_point = first.next_point
+        else:
+            r._skip_passed_points()
+
+
+def _budgets_left(runs: list[Run]) -> bool | None:
+    """`Run._budget_left`, the same for every run, when their budget (one object) counts iterations only and
+    they are at one iteration; else None (ask each run)."""
+    first = runs[0]
+    b, it = first.budget, first.algorithm.iteration
+    if b.oracle_calls is not None or b.seconds is not None or first.horizon is not None:
+        return None
+    if any(r.budget is not b or r.algorithm.iteration != it for r in runs):
+        return None
+    return first._budget_left()
+
+
+def _watched(rule: Divergence, columns: Mapping[str, Any]) -> list[str]:
+    """The keys `Divergence.watched` picks from a record with these keys, in its order."""
+    names = set(rule.metrics)
+    if "objective" in names:
+        names.add("F_gap" if "F_gap" in columns else "F")
+    return [k for k in sorted(names) if k in columns]
+
+
+def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """The records `Run._evaluate` makes for `runs` from metric (and diagnostic) columns in record order, each
+    dict built from one row of columns."""
+    n = len(runs)
+    first = runs[0].view.counter
+    same = dict.__eq__  # strict (a kind counted 0 differs from one never counted): Counter's == is ~10x slower
+    mode = {} if runs[0].time_mode is None else {"time_mode": runs[0].time_mode}
+    times = [[r.compute_time for r in runs], [r.cpu_time for r in runs], [r.eval_time for r in runs]]
+    if all(map(same, [r.view.counter.calls for r in runs], itertools.repeat(first.calls))) \
+            and all(map(same, [r.view.counter.samples for r in runs], itertools.repeat(first.samples))):
+        # What all share, in record order, filled in per run (a dict's copy keeps its key order).
+        template = {"iteration": iteration, "time": 0.0, "cpu_time": 0.0, "eval_time": 0.0, "status": "running",
+                    **first.snapshot(), **dict.fromkeys(metrics, 0.0), **mode}
+        keys = ("time", "cpu_time", "eval_time", *metrics)
+        out = []
+        for row in zip(*times, *metrics.values()):
+            rec = template.copy()
+            rec.update(zip(keys, row))
+            out.append(rec)
+        return out
+    snaps = [r.view.counter.snapshot() for r in runs]
+    keys = ("iteration", "time", "cpu_time", "eval_time", "status", *snaps[0], *metrics, *mode)
+    columns = [[iteration] * n, *times, ["running"] * n, *([s[key] for s in snaps] for key in snaps[0]),
+               *metrics.values(), *([v] * n for v in mode.values())]
+    return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
 def run_batched(algorithm: str, problem: Any, configs: Sequence[Config], seeds: Sequence[int],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -112,6 +113,12 @@ def eval_points(budget: Budget, n_evals: int, horizon: int | None = None) -> lis
     return sorted({0, last} | {int(round(v)) for v in np.geomspace(1, max(last, 1), max(n_evals, 2))})
 
 
+@functools.lru_cache(maxsize=64)
+def _shared_eval_points(budget: Budget, n_evals: int, horizon: int | None) -> tuple[int, ...]:
+    """`eval_points`, made once for the many runs of one budget (a batch, a sweep's trials in one process)."""
+    return tuple(eval_points(budget, n_evals, horizon))
+
+
 def _finite(*arrays: Array | None) -> bool:
     for a in arrays:
         if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):
@@ -171,7 +178,7 @@ class Run:
         if self.online and self.budget.iterations is not None:
             horizon = min(horizon, self.budget.iterations)
         self.horizon = horizon
-        self.points = eval_points(self.budget, n_evals, horizon)
+        self.points = _shared_eval_points(self.budget, n_evals, horizon)
         self.next_point = 0
         self.compute_time = 0.0
         self.cpu_time = 0.0

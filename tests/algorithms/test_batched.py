@@ -9,6 +9,7 @@ import algorithms
 import problems
 from algorithms.batched import BatchedRuns, run_batched
 from algorithms.checkpoint import load_state, save_state
+from algorithms.run import Run
 
 TIMES = ("time", "cpu_time", "eval_time", "time_mode")
 #: Per algorithm: two converging configs and one that diverges (its steps named as the config names them).
@@ -201,3 +202,53 @@ def test_a_seconds_budget_ends_every_run_of_the_batch():
     for k in range(3):
         assert finals[k]["status"] == "finished" and 0.05 <= finals[k]["time"] < 1.0
         assert finals[k]["iteration"] > 10
+
+
+def test_a_points_records_are_made_together_and_equal_the_per_run_records(monkeypatch):
+    configs = [{"rho": r, "gamma": g} for r in (0.05, 0.1) for g in (0.05, 0.1, 0.2)]
+    seeds, budget = [0] * 6, {"iterations": 40}
+    want = sequential("soba", "quadratic", configs, budget, seeds)
+    alone = []  # records made by a run alone (Run._evaluate)
+    evaluate = Run._evaluate
+    monkeypatch.setattr(Run, "_evaluate", lambda self: alone.append(1) or evaluate(self))
+    got = batched("soba", "quadratic", configs, budget, seeds)
+    assert len(alone) == 6  # the starts only: every later point's six records were made at once
+    for k in range(6):
+        assert_same(got[k], want[k], f"run {k}")
+        assert [[key for key in a if key != "time_mode"] for a in got[k]] == [list(b) for b in want[k]]
+        assert got[k][-1]["status"] == "finished" and got[k][-1]["iteration"] == 40
+
+
+def test_a_metric_past_its_limit_ends_its_run_as_it_would_alone():
+    configs = [{"rho": 0.1, "gamma": 0.1}, {"rho": 0.1, "gamma": 40.0, "gamma_decay": 0.0}]
+    budget, watch = {"iterations": 200}, {"metrics": ["y_err_sq"], "factor": 100.0}
+    got = batched("soba", "quadratic", configs, budget, seeds=[0, 0], divergence=watch)
+    want = sequential("soba", "quadratic", configs, budget, seeds=[0, 0], divergence=watch)
+    for k in range(2):
+        assert_same(got[k], want[k], f"run {k}")
+    assert (want[1][-1]["status"], want[1][-1]["diverged_metric"]) == ("diverged", "y_err_sq")
+    assert got[0][-1]["status"] == "finished" and got[0][-1]["iteration"] == 200
+
+
+def test_a_stack_is_kept_between_rounds_and_dropped_when_the_runs_state_is_loaded():
+    configs = [{"rho": 0.1, "gamma": g} for g in (0.05, 0.1, 0.2)]
+    runs = BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
+    for _ in range(3):
+        runs.advance()
+    kept = runs._kept
+    assert kept is not None and kept[0] == (0, 1, 2)
+    assert all(r.algorithm.x is row for r, row in zip(runs.runs, kept[2]["x"]))  # the runs hold the stack's rows
+    runs.runs[1].algorithm.x = runs.runs[1].algorithm.x.copy()  # a run's state replaced: the stack is not its state
+    runs.advance()
+    assert runs._kept is not None and runs._kept[1] is not kept[1]
+    kept = runs._kept
+    state = runs.state_dict()
+    rest = runs.advance()
+    assert runs._kept[1] is kept[1]  # stepped on, not built again
+    rest += list(runs.records())
+    runs.load_state_dict(state)
+    assert runs._kept is None
+    again = list(runs.records())
+    assert [k for k, _ in again] == [k for k, _ in rest] and len(rest) == 12  # four points left per run
+    untimed = [[{key: v for key, v in rec.items() if key not in TIMES} for _, rec in recs] for recs in (again, rest)]
+    assert untimed[0] == untimed[1]  # the same steps from the same state: equal to the bit

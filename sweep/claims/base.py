@@ -73,8 +73,8 @@ class Setting:
             return "deviation (shown not to matter)" if self.shown else "deviation"
         if self.paper == NO_PAPER:
             return NO_PAPER
-        if self.chosen is not None:
-            return f"chosen: {self.chosen}"
+        if self.chosen is not None or self.paper.startswith(NOT_STATED):
+            return f"chosen: {self.chosen if self.chosen is not None else self.study}"
         return "same"
 
     @property

@@ -69,3 +69,26 @@ def check_constraints(ctx: Expansion, seeds: list[int]) -> None:
             i, a = paired[0]
             ctx.errors.add(f"algorithms[{i}].name",
                            f"'{a['name']}' needs lower-level constraints but problems[{j}] '{p['name']}' has none")
+
+
+def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:
+    """Warn (once per configuration) where an algorithm with theorem conditions (`conditions(config, problem)`, e.g.
+    F2OBO, AF2OBO) runs outside them on the problem it meets; a study may do so on purpose. Returns the warnings."""
+    import warnings
+
+    import algorithms
+
+    out, seen = [], set()
+    for p in points:
+        cls = algorithms.get(p.algorithm)
+        if not hasattr(cls, "conditions") or p.key in seen:
+            continue
+        seen.add(p.key)
+        seed = p.instance_seed if p.instance_seed is not None else seeds[0]
+        broken = cls.conditions(algorithms.make_config(p.algorithm, p.algorithm_params),
+                                problems.make(p.problem, seed=seed, **p.problem_params))
+        if broken:
+            out.append(f"{p.label} on {p.problem} {p.problem_params}: outside the paper's theorem conditions: "
+                       + "; ".join(broken))
+            warnings.warn(out[-1], stacklevel=2)
+    return out

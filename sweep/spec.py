@@ -82,6 +82,8 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         points = [dataclasses.replace(p, blas_threads=spec.blas_threads) for p in points]
     if not errors:  # a bad grid value would break the instance the check builds
         compat.check_constraints(ctx, spec.seeds)
+        if online:
+            compat.warn_theorem_conditions(points, list(spec.seeds))
     check_duplicates(points, errors)
     errors.raise_if_any()
 

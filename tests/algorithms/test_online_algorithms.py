@@ -63,7 +63,8 @@ def test_registry_flags():
     ("f2obo", {"K": 2.5}, "'K' must be 'auto' or a positive integer"),
     ("f2obo", {"beta": "fast"}, "'beta' must be 'auto' or a positive number, got 'fast'"),
     ("f2obo", {"alpha": -1.0}, "'alpha' must be 'auto' or a positive number"),
-    ("f2obo", {"mu_g": 2.0}, "'mu_g' must be at most lipschitz_g"),
+    ("f2obo", {"mu_g": 2.0, "lipschitz_g": 1.0}, "'mu_g' must be at most lipschitz_g"),
+    ("f2obo", {"mu_g": -1.0}, "'mu_g' must be 'auto' or a positive number"),
     ("af2obo", {"delta_z": 0}, "'delta_z' must be 'auto' or a positive number"),
     ("af2obo", {"max_inner": 0}, "'max_inner' must be a positive integer"),
     ("oagd", {"solver": "lu"}, "'solver' must be one of 'cg', 'neumann'"),
@@ -160,9 +161,12 @@ def test_af2obo_meets_its_tolerances_and_reports_cap_hits():
 # ---- oracle accounting ----
 def test_f2obo_and_af2obo_are_first_order_with_exact_gradient_counts():
     alg, view = build("f2obo", quad(T=10), K=4)
+    # mu_g = lipschitz_g = 'auto': the curvature of g_1 and f_1 in y from dim_y + 1 gradients of each, counted
+    n = alg.y.size + 1
+    assert dict(view.counter.calls) == {"grad_g": n, "grad_f": n}
     for _ in range(3):
         advance(alg)
-    assert dict(view.counter.calls) == {"grad_g": 3 * (2 * 4 + 2), "grad_f": 3 * (4 + 1)}
+    assert dict(view.counter.calls) == {"grad_g": n + 3 * (2 * 4 + 2), "grad_f": n + 3 * (4 + 1)}
     af, view = build("af2obo", quad(T=10))
     for _ in range(4):
         before = dict(view.counter.calls)

@@ -88,7 +88,10 @@ def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:
         broken = cls.conditions(algorithms.make_config(p.algorithm, p.algorithm_params),
                                 problems.make(p.problem, seed=seed, **p.problem_params))
         if broken:
-            out.append(f"{p.label} on {p.problem} {p.problem_params}: outside the paper's theorem conditions: "
-                       + "; ".join(broken))
-            warnings.warn(out[-1], stacklevel=2)
+            where = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in p.coords.get("grid", {}).items())
+            axis = p.coords.get("axis")
+            out.append(f"{p.label} on {p.problem}{f'({where})' if where else ''}"
+                       + (f" at axis value {axis}" if axis is not None else "")
+                       + ": outside the paper's theorem conditions: " + "; ".join(broken))
+            warnings.warn(out[-1], UserWarning, stacklevel=3)
     return out

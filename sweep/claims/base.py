@@ -269,11 +269,6 @@ class Verdict:
                 "deviations": self.deviation, "discriminating": self.discriminating}
 
 
-def verdict_of(checks: Sequence[bool]) -> str:
-    """agrees when every case agrees, partly when some do, else disagrees."""
-    return "agrees" if all(checks) else ("partly" if any(checks) else "disagrees")
-
-
 def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...] | None = None) -> Verdict:
     """A statement whose metric no method moved within the budget: not measured, whatever the threshold says."""
     return Verdict(statement, paper, measured, "not measured", depends, note=NO_MOVE)

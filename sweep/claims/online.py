@@ -16,8 +16,8 @@ from typing import Any
 
 from sweep import analysis as an
 from sweep import figures
-from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, exponent, final, growth,
-                               num, setting)
+from sweep.claims.base import (Criterion, Measured, Setting, Verdict, chosen, claim, exponent, final, growth, num,
+                               setting)
 from sweep.results import RunData, config_label, group, problem_label
 
 SUBLINEAR = 1.0  # a regret exponent below this is sublinear

@@ -72,26 +72,28 @@ def check_constraints(ctx: Expansion, seeds: list[int]) -> None:
 
 
 def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:
-    """Warn (once per configuration) where an algorithm with theorem conditions (`conditions(config, problem)`, e.g.
-    F2OBO, AF2OBO) runs outside them on the problem it meets; a study may do so on purpose. Returns the warnings."""
+    """Warn where an algorithm with theorem conditions (`conditions(config, problem)`, e.g. F2OBO, AF2OBO) runs outside
+    them on the problem it meets — once per entry and problem configuration, naming the axis values where it does; a
+    study may do so on purpose. Returns the warnings."""
     import warnings
 
     import algorithms
 
-    out, seen = [], set()
+    found: dict[tuple[str, str], list[tuple[Any, list[str]]]] = {}
     for p in points:
         cls = algorithms.get(p.algorithm)
-        if not hasattr(cls, "conditions") or p.key in seen:
+        if not hasattr(cls, "conditions"):
             continue
-        seen.add(p.key)
         seed = p.instance_seed if p.instance_seed is not None else seeds[0]
         broken = cls.conditions(algorithms.make_config(p.algorithm, p.algorithm_params),
                                 problems.make(p.problem, seed=seed, **p.problem_params))
         if broken:
             where = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in p.coords.get("grid", {}).items())
-            axis = p.coords.get("axis")
-            out.append(f"{p.label} on {p.problem}{f'({where})' if where else ''}"
-                       + (f" at axis value {axis}" if axis is not None else "")
-                       + ": outside the paper's theorem conditions: " + "; ".join(broken))
-            warnings.warn(out[-1], UserWarning, stacklevel=3)
+            found.setdefault((p.label, p.problem + (f"({where})" if where else "")), []).append((p.coords.get("axis"), broken))
+    out = []
+    for (label, prob), hits in found.items():
+        axis = [a for a, _ in hits if a is not None]
+        out.append(f"{label} on {prob}" + (f" at axis values {', '.join(map(str, axis))}" if axis else "")
+                   + ": outside the paper's theorem conditions: " + "; ".join(hits[-1][1]))
+        warnings.warn(out[-1], UserWarning, stacklevel=3)
     return out

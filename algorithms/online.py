@@ -5,13 +5,20 @@ L*_λ,t(x) = min_y f_t(x, y) + λ (g_t(x, y) − min_z g_t(x, z)), whose gradien
 ∇x f_t(x, y_λ) + λ (∇x g_t(x, y_λ) − ∇x g_t(x, z*)) needs gradients only. The multiplier grows as
 λ_t = λ_1 t^τ (the paper's λ_{t+1} = (1 + 1/t)^τ λ_t in closed form, free of accumulated rounding).
 F2OBO runs K warm-started gradient steps on both inner problems; AF2OBO runs each to a tolerance.
+
+The paper's regret theorem (Lemma 3.3, Theorem 3.4) holds when λ_1 > 2 L_f,1/μ_g, α ≤ 1/L_g,1,
+β ≤ 1/(2 λ_T L_g,1) and, for F2OBO, K ≥ ⌈(1+2τ) ln T / (−ln ρ)⌉ with ρ = 1 − μ_g/(4 L_g,1). The constants are
+the problem's: `mu_g` and `lipschitz_g` default to 'auto', which measures μ_g and L_g,1 (and L_f,1) on the
+first instance from dim_y + 1 gradients of g and f in y (exact on a quadratic: the Hessian columns are
+gradient differences). `theorem_conditions` lists the conditions a configuration breaks on a problem; a
+study is checked when it is validated, and a configuration that breaks one runs with a warning.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,27 +52,107 @@ def check_auto(cfg: AlgorithmConfig, name: str, integer: bool = False) -> None:
 class PenaltyConfig(AlgorithmConfig):
     """Settings shared by F2OBO and AF2OBO (the paper gives theory conditions, not numbers)."""
 
-    lambda1: float = param(10.0, "positive", "λ_1, the first multiplier (theory: > 2 L_f,1 / μ_g)")
+    lambda1: Any = param(AUTO, "any", "λ_1, the first multiplier, or 'auto' = max(10, 2.2 L_f,1/μ_g) measured on the "
+                                      "problem (theory: > 2 L_f,1/μ_g)")
     tau: float = param(0.5, "nonnegative", "growth exponent τ: λ_t = λ_1 t^τ (0.5 in the paper's §4.3)")
     alpha: Any = param(0.5, "any", "step α of the z-loop on g_t, or 'auto' = 1 / L_g")
     beta: Any = param(AUTO, "any", "step β of the y-loop on f_t + λ_t g_t, or 'auto' = 1 / (2 λ_T L_g)")
     gamma: float = param(0.1, "positive", "outer step γ (projected)")
-    lipschitz_g: float = param(1.0, "positive", "estimate of L_g (smoothness of g_t in y), used by 'auto'")
+    lipschitz_g: Any = param(AUTO, "any", "L_g,1 (smoothness of g_t in y), or 'auto' = measured on the problem")
 
     def validate(self) -> None:
         check_auto(self, "alpha")
         check_auto(self, "beta")
+        check_auto(self, "lipschitz_g")
+        check_auto(self, "lambda1")
 
 
-def lambda_at(cfg: PenaltyConfig, t: int) -> float:
+#: Largest dim_y whose curvature 'auto' measures (dim_y + 1 gradients); beyond it 'auto' means 1.
+CURVATURE_MAX_DIM = 256
+
+
+class Curvature(NamedTuple):
+    """μ_g and L_g,1 of g_t in y, L_f,1 of f_t in y (measured on the first instance)."""
+
+    mu_g: float
+    L_g: float
+    L_f: float
+
+
+def curvature(problem: Any) -> Curvature | None:
+    """μ_g, L_g,1, L_f,1 of the first instance at its initial point from gradient differences (None if dim_y is
+    above CURVATURE_MAX_DIM). Exact when g_t and f_t are quadratic in y; a local estimate otherwise."""
+    inst = problem.at(1)
+    x, y = problem.initial_point()
+    n = y.size
+    if n > CURVATURE_MAX_DIM:
+        return None
+    eye = np.eye(n)
+
+    def hessian(grad: Any) -> Array:
+        g0 = grad(x, y)
+        h = np.stack([grad(x, y + eye[i]) - g0 for i in range(n)], axis=1)
+        return 0.5 * (h + h.T)
+
+    eg = np.linalg.eigvalsh(hessian(inst.grad_y_g))
+    ef = np.linalg.eigvalsh(hessian(inst.grad_y_f))
+    return Curvature(float(eg[0]), float(eg[-1]), float(np.max(np.abs(ef))))
+
+
+LAMBDA1_MIN = 10.0  # 'auto' λ_1 is never below the former default
+#: 'auto' λ_1 is this factor above the theorem's bound 2 L_f,1/μ_g: a larger λ_1 multiplies λ_T = λ_1 T^τ, and with
+#: the default γ the outer step then runs away at long horizons (drifting_quadratic, T = 1600: regret 1.5e3 at
+#: λ_1 = 16, 9e4 at λ_1 = 30).
+LAMBDA1_MARGIN = 1.1
+
+
+def resolved_constants(cfg: PenaltyConfig, problem: Any) -> tuple[float, float, float]:
+    """(μ_g, L_g,1, λ_1) of the configuration on this problem: the given numbers, the measured ones for 'auto'
+    (λ_1 = max(10, 1.1 × 2 L_f,1/μ_g): just above the theorem's bound)."""
+    mu = getattr(cfg, "mu_g", AUTO if cfg.lambda1 == AUTO else 1.0)  # AF2OBO needs μ_g only for λ_1 = 'auto'
+    if AUTO not in (mu, cfg.lipschitz_g, cfg.lambda1):
+        return float(mu), float(cfg.lipschitz_g), float(cfg.lambda1)
+    c = curvature(problem)
+    m = c if c is not None and c.mu_g > 0 else Curvature(1.0, 1.0, 0.0)
+    return ((m.mu_g if mu == AUTO else float(mu)), (m.L_g if cfg.lipschitz_g == AUTO else float(cfg.lipschitz_g)),
+            (max(LAMBDA1_MIN, LAMBDA1_MARGIN * 2 * m.L_f / m.mu_g) if cfg.lambda1 == AUTO else float(cfg.lambda1)))
+
+
+def theorem_conditions(cfg: PenaltyConfig, problem: Any) -> list[str]:
+    """The conditions of the paper's Lemma 3.3 / Theorem 3.4 that this configuration breaks on `problem` (its true
+    μ_g, L_g,1, L_f,1 measured): an empty list when they all hold (γ's bound has constants the paper leaves open)."""
+    c = curvature(problem)
+    if c is None or c.mu_g <= 0:
+        return []
+    mu, L, lam1 = resolved_constants(cfg, problem)
+    T = problem.horizon
+    lam_T = lambda_at(lam1, cfg.tau, T)
+    alpha, beta = resolve_steps(cfg, lam_T, L)
+    out = []
+    if not lam1 > 2 * c.L_f / c.mu_g:
+        out.append(f"lambda1 = {lam1:g} must exceed 2 L_f,1/μ_g = {2 * c.L_f / c.mu_g:.4g}")
+    if alpha > 1.0 / c.L_g * (1 + 1e-12):
+        out.append(f"alpha = {alpha:g} must be at most 1/L_g,1 = {1 / c.L_g:.4g}")
+    if beta > 1.0 / (2.0 * lam_T * c.L_g) * (1 + 1e-12):
+        out.append(f"beta = {beta:.4g} must be at most 1/(2 λ_T L_g,1) = {1 / (2 * lam_T * c.L_g):.4g}")
+    if mu > c.mu_g * (1 + 1e-9):
+        out.append(f"mu_g = {mu:g} is above the problem's μ_g = {c.mu_g:.4g} (K='auto' then runs too few inner steps)")
+    if isinstance(cfg, F2OBOConfig) and cfg.K != AUTO:
+        need = math.ceil((1 + 2 * cfg.tau) * math.log(max(T, 2)) / -math.log(1 - c.mu_g / (4 * c.L_g)))
+        if cfg.K < need:
+            out.append(f"K = {cfg.K} is below ⌈(1+2τ) ln T/(−ln ρ)⌉ = {need} for T = {T}")
+    return out
+
+
+def lambda_at(lambda1: float, tau: float, t: int) -> float:
     """λ_t = λ_1 t^τ."""
-    return cfg.lambda1 * float(t) ** cfg.tau
+    return lambda1 * float(t) ** tau
 
 
-def resolve_steps(cfg: PenaltyConfig, horizon: int) -> tuple[float, float]:
+def resolve_steps(cfg: PenaltyConfig, lambda_T: float, lipschitz_g: float) -> tuple[float, float]:
     """(α, β) with 'auto' replaced by the theory values 1/L_g and 1/(2 λ_T L_g)."""
-    alpha = 1.0 / cfg.lipschitz_g if cfg.alpha == AUTO else cfg.alpha
-    beta = 1.0 / (2.0 * lambda_at(cfg, horizon) * cfg.lipschitz_g) if cfg.beta == AUTO else cfg.beta
+    alpha = 1.0 / lipschitz_g if cfg.alpha == AUTO else cfg.alpha
+    beta = 1.0 / (2.0 * lambda_T * lipschitz_g) if cfg.beta == AUTO else cfg.beta
     return alpha, beta
 
 
@@ -79,7 +166,7 @@ class PenaltyOnline(Algorithm):
     state = ("hypergradient",)
     Config = PenaltyConfig
     step_sizes = ("alpha", "gamma")
-    tunables = {"lambda1": Range(1.0, 100.0)}
+    tunables: dict[str, Range] = {}  # λ_1 defaults to the theorem's bound measured on the problem ('auto')
     first_order = True
     loops = "double"
     online = True
@@ -88,8 +175,10 @@ class PenaltyOnline(Algorithm):
     def __init__(self, problem: Any, config: PenaltyConfig, rng: np.random.Generator) -> None:
         super().__init__(problem, config, rng)
         self.z = self.y.copy()
-        self.alpha, self.beta = resolve_steps(config, problem.horizon)
-        self.lam = lambda_at(config, 1)
+        self.mu_g, self.lipschitz_g, self.lambda1 = resolved_constants(config, problem)
+        self.alpha, self.beta = resolve_steps(config, lambda_at(self.lambda1, config.tau, problem.horizon),
+                                              self.lipschitz_g)
+        self.lam = self.lambda1
         self.hypergradient = np.zeros_like(self.x)
         self.inner_total = 0
 
@@ -103,9 +192,14 @@ class PenaltyOnline(Algorithm):
         self.hypergradient = self.penalty_hypergradient(p, self.x)
         self.x = self.problem.project_x(self.x - self.config.gamma * self.hypergradient)
 
+    @classmethod
+    def conditions(cls, config: PenaltyConfig, problem: Any) -> list[str]:
+        """The paper's theorem conditions this configuration breaks on `problem` (study validation warns of them)."""
+        return theorem_conditions(config, problem)
+
     def diagnostics(self) -> dict[str, float]:
-        return {"lambda": self.lam, "alpha": self.alpha, "beta": self.beta,
-                "inner_iterations_total": float(self.inner_total)}
+        return {"lambda": self.lam, "lambda1": self.lambda1, "alpha": self.alpha, "beta": self.beta, "mu_g": self.mu_g,
+                "lipschitz_g": self.lipschitz_g, "inner_iterations_total": float(self.inner_total)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,19 +207,21 @@ class F2OBOConfig(PenaltyConfig):
     """F2OBO: K gradient steps on each inner problem per time step."""
 
     K: Any = param(AUTO, "any", "inner steps per time step, or 'auto' = ⌈(1+2τ) ln T / (−ln ρ)⌉")
-    mu_g: float = param(1.0, "positive", "estimate of μ_g, used by K='auto' through ρ = 1 − μ_g/(4 L_g)")
+    mu_g: Any = param(AUTO, "any", "μ_g used by K='auto' through ρ = 1 − μ_g/(4 L_g), or 'auto' = measured on the "
+                                   "problem")
 
     def validate(self) -> None:
         super().validate()
         check_auto(self, "K", integer=True)
-        if self.mu_g > self.lipschitz_g:
+        check_auto(self, "mu_g")
+        if AUTO not in (self.mu_g, self.lipschitz_g) and self.mu_g > self.lipschitz_g:
             self.fail("mu_g", f"at most lipschitz_g = {self.lipschitz_g}", self.mu_g)
 
 
-def auto_inner_steps(cfg: F2OBOConfig, horizon: int) -> int:
+def auto_inner_steps(tau: float, mu_g: float, lipschitz_g: float, horizon: int) -> int:
     """K = ⌈(1+2τ) ln T / (−ln ρ)⌉ with ρ = 1 − μ_g/(4 L_g) (Lemma 3.3, constant term dropped), ≥ 1."""
-    rho = 1.0 - cfg.mu_g / (4.0 * cfg.lipschitz_g)
-    return max(1, math.ceil((1.0 + 2.0 * cfg.tau) * math.log(max(horizon, 1)) / -math.log(rho)))
+    rho = 1.0 - min(mu_g / lipschitz_g, 1.0) / 4.0
+    return max(1, math.ceil((1.0 + 2.0 * tau) * math.log(max(horizon, 1)) / -math.log(rho)))
 
 
 @register
@@ -138,12 +234,13 @@ class F2OBO(PenaltyOnline):
 
     def __init__(self, problem: Any, config: F2OBOConfig, rng: np.random.Generator) -> None:
         super().__init__(problem, config, rng)
-        self.K = auto_inner_steps(config, problem.horizon) if config.K == AUTO else config.K
+        self.K = (auto_inner_steps(config.tau, self.mu_g, self.lipschitz_g, problem.horizon) if config.K == AUTO
+                  else config.K)
 
     def step(self) -> None:
         t = self.iteration + 1
         p = self.problem.at(t)
-        self.lam = lambda_at(self.config, t)
+        self.lam = lambda_at(self.lambda1, self.config.tau, t)
         x, y, z = self.x, self.y, self.z
         for _ in range(self.K):
             z = z - self.alpha * p.grad_y_g(x, z)
@@ -190,7 +287,7 @@ class AF2OBO(PenaltyOnline):
     def step(self) -> None:
         t = self.iteration + 1
         p = self.problem.at(t)
-        self.lam = lambda_at(self.config, t)
+        self.lam = lambda_at(self.lambda1, self.config.tau, t)
         x, cap = self.x, self.config.max_inner
         # Line 4–6: z-loop on g_t; the gradient that is tested is the one that is stepped with.
         z, n = self.z, 0

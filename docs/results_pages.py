@@ -48,7 +48,8 @@ def when(root: Path) -> str:
 def page(root: Path) -> tuple[str, str]:
     """(file stem, Markdown) of one results directory's generated part."""
     meta = json.loads((root / "study.json").read_text())
-    name, scale = meta["name"], meta.get("scale")
+    name = meta["name"]
+    scale = None if meta.get("scale") in (None, "default") else meta["scale"]
     stem = f"{name}-{scale}" if scale else name
     report = root / "report"
     command = f"bisweep run {name}" + (f" --scale {scale}" if scale else "")

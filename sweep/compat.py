@@ -129,3 +129,31 @@ def _recorded(point: Point) -> set[str]:
     except Exception:  # noqa: BLE001  a run that fails is the trial's to report, not validation's
         return set()
     return {k for rec in records for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:
+    """Warn where an algorithm with theorem conditions (`conditions(config, problem)`, e.g. F2OBO, AF2OBO) runs outside
+    them on the problem it meets — once per entry and problem configuration, naming the axis values where it does; a
+    study may do so on purpose. Returns the warnings."""
+    import warnings
+
+    import algorithms
+
+    found: dict[tuple[str, str], list[tuple[Any, list[str]]]] = {}
+    for p in points:
+        cls = algorithms.get(p.algorithm)
+        if not hasattr(cls, "conditions"):
+            continue
+        seed = p.instance_seed if p.instance_seed is not None else seeds[0]
+        broken = cls.conditions(algorithms.make_config(p.algorithm, p.algorithm_params),
+                                problems.make(p.problem, seed=seed, **p.problem_params))
+        if broken:
+            where = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in p.coords.get("grid", {}).items())
+            found.setdefault((p.label, p.problem + (f"({where})" if where else "")), []).append((p.coords.get("axis"), broken))
+    out = []
+    for (label, prob), hits in found.items():
+        axis = [a for a, _ in hits if a is not None]
+        out.append(f"{label} on {prob}" + (f" at axis values {', '.join(map(str, axis))}" if axis else "")
+                   + ": outside the paper's theorem conditions: " + "; ".join(hits[-1][1]))
+        warnings.warn(out[-1], UserWarning, stacklevel=3)
+    return out

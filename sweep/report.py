@@ -77,7 +77,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
-        tables["verdicts"] = [v.row() for v in claim.verdicts]
+        tables["verdicts"] = claim.rows()
         plots.extend(claim.plots)
         text += "\n" + claim.text()
     for name, rows in tables.items():

@@ -97,6 +97,8 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         points = [dataclasses.replace(p, blas_threads=spec.blas_threads) for p in points]
     if not errors:  # a bad grid value would break the instance the check builds
         compat.check_needs(ctx, spec.seeds)
+        if online:
+            compat.warn_theorem_conditions(points, list(spec.seeds))
         if counted is None:  # counting checked them
             check_duplicates(points, errors)
     errors.raise_if_any()

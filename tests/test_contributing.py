@@ -70,6 +70,6 @@ def test_the_recipe_study_runs_and_reports(mypackage, tmp_path, run_through_plat
     measured = {r["algorithm"]: r for r in rep.tables["claim_measured"]}
     finals = [rows[("my_gd", s)]["median_F"] for s in (0, 1, 2)]
     assert measured["my_gd"]["spread"] == pytest.approx(max(finals) / min(finals), rel=1e-12)
-    assert [v["status"] for v in rep.tables["verdicts"]] == [
+    assert [v["verdict"] for v in rep.tables["verdicts"]] == [
         "agrees" if measured[a]["spread"] <= 10 else "disagrees" for a in ("my_gd", "soba")]
     assert np.isfinite(measured["soba"]["spread"]) and (rep.directory / "instances.png").exists()

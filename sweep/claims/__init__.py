@@ -11,19 +11,19 @@ One module per paper in this package, each registering its claims with `@claim` 
     tfbo_table2    TFBO paper §5, Table 2, offline proxy: relative average change over initial values 2, 4, 6, 8
     tfbo_fig1      TFBO paper §5, Figs. 1-2 (tfbo_comparison.py): iterations and running time to a target
 
-Each claim's `setup` sets the paper's setting beside the study's; a remaining deviation turns a difference
-into `not comparable` (base.py).
+Each claim's `setup` sets the paper's setting beside the study's; every verdict is judged by one rule from the
+measurement and says separately whether it was earned in the paper's setting or a deviating one (base.py).
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 
-from sweep.claims.base import (CLAIMS, FIELDS, STATUSES, Claim, ClaimReport, Measured, Setting, Verdict, claim, evaluate,
-                               gate, setting)
+from sweep.claims.base import (CLAIMS, CSV_COLUMNS, FIELDS, SETTINGS, STATUSES, Claim, ClaimReport, Criterion, Estimate,
+                               Measured, Setting, Verdict, chosen, claim, estimate, evaluate, gate, place, setting)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["CLAIMS", "FIELDS", "STATUSES", "Claim", "ClaimReport", "Measured", "Setting", "Verdict", "claim", "evaluate",
-           "gate", "setting"]
+__all__ = ["CLAIMS", "CSV_COLUMNS", "FIELDS", "SETTINGS", "STATUSES", "Claim", "ClaimReport", "Criterion", "Estimate",
+           "Measured", "Setting", "Verdict", "chosen", "claim", "estimate", "evaluate", "gate", "place", "setting"]

@@ -14,7 +14,8 @@ import numpy as np
 
 from sweep import analysis as an
 from sweep import figures
-from sweep.claims.base import Measured, Setting, Verdict, claim, clock, compare, num, setting, unstated
+from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare, num,
+                               setting)
 from sweep.results import RunData, config_label, group, problem_label
 
 BOME_TOL = 0.05  # distance to the optimum that counts as "reached"
@@ -24,6 +25,21 @@ PAPER_T = 10
 PAPER_STEPS = {"coreset_toy": 0.05, "minimax_toy": 0.05, "nonunique_toy": 0.5}
 PAPER_GRID = [0.001, 0.01, 0.1]
 Q_HAT_ZERO = 1e-6  # a final |q̂| at most this counts as "decreased to 0"
+DEPS = ("problem and data", "constraints", "inner-loop policy", "step sizes", "iteration counts")
+REACH_C = Criterion("bome_reach", "§5: 'BOME converges to the optimum' of each toy (Figs. 1–2; no distance printed)",
+                    BOME_TOL, "max", depends=DEPS, comparative=True)
+MISS_C = Criterion("bome_rivals_miss", "§5: BSG-1, BVFSM and Penalty 'fail to converge to the true optimum' even with "
+                   "their hyperparameters grid-searched over {0.001, 0.01, 0.1}: distance of the best grid point",
+                   BOME_TOL, "min", depends=DEPS)
+CLOSER_C = Criterion("bome_closer", "§5 (Figs. 1–3): BOME converges where the rivals do not: BOME's distance over the "
+                     "closest rival's", 1.0, "max", depends=DEPS)
+OGD_C = Criterion("bome_ogd", "§5 (Fig. 1): optimistic GD is the standard minimax alternative to naive GDA, which "
+                  "diverges", BOME_TOL, "max", depends=("problem and data", "constraints", "step sizes"))
+ROBUST_C = Criterion("bome_robust", "§5 (Fig. 1 d–e): 'almost identical performance' for η ∈ {0.1, 0.5, 0.9}, "
+                     "T ∈ {1, 10, 100} and α: every configuration's distance", BOME_TOL, "max", depends=DEPS)
+QHAT_C = Criterion("bome_qhat", "§5 (Figs. 1, 3): q̂ decreases to 0", Q_HAT_ZERO, "max", depends=DEPS,
+                   looser="the paper plots q̂ reaching 0; |q̂| ≤ 1e-6 counts")
+CRITERIA = (REACH_C, MISS_C, CLOSER_C, OGD_C, ROBUST_C, QHAT_C)
 
 
 def record_distance(name: str, rec: dict[str, Any]) -> float:
@@ -87,38 +103,41 @@ def bome_setup(meta: dict[str, Any]) -> list[Setting]:
                            if p["problem"] == "coreset_toy" and p["algorithm"] == "bome"})
                 for k in ("eta", "T", "alpha")} if "coreset_toy" in names else {}
     return [
-        compare("problem and data", ["paper"], [p for p in points if p == "paper"],
+        setting("problem and data",
                 "coreset toy with x4 = (−3, 2), θ0 ∈ {(0, 3), (−3, 1), (3.5, 1)} (App. A.1); minimax game (10); "
-                "non-unique lower level (A.3, after Liu et al. 2020)",
+                "non-unique lower level (App. A.3, after Liu et al. 2020)",
                 f"{', '.join(names)}; coreset points: {', '.join(points)} (code: x4 = (−3, −2), θ0 = (3.5, −1) third); "
-                "non-unique toy in Liu et al.'s form (A.3's printed f makes every v optimal)",
-                "the coreset toy only with the authors' code's points"),
-        setting("dimensions", "v ∈ R⁴, θ ∈ R² (coreset); R, R (minimax); R, R² (non-unique)", "the same"),
-        setting("constraints", "none (v, θ ∈ R)", f"minimax iterates kept in [−{bound:g}, {bound:g}] (as the authors' code)"
-                if bound else "none", f"minimax box [−{bound:g}, {bound:g}]" if bound else None),
-        setting("noise", "deterministic", "deterministic"),
-        setting("metric", "trajectories, f and q̂ along iterations (Figs. 1–2); distances to the optimum against "
+                "non-unique toy in Liu et al.'s form",
+                "; ".join((["the coreset toy only with the authors' code's points"] if "paper" not in points else [])
+                          + (["the non-unique toy's f rewritten in Liu et al.'s form (App. A.3's printed f makes every "
+                              "v optimal)"] if "nonunique_toy" in names else [])) or None),
+        setting("dimensions", "§5, App. A: v ∈ R⁴, θ ∈ R² (coreset); R, R (minimax); R, R² (non-unique)", "the same"),
+        setting("constraints", "(10), App. A.2: none (v, θ ∈ R)",
+                f"minimax iterates kept in [−{bound:g}, {bound:g}] (as the authors' code)" if bound else "none",
+                f"minimax box [−{bound:g}, {bound:g}]: the printed game needs one to be well posed" if bound else None),
+        setting("noise", "§5: deterministic toys", "deterministic"),
+        setting("metric", "Figs. 1–3: trajectories, f and q̂ along iterations (Figs. 1–2); distances to the optimum against "
                           "training seconds (Fig. 3)",
                 f"final distance to the optimum (coreset: the larger of ‖θ − θ_opt‖ and ‖θ*(v) − θ_opt‖); compute "
                 f"seconds to distance ≤ {BOME_TOL:g}"),
-        unstated("what is timed", "CPU seconds of the stepping thread (one BLAS thread; evaluation excluded)",
-                 "Fig. 3: training time"),
-        unstated("iteration counts", f"budget {meta['points'][0]['budget']}"),
-        setting("batch sizes", "full (deterministic)", "full (deterministic)"),
-        compare("inner-loop policy", {PAPER_T}, set(t_used.values()), f"T = {PAPER_T} for every method",
+        chosen("what is timed", "CPU seconds of the stepping thread (one BLAS thread; evaluation excluded)",
+               note="Fig. 3: training time"),
+        chosen("iteration counts", f"budget {meta['points'][0]['budget']}"),
+        setting("batch sizes", "§5: full gradients (deterministic toys)", "full (deterministic)"),
+        compare("inner-loop policy", {PAPER_T}, set(t_used.values()), f"§5: T = {PAPER_T} for every method",
                 "T = " + ", ".join(sorted({str(v) for v in t_used.values()})) + " (BOME's T ablated separately)",
                 f"not T = {PAPER_T}"),
         compare("step sizes", ({n: [PAPER_STEPS[n]] for n in names}, full, PAPER_GRID, [0.1, 0.5, 0.9], [1, 10, 100]),
                 (steps, {tuple(grids[0])} if grids[0] else set(), grids[1], ablation.get("eta"), ablation.get("T")),
-                "ξ = α = 0.05 (coreset, minimax), 0.5 (non-unique); BVFSM, Penalty grid {0.001, 0.01, 0.1}; BOME "
-                "η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100}, α varied (values not given)",
+                "App. A: ξ = α = 0.05 (coreset, minimax), 0.5 (non-unique); §5: BVFSM, Penalty grid {0.001, 0.01, 0.1}; "
+                "Fig. 1 d–e: BOME η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100}, α varied (values not given)",
                 "ξ = " + ", ".join(f"{n}: {v}" for n, v in steps.items()) + f"; grids {grids[0]}; BOME ablation "
                 + ", ".join(f"{k} ∈ {v}" for k, v in ablation.items()), "not the paper's step sizes or grids"),
-        setting("seeds", "deterministic", "deterministic, 1 run"),
+        setting("seeds", "§5: deterministic toys", "deterministic, 1 run"),
     ]
 
 
-@claim("bome_fig1", kind="comparison", title="BOME paper §5, Figs. 1-3 (toys)", setup=bome_setup,
+@claim("bome_fig1", kind="comparison", title="BOME paper §5, Figs. 1-3 (toys)", setup=bome_setup, criteria=CRITERIA,
        statement="BOME converges to the optimum on the coreset (from every start), minimax and non-unique toys; "
                  "BSG-1, BVFSM and Penalty do not, even with their hyperparameters grid-searched over "
                  "{0.001, 0.01, 0.1}; naive gradient descent ascent diverges on the minimax game, optimistic GD is "
@@ -160,57 +179,50 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
     return Measured(setup, {"measured": rows}, verdicts, plots)
 
 
-def _deps(problems_at_issue: list[str]) -> tuple[str, ...]:
-    """The setup fields a toy verdict rests on; the minimax box only where the minimax toy is at issue."""
-    base = ("problem and data", "inner-loop policy", "step sizes", "iteration counts")
-    return (*base, "constraints") if any(p.startswith("minimax_toy") for p in problems_at_issue) else base
-
-
 def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, str]],
               bome_all: list[tuple[str, str, float]], rows: list[dict[str, Any]]) -> list[Verdict]:
     verdicts = []
+    pt = Estimate.point
     bome = {p: best[(p, "bome")] for p in probs if (p, "bome") in best}
+    rivals = {p: {b: best[(p, b)] for b in BOME_BASELINES if (p, b) in best} for p in bome}
     if bome:
-        ok = [d <= BOME_TOL for d, _, _ in bome.values()]
-        verdicts.append(Verdict(f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {BOME_TOL:g})",
-                                "BOME converges to the optimum of each toy",
-                                ", ".join(f"{p} {num(d)}" for p, (d, _, _) in bome.items()),
-                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
-                                _deps([p for p, (d, _, _) in bome.items() if not d <= BOME_TOL])))
+        # "Reaches what the others don't": the same test on each rival's best grid point on the same toy.
+        verdicts.append(REACH_C.verdict(
+            f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {BOME_TOL:g})",
+            [pt(d) for d, _, _ in bome.values()], ", ".join(f"{p} {num(d)}" for p, (d, _, _) in bome.items()),
+            [pt(d) for got in rivals.values() for d, _, _ in got.values()] or None))
+        closer = {p: bome[p][0] / min(d for d, _, _ in got.values()) for p, got in rivals.items() if got}
+        if closer:
+            verdicts.append(CLOSER_C.verdict(
+                "BOME ends closer to the optimum than every rival's best grid point, toy by toy",
+                [pt(v) for v in closer.values()],
+                "; ".join(f"{p}: BOME {num(bome[p][0])}, closest rival "
+                          + min(((b, d) for b, (d, _, _) in rivals[p].items()), key=lambda t: t[1])[0]
+                          + f" {num(min(d for d, _, _ in rivals[p].values()))} (ratio {num(v)})"
+                          for p, v in closer.items())))
     for b in BOME_BASELINES:
         got = {p: best[(p, b)] for p in probs if (p, b) in best}
-        if not got:
-            continue
-        miss = [d > BOME_TOL for d, _, _ in got.values()]
-        # The minimax box can only explain what happens on the minimax toy.
-        verdicts.append(Verdict(f"{b} stops away from the optimum even at its best grid point (distance > {BOME_TOL:g})",
-                                "BSG-1, BVFSM and Penalty fail to converge to the true optimum even with a grid search",
-                                ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items()),
-                                "agrees" if all(miss) else ("partly" if any(miss) else "disagrees"),
-                                _deps([p for p, (d, _, _) in got.items() if d <= BOME_TOL])))
+        if got:
+            verdicts.append(MISS_C.verdict(
+                f"{b} stops away from the optimum even at its best grid point (distance > {BOME_TOL:g})",
+                [pt(d) for d, _, _ in got.values()], ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items())))
     ogd = {p: best[(p, MINIMAX_BASELINE)] for p in probs if (p, MINIMAX_BASELINE) in best}
     if ogd:
-        ok = [d <= BOME_TOL for d, _, _ in ogd.values()]
-        verdicts.append(Verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
-                                f"(distance ≤ {BOME_TOL:g})", "naive GDA diverges; optimistic GD is the standard "
-                                "alternative (Fig. 1)", ", ".join(f"{p} {num(d)}" for p, (d, _, _) in ogd.items()),
-                                "agrees" if all(ok) else "disagrees", ("problem and data", "constraints", "step sizes")))
+        verdicts.append(OGD_C.verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
+                                      f"(distance ≤ {BOME_TOL:g})", [pt(d) for d, _, _ in ogd.values()],
+                                      ", ".join(f"{p} {num(d)}" for p, (d, _, _) in ogd.items())))
     if bome_all:
         worst = max(bome_all, key=lambda t: (not math.isnan(t[2]), t[2]))
         ok = [d <= BOME_TOL for _, _, d in bome_all]
-        verdicts.append(Verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: every "
-                                f"configuration reaches the optimum (distance ≤ {BOME_TOL:g})",
-                                "almost identical performance (Fig. 1 d–e)",
-                                f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on {worst[0]}: "
-                                f"{num(worst[2])}", "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
-                                _deps([p for p, _, d in bome_all if not d <= BOME_TOL])))
+        verdicts.append(ROBUST_C.verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: "
+                                         f"every configuration reaches the optimum (distance ≤ {BOME_TOL:g})",
+                                         [pt(d) for _, _, d in bome_all],
+                                         f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on "
+                                         f"{worst[0]}: {num(worst[2])}"))
     q = {r["problem"]: r["q_hat"] for r in rows if r["algorithm"] == "bome" and not math.isnan(r["q_hat"])}
     if q:
-        ok = [abs(v) <= Q_HAT_ZERO for v in q.values()]
-        verdicts.append(Verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})", "q̂ decreases to 0 (Figs. 1, 3)",
-                                ", ".join(f"{p} {num(v)}" for p, v in q.items()),
-                                "agrees" if all(ok) else ("partly" if any(ok) else "disagrees"),
-                                _deps([p for p, v in q.items() if abs(v) > Q_HAT_ZERO])))
+        verdicts.append(QHAT_C.verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})",
+                                       [pt(abs(v)) for v in q.values()], ", ".join(f"{p} {num(v)}" for p, v in q.items())))
     timing = [r for r in rows if r["problem"].startswith("nonunique_toy") and r["algorithm"] in ("bome", *BOME_BASELINES)]
     if timing:
         verdicts.append(Verdict(f"Fig. 3 (non-unique toy): compute seconds to distance ≤ {BOME_TOL:g}, best configuration "

@@ -10,7 +10,7 @@ import numpy as np
 import algorithms
 import problems
 from problems.counting import counted
-from sweep.claims.base import Setting, compare, setting, unstated
+from sweep.claims.base import Setting, chosen, compare, setting
 
 PAPER_LABELS = ("f2csa", "ssigd", "dsblo")  # the study's entries with the paper's settings
 PAPER_D = (100, 4000)  # Fig. 2's axis
@@ -50,50 +50,65 @@ def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
     loops = (f2.get("lower_max_iter"), f2.get("inner_max_iter"))
     baseline_ll = [(b.get("lower_solver"), b.get("pd_max_iter")) for b in (ss, ds_)]
     threads = {p.get("blas_threads") for p in pts}
+    eta_ok = (f2.get("eta"), ss.get("beta"), (ss.get("beta_decay") or 0) > 0) == (1e-5, 1e-4, True)
+    step = setting("step sizes", "§6.1: F2CSA η = 1e-5 (fixed); SSIGD β = 1e-4 (diminishing); DS-BLO adaptive; D, δ_G, "
+                                 "α not given (Theorem 5.1: Θ(·) only)",
+                   f"F2CSA η = {f2.get('eta'):g}, D = {f2.get('clip'):g}, δ_G = {f2.get('goldstein'):g}, α = "
+                   f"{f2.get('alpha'):g}; SSIGD β = {ss.get('beta'):g}/(t+1)^{ss.get('beta_decay'):g}; DS-BLO 1/(γ1‖m‖ + "
+                   f"γ2), γ1 = {ds_.get('gamma1'):g}, γ2 = {ds_.get('gamma2'):g}",
+                   None if eta_ok else "not the paper's step sizes")
+    step.chosen = f"D = {f2.get('clip'):g}, δ_G = {f2.get('goldstein'):g}, α = {f2.get('alpha'):g}" if eta_ok else None
+    inner = compare("inner-loop policy", ((length, length), [("primal_dual", length)] * 2), (loops, baseline_ll),
+                    "Remark 4.1: O(κ_g log(1/δ)) primal–dual steps, constant not stated; §6.1: all methods 'the same "
+                    "lower-level solver'",
+                    f"F2CSA: {loops[0]} lower-level + {loops[1]} penalty steps = ⌈{REMARK41_C:g}·κ_g·ln(1/δ)⌉ with κ_g = "
+                    f"{KAPPA_G:g}, δ = α³ = {f2.get('alpha', 0.1) ** 3:g}; SSIGD, DS-BLO: "
+                    + ", ".join(f"{s} ({n} steps)" if s == "primal_dual" else str(s) for s, n in baseline_ll),
+                    f"not ⌈κ_g ln(1/δ)⌉ = {length} steps, or the baselines' lower level not F2CSA's solver")
+    inner.chosen = f"c = {REMARK41_C:g}, κ_g = {KAPPA_G:g} → {length} steps" if inner.deviation is None else None
+    problem = compare("problem and data", ["constrained_quadratic"], names,
+                "§6.1, (8)–(9): quadratic bilevel problem, Q_u, Q_l, P, c_u, c_l 'sampled from zero-mean Gaussians' "
+                "(scale not stated)",
+                f"{', '.join(names)}: Q = GGᵀ/d + μI (μ = {pp.get('mu')}), Q_u shifted to Q_u ⪰ P + μI, Gaussian c_u, c_l",
+                "another problem")
+    if problem.deviation is None:  # zero-mean Gaussian matrices are indefinite: (8)–(9) as printed is unbounded
+        problem.deviation = ("Q_l, Q_u made positive definite (GGᵀ/d + μI) and Q_u shifted, where §6.1 draws zero-mean "
+                             "Gaussians (indefinite: the printed problem has no minimiser)")
+    noise = compare("noise", PAPER_NOISE, (pp.get("noise"), pp.get("noise_model")),
+                    "§6.1: N(0, 0.01²) added to the quadratic terms during gradient evaluations",
+                    f"N(0, {pp.get('noise')}²) on {'every entry of' if pp.get('noise_model') == 'dense' else 'the diagonals of'} "
+                    "Q_u, P, Q_l per sample, drawn afresh for each matrix–vector product (lazily, O(d) per product)",
+                    "not the paper's noise")
+    if noise.deviation is None:
+        noise.deviation = "noise drawn afresh for each matrix–vector product, not once per gradient evaluation"
     out = [
-        compare("problem and data", ["constrained_quadratic"], names,
-                "quadratic (8)–(9): Q_u, Q_l, P, c_u, c_l from zero-mean Gaussians (scale not stated)",
-                f"{', '.join(names)}: Q = GGᵀ/d + μI (μ = {pp.get('mu')}), Q_u ⪰ P + μI, Gaussian c_u, c_l",
-                "another problem"),
+        problem,
         compare("dimensions", (True, True, True), (FIG1_D in ds, bool(fig2) and fig2[0] <= PAPER_D[0],
                                                     bool(fig2) and fig2[-1] >= PAPER_D[1]),
-                f"Fig. 2: d = {PAPER_D[0]}…{PAPER_D[1]}; Fig. 1: d = {FIG1_D}",
+                f"§6.4: Fig. 2: d = {PAPER_D[0]}…{PAPER_D[1]}; §6.3: Fig. 1: d = {FIG1_D}",
                 f"d = {', '.join(f'{d:g}' for d in ds)}",
                 f"d only up to {ds[-1]:g} (`--scale full` reaches {PAPER_D[1]})"),
-        compare("constraints", "box", pp.get("constraints"), "box y ∈ [−1, 1]^d",
+        compare("constraints", "box", pp.get("constraints"), "(9), §6.1: box y ∈ [−1, 1]^d (Fig. 1's file name "
+                "'compare3_dim50_cons10_seed1234' suggests 10 linear constraints there)",
                 "box y ∈ [−1, 1]^d" if pp.get("constraints") == "box" else f"{pp.get('p')} random linear rows",
                 "not the paper's box"),
-        compare("noise", PAPER_NOISE, (pp.get("noise"), pp.get("noise_model")),
-                "N(0, 0.01²) added to the quadratic terms in every gradient evaluation",
-                f"N(0, {pp.get('noise')}²) on {'every entry of' if pp.get('noise_model') == 'dense' else 'the diagonals of'} "
-                "Q_u, P, Q_l per sample", "not the paper's noise"),
-        unstated("metric", "seconds per iteration; seconds, oracle calls and iterations until ‖∇F‖² ≤ "
-                           f"{TARGET_FRACTION:g} × its start; F along iterations at d = {FIG1_D}",
-                 "Fig. 2: seconds, of a run whose length or stopping rule is not given; Fig. 1: loss"),
+        noise,
+        chosen("metric", "seconds per iteration; seconds, oracle calls and iterations until ‖∇F‖² ≤ "
+                         f"{TARGET_FRACTION:g} × its start; F along iterations at d = {FIG1_D}",
+               note="Fig. 2: seconds, of a run whose length or stopping rule is not given; Fig. 1: loss"),
         setting("what is timed", f"{NOT_STATED_TIMING}",
                 ("CPU seconds of the stepping thread, one BLAS thread per trial (wall-clock seconds on the shared "
                  "machine are inflated by other processes)" if threads == {1} else
                  "wall-clock seconds, BLAS threads not limited") + " — the whole step: oracles and their noise draws "
                 "included, evaluation excluded; two trials side by side on 2 cores",
                 None if threads == {1} else "trials not limited to one BLAS thread: parallel trials distort each other"),
-        unstated("iteration counts", f"budget {pts[0]['budget']}"),
-        unstated("batch sizes", f"F2CSA: {f2.get('batch_size')} sample per inner gradient, N_g = {f2.get('n_g')}; "
-                                f"SSIGD, DS-BLO: {ss.get('batch_size')} sample per oracle", "N_g = Θ(σ²/α²)"),
-        compare("inner-loop policy", ((length, length), [("primal_dual", length)] * 2), (loops, baseline_ll),
-                f"F2CSA: O(κ_g log(1/δ)) primal–dual steps (Remark 4.1), constant not stated; all methods: the same "
-                f"lower-level solver",
-                f"F2CSA: {loops[0]} lower-level + {loops[1]} penalty steps = ⌈{REMARK41_C:g}·κ_g·ln(1/δ)⌉ with κ_g = "
-                f"{KAPPA_G:g}, δ = α³ = {f2.get('alpha', 0.1) ** 3:g}; SSIGD, DS-BLO: "
-                + ", ".join(f"{s} ({n} steps)" if s == "primal_dual" else str(s) for s, n in baseline_ll),
-                f"not ⌈κ_g ln(1/δ)⌉ = {length} steps, or the baselines' lower level not F2CSA's solver"),
-        compare("step sizes", (1e-5, 1e-4, True), (f2.get("eta"), ss.get("beta"), (ss.get("beta_decay") or 0) > 0),
-                "F2CSA η = 1e-5 (fixed); SSIGD β = 1e-4 (diminishing); DS-BLO adaptive",
-                f"F2CSA η = {f2.get('eta'):g} (D = {f2.get('clip'):g}, δ_G = {f2.get('goldstein'):g}, α = "
-                f"{f2.get('alpha'):g}: not in the paper); SSIGD β = {ss.get('beta'):g}/(t+1)^{ss.get('beta_decay'):g}; "
-                f"DS-BLO 1/(γ1‖m‖ + γ2), γ1 = {ds_.get('gamma1'):g}, γ2 = {ds_.get('gamma2'):g}",
-                "not the paper's step sizes"),
-        unstated("seeds", f"{len(meta['seeds'])} seeds (each its own instance)",
-                 "identical instances, initial points and seeds for all methods"),
+        chosen("iteration counts", f"budget {pts[0]['budget']}"),
+        chosen("batch sizes", f"F2CSA: {f2.get('batch_size')} sample per inner gradient, N_g = {f2.get('n_g')}; "
+                              f"SSIGD, DS-BLO: {ss.get('batch_size')} sample per oracle", note="N_g = Θ(σ²/α²)"),
+        inner,
+        step,
+        chosen("seeds", f"{len(meta['seeds'])} seeds (each its own instance)",
+               note="identical instances, initial points and seeds for all methods; Fig. 1's file name says seed 1234"),
     ]
     return out
 

@@ -8,11 +8,16 @@ from typing import Any
 
 from sweep import analysis as an
 from sweep import figures
-from sweep.claims.base import NO_PAPER, Measured, Setting, Verdict, claim, exponent, final, initial, num, setting
+from sweep.claims.base import (NO_PAPER, Criterion, Estimate, Measured, Setting, claim, exponent, final, initial, num,
+                               setting)
 from sweep.results import RunData, config_label, group, problem_label
 
 NOISE_SLOPE = (-1.5, -0.5)  # consistent with an error floor ∝ 1/b
 SIGMA_SLOPE = (1.5, 2.5)  # consistent with an error floor ∝ σ²
+BATCH_C = Criterion("noise_batch", "no paper claim: a noise floor ∝ σ²/b has exponent −1 in the batch size b",
+                    NOISE_SLOPE[0], "range", NOISE_SLOPE[1])
+SIGMA_C = Criterion("noise_sigma", "no paper claim: a noise floor ∝ σ²/b has exponent +2 in the noise σ",
+                    SIGMA_SLOPE[0], "range", SIGMA_SLOPE[1])
 UNSTABLE = 100.0  # a final value above this × the start value is a blow-up, left out of the exponent fit
 
 
@@ -41,7 +46,7 @@ def noise_setup(meta: dict[str, Any]) -> list[Setting]:
 
 
 @claim("noise_scaling", kind="noise", title="noise and minibatch size (no paper claim; σ²/b reference)",
-       setup=noise_setup,
+       setup=noise_setup, criteria=(BATCH_C, SIGMA_C),
        statement="no paper claim. Reference: the variance of a b-sample minibatch of noise σ is σ²/b, so a method "
                  "limited by its noise floor ends with an error ∝ σ²/b (exponent −1 in b, +2 in σ).")
 def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
@@ -72,18 +77,15 @@ def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) ->
             row["blew_up_at"] = ", ".join(f"σ={s:g}" for s in bad)
             rows.append(row)
     for (prob, batch_axis), rs in group(rows, lambda r: (r["problem"], r["axis"] == "batch_size")).items():
-        lo, hi = NOISE_SLOPE if batch_axis else SIGMA_SLOPE
-        fits = [(r, lo <= r["exponent"] <= hi) for r in rs]
+        crit = BATCH_C if batch_axis else SIGMA_C
+        fits = [(r, crit.passes(Estimate.point(r["exponent"]))) for r in rs]
         blown = [f"{r['algorithm']} at {r['blew_up_at']}" for r in rs if r["blew_up_at"]]
-        n_ok = sum(ok for _, ok in fits)
-        verdicts.append(Verdict(f"{prob}: final {metric} against {'batch size b' if batch_axis else 'noise σ'}",
-                                f"reference (no paper claim): an error floor ∝ {'1/b' if batch_axis else 'σ²'} "
-                                f"gives an exponent in [{lo}, {hi}]",
-                                ", ".join(f"{r['algorithm']}{'' if batch_axis else ' ' + r['axis'].split(' ', 1)[1]} "
-                                          f"{num(r['exponent'])}{' (consistent)' if ok else ''}" for r, ok in fits)
-                                + (f"; blew up (final > {UNSTABLE:g} × start, left out of the fit): {'; '.join(blown)}"
-                                   if blown else ""),
-                                "consistent" if n_ok == len(fits) else ("partly" if n_ok else "inconsistent")))
+        verdicts.append(crit.verdict(
+            f"{prob}: final {metric} against {'batch size b' if batch_axis else 'noise σ'} follows the σ²/b floor",
+            [Estimate.point(r["exponent"]) for r in rs],
+            ", ".join(f"{r['algorithm']}{'' if batch_axis else ' ' + r['axis'].split(' ', 1)[1]} "
+                      f"{num(r['exponent'])}{' (consistent)' if ok else ''}" for r, ok in fits)
+            + (f"; blew up (final > {UNSTABLE:g} × start, left out of the fit): {'; '.join(blown)}" if blown else "")))
     plots = [_noise_plot(rows, bs, metric, directory / "claim.png")] if rows else []
     setup = (f"median over {len(meta['seeds'])} seeds of the final {metric} after {meta['points'][0]['budget']}, at "
              f"batch sizes {', '.join(f'{b:g}' for b in bs)}; exponents are least-squares log–log slopes over the "

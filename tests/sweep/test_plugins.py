@@ -54,7 +54,7 @@ def test_the_plugin_kind_and_claim_report_the_plain_runs_numbers(tmp_path, toy_s
                                             rel=1e-9)
     (verdict,) = read_csv(rep.directory / "verdicts.csv")
     falls = want[5] > want[10] > want[20]
-    assert verdict["status"] == ("agrees" if falls else "disagrees") and math.isfinite(float(verdict["measured"].split(",")[0]))
+    assert verdict["verdict"] == ("agrees" if falls else "disagrees") and math.isfinite(float(verdict["measured"].split(",")[0]))
     assert "== paper claim: more iterations, lower final metric (toy) ==" in (rep.directory / "summary.txt").read_text()
     assert (rep.directory / "budget.png").exists() and (rep.directory / "budget.csv").exists()
 

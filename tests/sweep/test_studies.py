@@ -168,8 +168,10 @@ def test_ci_study_runs_end_to_end_with_its_claim(ci_studies, name, read_csv):
     assert "== paper claim: " in summary and "verdicts:" in summary and "Scale: ci." in summary
     assert (rep / "claims.txt").read_text() in summary
     verdicts = read_csv(rep / "verdicts.csv")
-    assert verdicts and all(v["status"] in claims.STATUSES and v["measured"] for v in verdicts)
-    assert all(bool(v["deviation"]) == (v["status"] == "not comparable") for v in verdicts)
+    assert verdicts and tuple(verdicts[0]) == claims.CSV_COLUMNS
+    assert all(v["verdict"] in claims.STATUSES and v["setting"] in claims.SETTINGS and v["measured"] for v in verdicts)
+    assert all(bool(v["deviations"]) == (v["setting"] == "deviating setup") for v in verdicts)
+    assert "scorecard (" in summary
     assert "setup (the paper's setting and this study's):" in summary
     assert any(ch.isdigit() for v in verdicts for ch in v["measured"])
     assert (rep / "claim.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -229,8 +231,8 @@ def _check_bome(rep, rows, runs, read_csv):
 
 def _check_online(rep, rows, runs, read_csv):
     assert len(rows) == 13
-    statics = [v for v in read_csv(rep / "verdicts.csv") if "static inner iterations" in v["claim"]]
-    assert statics and all(v["status"] == "reference" for v in statics)
+    statics = [v for v in read_csv(rep / "verdicts.csv") if "static inner iterations" in v["statement"]]
+    assert statics and all(v["verdict"] == "reference" for v in statics)
     for r in rows:
         assert _finite(r["regret_exponent"]) and float(r["regret@T=40"]) > 0
     assert all(float(r["inner_per_step@Tmax"]) >= 1 for r in rows)

@@ -1,5 +1,5 @@
 """F2CSA Fig. 1-2 claim: the study against the paper's setting, crossover of power laws, per-run quantities, and
-the verdicts on constructed timings (a deviation of the setting makes a difference 'not comparable')."""
+the verdicts on constructed timings (the direction from the numbers; a deviation of the setting named beside it)."""
 import math
 
 import pytest
@@ -17,10 +17,16 @@ def _settings(scale):
 
 def test_the_built_in_study_runs_the_papers_setting_field_by_field():
     meta, rows = _settings("full")
-    assert [f for f, s in rows.items() if s.deviation] == []  # at full scale no field deviates
-    assert [f for f, s in rows.items() if s.status == "same"] == [
-        "problem and data", "dimensions", "constraints", "noise", "inner-loop policy", "step sizes"]
-    assert rows["what is timed"].status == "not stated" and "one BLAS thread" in rows["what is timed"].study
+    # Even at full scale two fields deviate: §6.1's zero-mean Gaussian matrices (indefinite) are made positive
+    # definite, and the noise is drawn per matrix–vector product.
+    assert [f for f, s in rows.items() if s.deviation] == ["problem and data", "noise"]
+    assert rows["problem and data"].deviation.startswith("Q_l, Q_u made positive definite")
+    assert [f for f, s in rows.items() if s.status == "same"] == ["dimensions", "constraints"]
+    # D, δ_G, α, N_g and Remark 4.1's constant are the study's choices, not the paper's values.
+    assert rows["step sizes"].status == "chosen: D = 0.01, δ_G = 0.1, α = 0.1"
+    assert rows["inner-loop policy"].status == "chosen: c = 1, κ_g = 5 → 35 steps"
+    assert rows["batch sizes"].status.startswith("chosen: F2CSA: 1 sample per inner gradient, N_g = 10")
+    assert rows["what is timed"].status.startswith("chosen: CPU seconds") and "one BLAS thread" in rows["what is timed"].study
     pts = meta["points"]
     assert {(p["problem_params"]["constraints"], p["problem_params"]["noise"], p["problem_params"]["noise_model"])
             for p in pts} == {("box", 0.01, "dense")}
@@ -35,8 +41,8 @@ def test_the_built_in_study_runs_the_papers_setting_field_by_field():
     assert (cfg["ssigd"]["beta"], cfg["ssigd"]["beta_decay"]) == (1e-4, 0.5)
     # The default scale stops at d = 2000: the one deviation, and it names the full scale.
     _, rows = _settings("default")
-    assert [(f, s.deviation) for f, s in rows.items() if s.deviation] == [
-        ("dimensions", "d only up to 2000 (`--scale full` reaches 4000)")]
+    assert [(f, s.deviation) for f, s in rows.items() if s.deviation][1] == (
+        "dimensions", "d only up to 2000 (`--scale full` reaches 4000)")
 
 
 def test_a_study_off_the_papers_setting_shows_each_deviation():
@@ -113,19 +119,24 @@ def test_verdicts_on_constructed_timings_and_the_gate(run_data, tmp_path, monkey
     meta, _ = _settings("full")
     rep = claims.CLAIMS["f2csa_fig2"](meta, runs, tmp_path)
     status = [v.status for v in rep.verdicts]
-    # Crossover at d = 333 (outside [500, 2000]), ≥ 2× faster per iteration at 4000 (12×), linear vs quadratic;
-    # to the target F2CSA needs 10× the iterations: 100 × 4 s = 400 s against 10 × 48 s = 480 s, 1.2× (< 2×).
-    assert status[:4] == ["disagrees", "agrees", "agrees", "disagrees"], rep.verdicts
+    # Crossover at d = 333 (outside [500, 2000]), ≥ 2× faster per iteration at 4000 (12×), F2CSA linear (and the
+    # baselines are not: discriminating), the baselines quadratic; to the target F2CSA needs 10× the iterations:
+    # 100 × 4 s = 400 s against 10 × 48 s = 480 s, 1.2× (< 2×).
+    assert status[:5] == ["disagrees", "agrees", "agrees", "agrees", "disagrees"], rep.verdicts
+    assert rep.verdicts[0].estimate.value == pytest.approx(1000 / 3)
     assert "d ≈ 333.3 (measured)" in rep.verdicts[0].measured
-    assert "ssigd/f2csa = 1.2 (480 s vs 400 s)" in rep.verdicts[3].measured
-    assert status[4] == "not measured"  # no d = 50 runs: Fig. 1 is not measured
-    # The same runs judged against a study off the paper's box: the differences become 'not comparable'.
+    assert rep.verdicts[1].estimate.value == pytest.approx(12.0)
+    assert rep.verdicts[2].discriminating == "yes" and rep.verdicts[2].estimate.value == pytest.approx(1.0)
+    assert "ssigd/f2csa = 1.2 (480 s vs 400 s)" in rep.verdicts[4].measured
+    assert status[5] == "not measured"  # no d = 50 runs: Fig. 1 is not measured
+    # The same runs judged against a study off the paper's box: the same directions, earned in a deviating setup.
     data = yaml.safe_load(spec.resolve("f2csa_scaling").read_text())
     data["problems"] = [{"name": "constrained_quadratic", "params": {"constraints": "linear", "p": 10, "noise": 0.01,
                                                                       "noise_model": "dense"}}]
-    rep = claims.CLAIMS["f2csa_fig2"](study_meta(spec.validate(data, scale="full")), runs, tmp_path)
-    assert [v.status for v in rep.verdicts][:4] == ["not comparable", "agrees", "agrees", "not comparable"]
-    assert rep.verdicts[0].deviation == "constraints: not the paper's box"
+    off = claims.CLAIMS["f2csa_fig2"](study_meta(spec.validate(data, scale="full")), runs, tmp_path)
+    assert [v.status for v in off.verdicts] == status
+    assert "constraints: not the paper's box" in off.verdicts[0].deviation
+    assert "constraints" not in rep.verdicts[0].deviation and rep.verdicts[0].setting == "deviating setup"
     assert (tmp_path / "claim.png").stat().st_size > 1000
 
 
@@ -163,16 +174,41 @@ def test_fig1_verdict_needs_runs_the_budget_let_converge(run_data, tmp_path, mon
     fig1 = rep.verdicts[-1]
     assert fig1.status == "agrees" and "spread = 0.05 ×" in fig1.measured
     setup = {s.field: s for s in rep.settings}
-    assert setup["iteration counts"].status == "not stated" and "ssigd 0.01" in setup["iteration counts"].study
+    assert setup["iteration counts"].status.startswith("chosen: ") and "ssigd 0.01" in setup["iteration counts"].study
     # All converged, spread (10 − 6) / 10 = 0.4: a difference no deviation explains, disagrees.
     rep = claims.CLAIMS["f2csa_fig2"](meta, _fig1_runs(run_data, {"f2csa": (10.0, 0.1), "ssigd": (6.0, 0.01),
                                                                   "dsblo": (6.2, 0.02)}), tmp_path)
     assert rep.verdicts[-1].status == "disagrees"
-    # SSIGD still at 0.92 × its start when the budget ends (the paper's β = 1e-4 here): not comparable.
+    # SSIGD still at 0.92 × its start when the budget ends (the paper's β = 1e-4 here): a disagreement, earned
+    # with a budget that the paper's converged runs did not have (named beside it).
     rep = claims.CLAIMS["f2csa_fig2"](meta, _fig1_runs(run_data, {"f2csa": (8.0, 0.3), "ssigd": (15.7, 0.92),
                                                                   "dsblo": (5.6, 0.0002)}), tmp_path)
     fig1 = rep.verdicts[-1]
-    assert fig1.status == "not comparable"
-    assert fig1.deviation == ("iteration counts: the budget ends f2csa, ssigd at d = 50 before ‖∇F‖² ≤ 0.1 × its "
-                              "start (the paper's runs converged)")
+    assert (fig1.status, fig1.setting) == ("disagrees", "deviating setup")
+    assert fig1.estimate.value == pytest.approx((15.7 - 5.6) / (16 - 5.6))
+    assert fig1.deviation.endswith("iteration counts: the budget ends f2csa, ssigd at d = 50 before ‖∇F‖² ≤ 0.1 × its "
+                                   "start (the paper's runs converged)")
     assert "f2csa 0.3, ssigd 0.92, dsblo 0.0002 × its start" in {s.field: s for s in rep.settings}["iteration counts"].study
+
+
+def test_the_fig1_stall_is_the_step_size_not_the_bias_or_the_noise():
+    """Re-examined: F2CSA at d = 50 stops near F ≈ 8 with ‖∇F‖² ≈ 20-30 while DS-BLO converges. Without noise the
+    same happens, and at the same α (so the same O(α) bias) η = 1e-3 converges: Alg. 2's Δ_{t+1} = clip_D(Δ_t − η g_t)
+    integrates the gradient without damping, so at the paper's η = 1e-5 (D = 0.01) x orbits the minimiser."""
+    import algorithms
+    import problems
+
+    def grad_sq(eta):
+        p = problems.make("constrained_quadratic", seed=0, d=50, constraints="box", noise=0.0)
+        recs = list(algorithms.run("f2csa", p, {"lower_max_iter": 35, "inner_max_iter": 35, "eta": eta}, seed=0,
+                                   budget={"iterations": 600}, n_evals=30))
+        return [r["grad_F_sq"] for r in recs], recs[-1]["F"]
+
+    slow, f_slow = grad_sq(1e-5)
+    fast, f_fast = grad_sq(1e-3)
+    # Measured (read at 30 evaluation points): η = 1e-5 passes ‖∇F‖² = 7.0 at iteration 310, swings back to 45.6 at
+    # 481 and ends at 28.0 (F = 8.75) after 600; η = 1e-3 ends at 0.056 (F = 5.802), and at 0.003 after 1,500.
+    assert min(slow) == pytest.approx(6.96, rel=0.02) and slow[-1] == pytest.approx(28.0, rel=0.02)
+    assert max(slow[slow.index(min(slow)):]) == pytest.approx(45.6, rel=0.02)  # it comes back up: an orbit, not a floor
+    assert fast[-1] == pytest.approx(0.0557, rel=0.05) and f_fast == pytest.approx(5.802, abs=2e-3)
+    assert f_slow == pytest.approx(8.754, rel=0.01)

@@ -3,6 +3,7 @@ problem (lower-level constraints, a finite sum), and the metrics the report comp
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import algorithms
@@ -135,10 +136,6 @@ def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:
     """Warn where an algorithm with theorem conditions (`conditions(config, problem)`, e.g. F2OBO, AF2OBO) runs outside
     them on the problem it meets — once per entry and problem configuration, naming the axis values where it does; a
     study may do so on purpose. Returns the warnings."""
-    import warnings
-
-    import algorithms
-
     found: dict[tuple[str, str], list[tuple[Any, list[str]]]] = {}
     for p in points:
         cls = algorithms.get(p.algorithm)

@@ -1,0 +1,219 @@
+"""The rule that turns a measurement into a verdict, whichever way it goes.
+
+`agrees` when the measured 95 % interval satisfies the paper's inequality (`Criterion`), `disagrees` when it
+lies wholly on the wrong side, `partly` when it straddles the threshold (or some cases agree and some do not).
+The label is never replaced; `place` says where it was earned (the paper's setting, or a deviating setup with
+the open deviations the statement depends on), and `scorecard` prints one claim's verdicts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from sweep.claims.setup import NO_MOVE, NO_PAPER, Setting
+from sweep.tables import format_table
+
+#: A verdict's direction: the measurement against the paper.
+STATUSES = ("agrees", "disagrees", "partly", "not measured", "reference")
+DIRECTIONS = ("agrees", "disagrees", "partly")
+#: Where a verdict was earned ('-': a reference or an unmeasured statement).
+SETTINGS = ("paper setting", "deviating setup", "-")
+#: The columns of report/verdicts.csv.
+CSV_COLUMNS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
+               "discriminating")
+
+
+# ---------------------------------------------------------------- measurements and the rule that judges them
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A measured value with its 95 % interval (low = high = value: one seed, or no seed variation)."""
+
+    value: float
+    low: float
+    high: float
+
+    @classmethod
+    def point(cls, value: float) -> Estimate:
+        return cls(value, value, value)
+
+    def text(self) -> str:
+        if self.low == self.high or not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return num(self.value)
+        return f"{num(self.value)} [{num(self.low)}, {num(self.high)}]"
+
+
+def estimate(values: Sequence[float]) -> Estimate:
+    """Mean over seeds with its 95 % Student-t interval (one value: a point; ±inf anywhere: that infinity)."""
+    v = np.asarray([x for x in values if not math.isnan(x)], dtype=float)
+    if not v.size:
+        return Estimate.point(math.nan)
+    if not np.all(np.isfinite(v)):
+        bad = float(v[~np.isfinite(v)][0])
+        return Estimate(bad, float(v.min()), float(v.max()))
+    m = float(v.mean())
+    if v.size == 1 or np.all(v == v[0]):
+        return Estimate.point(m)
+    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return Estimate(m, m - half, m + half)
+
+
+@dataclasses.dataclass(frozen=True)
+class Criterion:
+    """A threshold read from the paper's words: `quote` (with its section), the inequality the measurement must
+    satisfy (`side`: 'max' — at most `threshold`; 'min' — at least; 'range' — within [threshold, upper]), and how
+    the threshold is looser than the paper's number, if it is."""
+
+    name: str
+    quote: str
+    threshold: float
+    side: str = "max"
+    upper: float = math.inf
+    looser: str = ""
+    depends: tuple[str, ...] | None = None  # the setup fields the statement rests on (None: all)
+    comparative: bool = False  # the statement sets the method apart from the baselines
+
+    def passes(self, e: Estimate) -> bool | None:
+        """True: the whole interval satisfies the inequality; False: the whole interval violates it; None: it
+        straddles the threshold (or is not a number)."""
+        lo, hi = e.low, e.high
+        if math.isnan(lo) or math.isnan(hi):
+            return None
+        if self.side == "max":
+            return True if hi <= self.threshold else (False if lo > self.threshold else None)
+        if self.side == "min":
+            return True if lo >= self.threshold else (False if hi < self.threshold else None)
+        if self.threshold <= lo and hi <= self.upper:
+            return True
+        return False if hi < self.threshold or lo > self.upper else None
+
+    def judge(self, estimates: Sequence[Estimate]) -> str:
+        """agrees / disagrees when every case is wholly on one side, partly otherwise; not measured without numbers."""
+        if not estimates or all(math.isnan(e.value) for e in estimates):
+            return "not measured"
+        got = [self.passes(e) for e in estimates]
+        if all(g is True for g in got):
+            return "agrees"
+        if all(g is False for g in got):
+            return "disagrees"
+        return "partly"
+
+    @property
+    def rule(self) -> str:
+        """The inequality as printed."""
+        if self.side == "max":
+            return f"≤ {num(self.threshold)}"
+        if self.side == "min":
+            return f"≥ {num(self.threshold)}"
+        return f"in [{num(self.threshold)}, {num(self.upper)}]"
+
+    def verdict(self, statement: str, estimates: Sequence[Estimate], measured: str,
+                baselines: Sequence[Estimate] | None = None) -> Verdict:
+        """The verdict on `estimates` (the subjects' cases); `baselines`: the same test on the rivals."""
+        status = self.judge(estimates)
+        worst = _worst(self, estimates)
+        disc = "-"
+        if baselines is not None:
+            base = self.judge(baselines) if baselines else "not measured"
+            disc = "no" if base == "agrees" else ("yes" if base == "disagrees" else "partly")
+            measured += f"; the baselines on the same test: {base} (" + ", ".join(e.text() for e in baselines) + ")"
+        paper = self.quote + f" — threshold {self.rule}" + (f" (looser than the paper: {self.looser})" if self.looser else "")
+        return Verdict(statement, paper, measured, status, self.depends, estimate=worst, discriminating=disc,
+                       criterion=self.name)
+
+
+def _worst(c: Criterion, estimates: Sequence[Estimate]) -> Estimate:
+    """The case that decides the verdict: the one furthest on the wrong side of the threshold."""
+    ok = [e for e in estimates if not math.isnan(e.value)]
+    if not ok:
+        return Estimate.point(math.nan)
+    if c.side == "max":
+        return max(ok, key=lambda e: e.value)
+    if c.side == "min":
+        return min(ok, key=lambda e: e.value)
+    return max(ok, key=lambda e: max(c.threshold - e.value, e.value - c.upper))
+
+
+@dataclasses.dataclass
+class Verdict:
+    """One of the paper's statements next to the measurement.
+
+    `status` is the direction (STATUSES), decided from the measurement alone; `setting` and `deviations`
+    say where it was earned (`place`); `depends` names the setup fields the statement rests on (None: all);
+    `discriminating` is yes / no / partly for a comparative statement whose test was run on the baselines too,
+    '-' otherwise; `estimate` is the deciding value with its 95 % interval.
+    """
+
+    claim: str
+    paper: str
+    measured: str
+    status: str
+    depends: tuple[str, ...] | None = None
+    deviation: str = ""
+    setting: str = "-"
+    estimate: Estimate = dataclasses.field(default_factory=lambda: Estimate.point(math.nan))
+    discriminating: str = "-"
+    criterion: str = ""
+    note: str = ""  # e.g. NO_MOVE for a `not measured`
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"verdict status: must be one of {', '.join(STATUSES)}, got {self.status!r}")
+
+    @property
+    def label(self) -> str:
+        """The direction as printed, with its qualifiers."""
+        head = self.status + (f" ({self.note})" if self.note else "")
+        return head + (" (not discriminating)" if self.discriminating == "no" else "")
+
+    def row(self, claim: str = "") -> dict[str, Any]:
+        """The verdict as a row of report/verdicts.csv (CSV_COLUMNS)."""
+        e = self.estimate
+        return {"claim": claim, "statement": self.claim, "paper": self.paper, "measured": self.measured,
+                "low": e.low, "high": e.high, "verdict": self.status, "setting": self.setting,
+                "deviations": self.deviation, "discriminating": self.discriminating}
+
+
+def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...] | None = None) -> Verdict:
+    """A statement whose metric no method moved within the budget: not measured, whatever the threshold says."""
+    return Verdict(statement, paper, measured, "not measured", depends, note=NO_MOVE)
+
+
+def place(verdicts: Iterable[Verdict], settings: Sequence[Setting]) -> None:
+    """Say where each measured verdict was earned: the open deviations of the fields it depends on, or the paper's
+    setting. The direction is left as it is, whichever it is."""
+    no_paper = bool(settings) and all(s.paper == NO_PAPER for s in settings)
+    for v in verdicts:
+        if v.status not in DIRECTIONS or no_paper:  # a reference, or a reference model without a paper
+            v.setting, v.deviation = "-", ""
+            continue
+        open_ = [s for s in settings if s.open and (v.depends is None or s.field in v.depends)]
+        v.deviation = "; ".join(f"{s.field}: {s.deviation}" for s in open_)
+        v.setting = "deviating setup" if open_ else "paper setting"
+
+
+gate = place  # the older name
+
+
+def scorecard(name: str, verdicts: Sequence[Verdict]) -> str:
+    """One table for a claim: statement, direction, setting, discriminating, measured value [95 %], the paper's;
+    then the counts by direction × setting (not-discriminating agreements apart)."""
+    rows = [{"statement": v.claim, "direction": v.label, "setting": v.setting, "discriminating": v.discriminating,
+             "measured [95%]": v.estimate.text() if not math.isnan(v.estimate.value) else "-",
+             "paper": v.paper.split(" — threshold")[0]} for v in verdicts]
+    counts: dict[tuple[str, str], int] = {}
+    for v in verdicts:
+        key = (v.status + (" (not discriminating)" if v.discriminating == "no" else ""), v.setting)
+        counts[key] = counts.get(key, 0) + 1
+    tally = ", ".join(f"{k[0]} in {k[1]}: {n}" if k[1] != "-" else f"{k[0]}: {n}" for k, n in sorted(counts.items()))
+    return format_table(rows, f"scorecard ({name}):") + f"counts: {tally}\n"
+
+
+def num(v: float) -> str:
+    """A number in 4 significant digits."""
+    return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+

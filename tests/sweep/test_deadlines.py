@@ -14,7 +14,6 @@ import traceback
 import pytest
 import yaml
 
-from sweep import mlflow_store
 from sweep.cli import main
 from sweep.mlflow_writer import MlflowCallback
 from sweep.store import ResultStore
@@ -82,21 +81,28 @@ def test_the_writer_waits_for_a_slow_store_that_keeps_answering(tmp_path, toy_st
 
 
 def test_a_store_that_takes_tcp_but_never_answers_ends_the_run_in_one_line(tmp_path, toy_study, write_synthetic,
-                                                                           silent_port, monkeypatch, capsys):
-    """Every run is on disk already (no Ray starts): what is left is MLflow, which never answers."""
+                                                                           silent_port, repo):
+    """Every run is on disk already (no Ray starts): what is left is MLflow, which never answers. The driver runs
+    in a process of its own: the MLflow thread it abandons holds MLflow's store registry while it waits, which
+    would stall every later MLflow client of a test process."""
     data = {**copy.deepcopy(TOY_STUDY), "name": "silent"}
     path = tmp_path / "silent.yaml"
     path.write_text(yaml.safe_dump(data))
     root = tmp_path / "res"
     write_synthetic(toy_study(name="silent"), root,
                     lambda p, s: ("finished", {"iteration": 30, "status": "finished", "grad_F_sq": 0.1 * s}))
-    monkeypatch.setattr(mlflow_store, "STALL_SECONDS", 1.0)
     uri = f"postgresql+psycopg://mlflow:S3cretPW@127.0.0.1:{silent_port}/mlflow"
+    driver = ("import os, sys\nfrom sweep import cli, mlflow_store\nmlflow_store.STALL_SECONDS = 1.0\n"
+              "code = cli.main(sys.argv[1:])\nsys.stdout.flush(); sys.stderr.flush(); os._exit(code)\n")
     start = time.monotonic()
-    assert main(["run", str(path), "--results-dir", str(root), "--tracking-uri", uri, "--no-report"]) == 1
-    assert time.monotonic() - start < 6.0
-    out = capsys.readouterr().out
-    assert "S3cretPW" not in out and f"MLflow tracking at postgresql+psycopg://mlflow:***@127.0.0.1:{silent_port}" in out
+    proc = subprocess.run([sys.executable, "-c", driver, "run", str(path), "--results-dir", str(root),
+                           "--tracking-uri", uri, "--no-report"], cwd=repo, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert time.monotonic() - start < 20.0  # the 1-s stall, the imports and the toy study's validation
+    out = proc.stdout
+    assert "S3cretPW" not in out + proc.stderr
+    assert f"MLflow tracking at postgresql+psycopg://mlflow:***@127.0.0.1:{silent_port}" in out
     assert out.strip().splitlines()[-1] == ("bisweep: 3 finished, 0 diverged, 0 failed, 0 not run | MLflow logging "
                                             "incomplete: 3 results not sent; run again to send them")
     assert ResultStore(root).done(toy_study(name="silent").run_keys) == set(toy_study(name="silent").run_keys)

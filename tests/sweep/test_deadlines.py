@@ -212,15 +212,21 @@ def test_the_watch_notices_a_dead_raylet_at_once_and_interrupts_a_stuck_experime
     from sweep import node_watch
 
     monkeypatch.setattr(node_watch, "_cluster_cpus", lambda: 2.0)
+    # The interrupt is a simulated SIGINT: Python's own handler must be in place (a pytest-xdist worker ignores
+    # SIGINT, and then the interrupt would do nothing).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     raylet = subprocess.Popen(["sleep", "30"])
     watch = node_watch.NodeWatch(raylet, period=0.05, grace_seconds=0.5)
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):  # Tune never stops here: the watch interrupts the main thread
-        with watch:
-            assert not watch.stop_all()
-            raylet.kill()
-            while True:
-                time.sleep(0.01)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # Tune never stops here: the watch interrupts the main thread
+            with watch:
+                assert not watch.stop_all()
+                raylet.kill()
+                while time.monotonic() - start < 10:  # bounded: a watch that never interrupts fails the test
+                    time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert watch.interrupted and watch.stop_all() and 0.5 <= time.monotonic() - start < 3.0
     assert watch.lost == "the local Ray node's raylet ended (exit code -9: killed, or out of memory?)"
     raylet.wait()

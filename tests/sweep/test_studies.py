@@ -70,7 +70,7 @@ def test_scale_overrides_merge_mappings_and_replace_lists():
 
 
 def test_scale_errors_name_the_field(spec_error):
-    with pytest.raises(ParameterError, match=r"^scale: unknown scale 'huge'; this study has: default, ci, full$"):
+    with pytest.raises(ParameterError, match=r"^scale: unknown scale 'huge'; this study has: default, ci, long, full$"):
         spec.load("bome_toys", scale="huge")
     spec_error({**BASE, "scales": {"ci": {"name": "x"}}}, "scales.ci.name", "cannot be overridden")
     spec_error({**BASE, "scales": {"ci": {"bogus": 1}}}, "scales.ci.bogus", "cannot be overridden")

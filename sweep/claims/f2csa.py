@@ -384,6 +384,8 @@ def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dic
             pts = [(rec["iteration"], rec["F"]) for rec in r.records if "F" in rec and rec["iteration"] > 0]
             if pts:
                 a3.plot(*zip(*pts), color=color[lab], label=lab if k == 0 else None)
+    if not a3.lines:  # a scale without Fig. 1's d (e.g. --scale target): say so rather than draw empty axes
+        a3.text(0.5, 0.5, f"no runs at d = {FIG1_D} at this scale", ha="center", va="center", transform=a3.transAxes)
     a3.set_xscale("log")
     a3.set_xlabel("iteration")
     a3.set_ylabel("F(x)")

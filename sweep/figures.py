@@ -28,7 +28,7 @@ ALGORITHM_COLOURS = {
     "soba": 0, "dtfbo": 1, "stfbo": 2, "aid_cg": 3, "aid_fp": 4, "amigo": 5, "bome": 6, "bsa": 7, "bsg1": 8,
     "bvfsm": 9, "f2ba": 10, "f2sa": 11, "fsla": 12, "itd": 13, "mrbo": 14, "penalty": 15, "saba": 16, "srba": 17,
     "stocbio": 18, "sustain": 19, "ttsa": 3, "vrbo": 4, "af2obo": 0, "dsblo": 1, "f2csa": 3, "f2obo": 1, "oagd": 2,
-    "obbo": 3, "ogd": 0, "sobow": 4, "ssigd": 4,
+    "obbo": 3, "ogd": 0, "sobow": 4, "ssigd": 4, "bcsr": 0, "uniform": 7, "kmeans_features": 8, "greedy_coreset": 9,
 }
 #: A log y axis only when max / min of the (positive) values is at least this (1.5 decades).
 LOG_SPAN = 30.0

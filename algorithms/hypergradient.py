@@ -33,11 +33,7 @@ def cg_solve(hvp: Hvp, b: Array, steps: int, v0: Array | None = None, tol: float
     """
     if b.ndim == 2:
         return _cg_rows(hvp, b, steps, v0, tol)
-    if v0 is None:
-        v, r = np.zeros_like(b), b.copy()
-    else:
-        v = v0.copy()
-        r = b - hvp(v)
+    v, r = _cg_start(hvp, b, v0)
     p = r.copy()
     rr = float(r @ r)
     for _ in range(steps):
@@ -56,16 +52,20 @@ def cg_solve(hvp: Hvp, b: Array, steps: int, v0: Array | None = None, tol: float
     return v
 
 
+def _cg_start(hvp: Hvp, b: Array, v0: Array | None) -> tuple[Array, Array]:
+    """CG's first iterate and residual: from zero (no HVP), or from a warm start (one HVP)."""
+    if v0 is None:
+        return np.zeros_like(b), b.copy()
+    v = v0.copy()
+    return v, b - hvp(v)
+
+
 def _cg_rows(hvp: Hvp, b: Array, steps: int, v0: Array | None, tol: float) -> Array:
     """`cg_solve` on stacked runs (row k: run k's system): a row that stops is frozen while the others go on.
 
     Rows that stopped still ride along in the products (their result is discarded), so their runs count
     those HVPs; the stops (a zero residual, a non-positive curvature) do not occur on the families batched."""
-    if v0 is None:
-        v, r = np.zeros_like(b), b.copy()
-    else:
-        v = v0.copy()
-        r = b - hvp(v)
+    v, r = _cg_start(hvp, b, v0)
     p = r.copy()
     rr = np.einsum("ij,ij->i", r, r)
     live = np.ones(len(b), dtype=bool)

@@ -20,10 +20,10 @@ import importlib
 import pkgutil
 
 from sweep.claims.base import (CLAIMS, CSV_COLUMNS, FIELDS, SETTINGS, STATUSES, Claim, ClaimReport, Criterion, Estimate,
-                               Measured, Setting, Verdict, chosen, claim, estimate, evaluate, gate, place, setting)
+                               Measured, Setting, Verdict, chosen, claim, estimate, evaluate, place, setting)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["CLAIMS", "CSV_COLUMNS", "FIELDS", "SETTINGS", "STATUSES", "Claim", "ClaimReport", "Criterion", "Estimate",
-           "Measured", "Setting", "Verdict", "chosen", "claim", "estimate", "evaluate", "gate", "place", "setting"]
+           "Measured", "Setting", "Verdict", "chosen", "claim", "estimate", "evaluate", "place", "setting"]

@@ -32,7 +32,7 @@ from sweep import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate,  # noqa: F401
-                                    Verdict, estimate, gate, not_moved, num, place, scorecard)
+                                    Verdict, estimate, not_moved, num, place, scorecard)
 from sweep.results import RunData
 from sweep.tables import format_table
 

@@ -196,9 +196,6 @@ def place(verdicts: Iterable[Verdict], settings: Sequence[Setting]) -> None:
         v.setting = "deviating setup" if open_ else "paper setting"
 
 
-gate = place  # the older name
-
-
 def scorecard(name: str, verdicts: Sequence[Verdict]) -> str:
     """One table for a claim: statement, direction, setting, discriminating, measured value [95 %], the paper's;
     then the counts by direction × setting (not-discriminating agreements apart)."""

@@ -24,6 +24,7 @@ import yaml
 import algorithms
 import problems
 from algorithms.run import Divergence
+from problems.registries import import_modules
 from problems.validation import ParameterError
 from sweep import kinds, options, spec, ui_server
 from sweep.disk import disk_full
@@ -34,7 +35,7 @@ from sweep.model import scale_names
 from sweep.ray_session import NodeLost
 from sweep.report import build_report
 from sweep.runner import run_study
-from sweep.sources import builtin_studies, import_plugins, results_dir, study_name
+from sweep.sources import builtin_studies, results_dir, study_name
 from sweep.store import ResultStore
 from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
 
@@ -76,7 +77,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
-    _import_named(args.imports or [])  # only what the user names: a results directory never runs code
+    import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
@@ -88,16 +89,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     return 0
-
-
-def _import_named(modules: list[str]) -> None:
-    """`report --import`: the modules the user named, from the current directory as for `python -m`."""
-    if modules and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
-    try:
-        import_plugins(modules)
-    except ImportError as exc:
-        raise ParameterError(f"import: cannot import module {exc.name or modules!r}: {exc}") from None
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

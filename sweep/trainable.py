@@ -34,10 +34,10 @@ import problems
 from algorithms.checkpoint import load_state, save_state
 from algorithms.run import Budget, Run
 from algorithms.threads import blas_threads
+from problems.registries import import_modules
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError
 from sweep.model import Point, RunSpec, Trial, TrialConfig
-from sweep.sources import import_plugins
 
 #: Key of the run metadata in every reported result.
 META = "bisweep"
@@ -117,7 +117,7 @@ def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state
     """
     if not isinstance(config, TrialConfig):
         config = TrialConfig.from_dict(config)
-    import_plugins(config.imports)
+    import_modules(config.imports)
     state = dict(state or {"done": [], "current": None})
     finished = set(skip(config.run_keys)) if skip is not None else set()
     out = _Reporter(config, report)
@@ -297,7 +297,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
     started here (unless one runs already) without forwarding worker logs; Tune's own progress table is
     the Tuner's `RunConfig(verbose=0)`.
     """
-    import_plugins(imports)
+    import_modules(imports)
     cls = algorithms.get(algorithm)
     pe = problem_entry(problem)
     if cls.online != pe.online:
@@ -307,7 +307,7 @@ def trainable_for(algorithm: str, problem: str = "quadratic", *, problem_params:
     fields = [f.name for f in dataclasses.fields(cls.Config)]
 
     def trainable(config: dict[str, Any]) -> None:
-        import_plugins(imports)  # in a Ray worker the registry starts without them
+        import_modules(imports)  # in a Ray worker the registry starts without them
         unknown = sorted(set(config) - set(fields) - set(_RESERVED))
         if unknown:
             raise ParameterError(f"trainable_for('{algorithm}'): unknown config key '{unknown[0]}'; "

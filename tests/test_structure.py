@@ -16,7 +16,7 @@ HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas"
 # optuna (0.16 s): only a benchmark study's model-based tuning rounds
 HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
-DISCOVERING = ("sweep.kinds", "sweep.claims")
+DISCOVERING = ("problems", "algorithms", "sweep.kinds", "sweep.claims")
 MAX_LINES = 400
 
 

@@ -16,14 +16,11 @@ measurement and says separately whether it was earned in the paper's setting or 
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from problems.registries import discover
 from sweep.claims.base import (CLAIMS, CSV_COLUMNS, FIELDS, SETTINGS, STATUSES, Claim, ClaimReport, Criterion, Estimate,
                                Measured, Setting, Verdict, chosen, claim, estimate, evaluate, place, setting)
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")
+discover(__name__, __path__)  # every module of the package, each registering itself
 
 __all__ = ["CLAIMS", "CSV_COLUMNS", "FIELDS", "SETTINGS", "STATUSES", "Claim", "ClaimReport", "Criterion", "Estimate",
            "Measured", "Setting", "Verdict", "chosen", "claim", "estimate", "evaluate", "place", "setting"]

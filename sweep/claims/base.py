@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 
+from problems.registries import Registry
 from sweep import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  setting, unstated)
@@ -114,7 +115,7 @@ class Claim:
         return ClaimReport(self.name, self.title, self.statement, m.setup, tables, m.verdicts, m.plots, settings)
 
 
-CLAIMS: dict[str, Claim] = {}
+CLAIMS: Registry[Claim] = Registry("claim")
 
 
 def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | None = None,
@@ -125,10 +126,7 @@ def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | 
     thresholds its verdicts are judged by (a test holds each to flip between agrees and disagrees).
     """
     def wrap(fn: Evaluator) -> Claim:
-        if name in CLAIMS:
-            raise KeyError(f"claim '{name}' registered twice")
-        CLAIMS[name] = Claim(name, kind, title, statement, fn, setup, tuple(criteria))
-        return CLAIMS[name]
+        return CLAIMS.add(name, Claim(name, kind, title, statement, fn, setup, tuple(criteria)))
 
     return wrap
 

@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
+from problems.registries import Registry
 from sweep.checks import invalid
 from sweep.errors import shown
 from sweep.expand import Expansion, pairs
@@ -208,22 +209,20 @@ def _duplicate(probs: list[tuple[Any, ...]], algs: list[tuple[Any, ...]]) -> tup
 
 
 # ---------------------------------------------------------------- the registry
-KINDS: dict[str, Kind] = {}
+KINDS: Registry[Kind] = Registry("kind")
 
 
 def register(cls: type[Kind]) -> type[Kind]:
     """Class decorator adding a kind to the registry under `cls.name`."""
-    if cls.name in KINDS:
-        raise KeyError(f"study kind '{cls.name}' registered twice")
-    KINDS[cls.name] = cls()
+    KINDS.add(cls.name, cls())
     return cls
 
 
 def get(name: str) -> Kind:
-    """The registered kind `name` (KeyError when there is none)."""
+    """The registered kind `name`, or a one-line error naming the nearest and every known kind."""
     return KINDS[name]
 
 
 def names() -> list[str]:
     """Every registered kind, built-in ones first."""
-    return list(KINDS)
+    return KINDS.names()

@@ -33,6 +33,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+@pytest.fixture
+def registries_restored(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The four registries put back as they were after the test, and the installed plugins (entry points)
+    loaded afresh on the test's first read, from the sys.path it sets."""
+    import algorithms.base
+    import problems.registry
+    from problems import registries
+    from sweep import claims, kinds
+
+    held = [algorithms.base._REGISTRY, problems.registry._REGISTRY, kinds.KINDS, claims.CLAIMS]
+    saved = [dict(r._items) for r in held]
+    monkeypatch.setattr(registries, "INSTALLED", registries._Installed())
+    yield
+    for registry, items in zip(held, saved):
+        registry._items.clear()
+        registry._items.update(items)
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     """The repository root (trials import tests.sweep.* from here)."""

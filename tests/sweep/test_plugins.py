@@ -2,10 +2,7 @@
 brought in by a study's `imports:`, validated, run through the trial body and reported; and an installed
 package's plugins, found through its entry points without `imports:`."""
 import math
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ from problems.validation import ParameterError
 from sweep import claims, kinds, spec
 from sweep.cli import main
 from sweep.report import build_report
+from tests.installed import bisweep, install
 
 PLUGINS = ["tests.sweep.toy_algorithms", "tests.sweep.toy_plugins"]
 
@@ -143,20 +141,6 @@ EP_STUDY = ("kind: ep_comparison\nclaim: ep_claim\nproblems: [{name: ep_quadrati
             "algorithms: [{name: ep_descent, params: {lr: [0.1, 0.2]}}]\nseeds: 2\nbudget: {iterations: 5}\n")
 
 
-def install(site, package, files, entry_points):
-    """`package` installed into the directory `site` as pip would: its modules and a dist-info whose
-    entry_points.txt lists `entry_points` (name -> module) under bisweep.plugins."""
-    (site / package).mkdir(parents=True)
-    for name, code in files.items():
-        (site / package / name).write_text(code)
-    info = site / f"{package}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[bisweep.plugins]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items()))
-    return site
-
-
 @pytest.fixture
 def installed(tmp_path, monkeypatch, registries_restored):
     """install(files, entry_points): a plugin package on sys.path; the registries and modules put back after."""
@@ -170,14 +154,6 @@ def installed(tmp_path, monkeypatch, registries_restored):
     yield put
     for name in [m for m in sys.modules if m.split(".")[0] in ("bisweep_eptoy", "bisweep_broken")]:
         del sys.modules[name]
-
-
-def bisweep(args, site, cwd):
-    """`bisweep ARGS` in a fresh process that has `site` on its path: (exit code, stdout, stderr lines)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), str(site)])}
-    proc = subprocess.run([sys.executable, "-m", "sweep.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env)
-    return proc.returncode, proc.stdout, proc.stderr.strip().splitlines()
 
 
 def test_an_installed_package_registers_all_four_without_imports(installed, capsys):

@@ -103,6 +103,13 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def pop(self, name: str) -> T:
+        """Remove `name` and return its item (a throwaway registration, such as a test's)."""
+        return self._items.pop(name)
+
+    def __delitem__(self, name: str) -> None:
+        self.pop(name)
+
     def __getitem__(self, name: object) -> T:
         INSTALLED.load()
         if not isinstance(name, str) or name not in self._items:

@@ -176,3 +176,11 @@ def test_no_kind_name_is_tested_outside_the_kinds_package():
 @pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("sweep")])
 def test_sweep_modules_stay_small(module):
     assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+
+
+def test_the_code_cites_papers_not_files_outside_the_repository():
+    """The specification files stay outside the repository: a docstring cites the paper (author, year, section)."""
+    outside = ("ALGORITHMS.md", "BASELINES.md", "PROBLEMS.md", "DESIGN.md")
+    cited = [f"{m}: {name}" for m, p in MODULES.items() for name in outside if name in p.read_text()]
+    assert not cited, cited
+    assert not any((REPO / name).exists() for name in outside)

@@ -157,7 +157,9 @@ def test_an_unknown_name_is_one_error_with_the_nearest_and_every_known_name():
         reg[3]
     with pytest.raises(ParameterError, match=r"^gadget: 'hammer' is registered twice$"):
         reg.add("hammer", 3)
-    assert reg["hammer"] == 2
+    assert reg["hammer"] == 2 and reg.pop("hammer") == 2 and reg.names() == ["spanner"]
+    del reg["spanner"]
+    assert len(reg) == 0
 
 
 def test_the_modules_a_user_names_fail_one_line_each(tmp_path, monkeypatch):

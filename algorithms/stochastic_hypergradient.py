@@ -26,7 +26,7 @@ Directions = tuple[Array, Array, Array]
 
 def soba_directions(p: Any, x: Array, y: Array, v: Array, batch_g: Any, batch_f: Any) -> Directions:
     """(D_y, D_v, D_x) = (∇y g, H v + ∇y f, J v + ∇x f) at (x, y, v): g's terms on batch_g, f's on batch_f
-    (None: full batch). Dagréou, Ablin, Vaiter & Moreau 2022, eqs. 10a–c."""
+    (None: full batch): the directions of Dagréou, Ablin, Vaiter & Moreau 2022, Algorithm 1."""
     grad_y_g = p.grad_y_g(x, y, batch_g)
     hvp = p.hvp_yy_g(x, y, v, batch_g)
     cross = p.cross_xy_g(x, y, v, batch_g)

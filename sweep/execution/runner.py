@@ -176,9 +176,8 @@ def _finish(session: Session, connecting: Background, writer: MlflowCallback | N
     status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
     parent_id = None
     if writer is None or not writer.stalled:
-        ending = Background(lambda: _end_mlflow(session, connecting, report_dir, report_name, status,
-                                                             counts),
-                                         "bisweep-mlflow-end")
+        ending = Background(lambda: _end_mlflow(session, connecting, report_dir, report_name, status, counts),
+                            "bisweep-mlflow-end")
         if ending.done(session.answers):
             parent_id = ending.result()
     timeline.mark("end")

@@ -104,7 +104,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
             check_duplicates(points, errors)
     errors.raise_if_any()
     entry_checks.check_metrics({f: getattr(spec.report, f) for f in ("metric", "converged_metric")
-                          if getattr(spec.report, f) is not None}, points, errors)
+                                if getattr(spec.report, f) is not None}, points, errors)
     errors.raise_if_any()
 
     return Study(

@@ -12,9 +12,10 @@ import algorithms
 import problems
 from problems.counting import counted
 from problems.validation import ParameterError
-from sweep import claims, kinds, spec
+from sweep import claims, kinds
+from sweep.study import spec
 from sweep.cli import main
-from sweep.report import build_report
+from sweep.report.build import build_report
 from tests.installed import bisweep, install
 
 PLUGINS = ["tests.sweep.toy_algorithms", "tests.sweep.toy_plugins"]

@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -119,6 +119,19 @@ def _shared_eval_points(budget: Budget, n_evals: int, horizon: int | None) -> tu
     return tuple(eval_points(budget, n_evals, horizon))
 
 
+@functools.lru_cache(maxsize=4096)
+def _seed_sequence(seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed)
+
+
+def generator(seed: Any) -> np.random.Generator:
+    """np.random.default_rng(seed), the same stream; an int seed's SeedSequence (a third of the cost, and
+    immutable: nothing spawns from a run's) is made once for the many runs of one seed (a batch, a sweep)."""
+    if type(seed) is int and seed >= 0:
+        return np.random.Generator(np.random.PCG64(_seed_sequence(seed)))
+    return np.random.default_rng(seed)
+
+
 def _finite(*arrays: Array | None) -> bool:
     for a in arrays:
         if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):
@@ -173,7 +186,7 @@ class Run:
         self.divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.problem = problem
         self.view = counted(problem)
-        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), np.random.default_rng(seed))
+        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), generator(seed))
         horizon = problem.horizon if self.online else None
         if self.online and self.budget.iterations is not None:
             horizon = min(horizon, self.budget.iterations)
@@ -195,6 +208,9 @@ class Run:
         #: The metrics of the current point when computed already (for a whole batch at once); used once.
         self.ready_metrics: dict[str, float] | None = None
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
+        #: Set while a batch holds this run's state in its stack (algorithms.batched): called to write it back
+        #: before the run's state is read or replaced here.
+        self.holder: Callable[[], None] | None = None
         if "iterates" in self.divergence.metrics:
             for name, v in (("x", self.algorithm.x), ("y", self.algorithm.y)):
                 if v is not None:
@@ -228,6 +244,8 @@ class Run:
 
     def advance(self) -> dict[str, Any] | None:
         """Run to the next evaluation point (or the end) and return its record."""
+        if self.holder is not None:
+            self.holder()
         if self.done:
             return None
         if self.algorithm.iteration == 0 and self.last_record is None:
@@ -461,6 +479,8 @@ class Run:
     # ---- checkpoints ----
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume, without the problem (rebuilt from its seed)."""
+        if self.holder is not None:
+            self.holder()
         keep = ("next_point", "compute_time", "cpu_time", "eval_time", "status", "last_record", "cumulative_regret",
                 "last_regret_term", "start_values", "diverged_metric")
         state = {k: copy.deepcopy(getattr(self, k)) for k in keep}
@@ -471,6 +491,8 @@ class Run:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from `state_dict()` output."""
+        if self.holder is not None:
+            self.holder()
         for k, v in state.items():
             if k not in ("algorithm", "counter", "iteration"):
                 setattr(self, k, copy.deepcopy(v))

@@ -212,7 +212,7 @@ def test_a_points_records_are_made_together_and_equal_the_per_run_records(monkey
     evaluate = Run._evaluate
     monkeypatch.setattr(Run, "_evaluate", lambda self: alone.append(1) or evaluate(self))
     got = batched("soba", "quadratic", configs, budget, seeds)
-    assert len(alone) == 6  # the starts only: every later point's six records were made at once
+    assert not alone  # every point's six records, the start's included, were made at once
     for k in range(6):
         assert_same(got[k], want[k], f"run {k}")
         assert [[key for key in a if key != "time_mode"] for a in got[k]] == [list(b) for b in want[k]]
@@ -230,25 +230,34 @@ def test_a_metric_past_its_limit_ends_its_run_as_it_would_alone():
     assert got[0][-1]["status"] == "finished" and got[0][-1]["iteration"] == 200
 
 
-def test_a_stack_is_kept_between_rounds_and_dropped_when_the_runs_state_is_loaded():
+def test_a_cohort_keeps_the_runs_state_in_its_stack_until_a_run_is_asked_for_it():
     configs = [{"rho": 0.1, "gamma": g} for g in (0.05, 0.1, 0.2)]
-    runs = BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
+
+    def fresh():
+        return BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
+
+    whole = [[] for _ in configs]
+    for k, rec in fresh().records():
+        whole[k].append(rec)
+    runs, got = fresh(), [[] for _ in configs]
     for _ in range(3):
-        runs.advance()
-    kept = runs._kept
-    assert kept is not None and kept[0] == (0, 1, 2)
-    assert all(r.algorithm.x is row for r, row in zip(runs.runs, kept[2]["x"]))  # the runs hold the stack's rows
-    runs.runs[1].algorithm.x = runs.runs[1].algorithm.x.copy()  # a run's state replaced: the stack is not its state
-    runs.advance()
-    assert runs._kept is not None and runs._kept[1] is not kept[1]
-    kept = runs._kept
-    state = runs.state_dict()
-    rest = runs.advance()
-    assert runs._kept[1] is kept[1]  # stepped on, not built again
-    rest += list(runs.records())
-    runs.load_state_dict(state)
-    assert runs._kept is None
-    again = list(runs.records())
-    assert [k for k, _ in again] == [k for k, _ in rest] and len(rest) == 12  # four points left per run
-    untimed = [[{key: v for key, v in rec.items() if key not in TIMES} for _, rec in recs] for recs in (again, rest)]
-    assert untimed[0] == untimed[1]  # the same steps from the same state: equal to the bit
+        for k, rec in runs.advance():
+            got[k].append(rec)
+    cohort = runs._cohort
+    assert cohort is not None and all(r.holder is not None for r in runs.runs)
+    assert runs.runs[0].algorithm.iteration == 1 < cohort.stacked.iteration == got[0][-1]["iteration"] == 3
+    state = runs.runs[1].state_dict()  # one run's state asked for: every run's is written back
+    assert runs._cohort is None and all(r.holder is None and r.algorithm.iteration == 3 for r in runs.runs)
+    assert state["iteration"] == 3 and state["counter"][0] == {"grad_g": 3, "hvp": 3, "cross": 3, "grad_f": 3}
+    assert all(r.algorithm.x is row for r, row in zip(runs.runs, runs._kept[2]["x"]))  # rows of the kept stack
+    for _ in range(2):
+        for k, rec in runs.advance():
+            got[k].append(rec)
+    assert runs._cohort is not None and runs._cohort.stacked is cohort.stacked  # stepped on, not built again
+    runs.runs[2].load_state_dict(runs.runs[2].state_dict())  # a run's state replaced: the stack is built again
+    for k, rec in runs.records():
+        got[k].append(rec)
+    assert runs._cohort is None and all(r.done for r in runs.runs)
+    untimed = [[[{key: v for key, v in rec.items() if key not in TIMES} for rec in run] for run in recs]
+               for recs in (got, whole)]
+    assert untimed[0] == untimed[1] and [len(r) for r in got] == [9, 9, 9]  # equal to the bit

@@ -117,7 +117,11 @@ class BatchedRuns:
                 ready.append(k)
             else:
                 out.append((k, r._finish()))
-        for group in self._groups(ready):
+        groups = self._groups(ready)
+        if starting and len(groups) == 1 and self._can_hold(groups[0]):  # every run from its start: a cohort now
+            self._hold(groups[0], stack([self.runs[k].algorithm for k in groups[0]], self.varying))
+            return out + self._cohort_round(self._cohort)
+        for group in groups:
             self._finish_group(group, self._stretch(group), out)
         self._form_cohort()
         return out
@@ -365,24 +369,28 @@ class BatchedRuns:
         their state in that stack: later rounds step it and make its records with no per-run work but the
         records themselves, until a run leaves, a record needs a run's own path, or the state is asked for."""
         kept = self._kept
-        if kept is None:
-            return
-        ks = kept[0]
+        if kept is not None and kept[1].iteration > 0 and self._can_hold(list(kept[0])) \
+                and restack(kept[1], kept[2], [self.runs[k].algorithm for k in kept[0]]):
+            self._kept = None
+            self._hold(list(kept[0]), kept[1])
+
+    def _can_hold(self, ks: list[int]) -> bool:
+        """Whether runs `ks`, every run still going, can be a cohort: at one iteration and point with equal
+        counts, their budget not spent and counting no seconds (those are checked per run), records made at once."""
         runs = [self.runs[k] for k in ks]
         first = runs[0]
-        it, budget = first.algorithm.iteration, first.budget
-        if (it == 0 or budget.seconds is not None or first.horizon is not None or first.done
+        if (first.budget.seconds is not None or first.horizon is not None or first.done
                 or sum(not r.done for r in self.runs) != len(ks) or not self._stack_evaluable(runs)):
-            return
-        calls, samples = first.view.counter.calls, first.view.counter.samples
-        if not all(r.points is first.points and r.next_point == first.next_point and not r.done
+            return False
+        calls, samples, it = first.view.counter.calls, first.view.counter.samples, first.algorithm.iteration
+        return all(r.points is first.points and r.next_point == first.next_point and r.algorithm.iteration == it
                    and dict.__eq__(r.view.counter.calls, calls) and dict.__eq__(r.view.counter.samples, samples)
-                   for r in runs):
-            return
-        if not first._budget_left() or not restack(kept[1], kept[2], [r.algorithm for r in runs]):
-            return  # (equal counts and iterations: the first's budget is every run's)
-        self._kept = None
-        self._cohort = _Cohort(list(ks), runs, kept[1], _Rows(self.runs, list(ks), budget, self._iterate_limits()))
+                   for r in runs) and first._budget_left()  # (equal counts and iterations: every run's budget)
+
+    def _hold(self, ks: list[int], stacked: Algorithm) -> None:
+        """Runs `ks` become the cohort of `stacked` (their state as it is, its counts zero)."""
+        runs = [self.runs[k] for k in ks]
+        self._cohort = _Cohort(ks, runs, stacked, _Rows(self.runs, ks, runs[0].budget, self._iterate_limits()))
         for r in runs:
             r.holder = self.sync
 
@@ -400,6 +408,10 @@ class BatchedRuns:
         view = stacked.problem
         _add_each([r.view.counter.calls for r in c.runs], list(view.counter.calls.items()))
         _add_each([r.view.counter.samples for r in c.runs], list(view.counter.samples.items()))
+        if view.row_calls:  # calls some runs made and others not (TTSA's HIA factors)
+            for i, r in enumerate(c.runs):
+                _add(r.view.counter.calls, [(kind, int(n[i])) for kind, n in view.row_calls.items()])
+                _add(r.view.counter.samples, [(kind, int(n[i])) for kind, n in view.row_samples.items()])
         last = c.last_records or [r.last_record for r in c.runs]
         for r, compute, cpu, evals, rec in zip(c.runs, c.compute.tolist(), c.cpu.tolist(), c.evals.tolist(), last):
             r.compute_time, r.cpu_time, r.eval_time, r.last_record = compute, cpu, evals, rec
@@ -464,8 +476,8 @@ class BatchedRuns:
             columns = _metric_columns(runs[0].problem, stacked.x, stacked.y, f_opt)
         except _NUMERIC_FAILURES:
             columns = None
-        diags = None if columns is None else _stacked_diagnostics(stacked, n)
-        if diags is None or not self._cohort_passes(c, columns):
+        diags = None if columns is None or stacked.problem.row_calls else _stacked_diagnostics(stacked, n)
+        if diags is None or not self._cohort_passes(c, columns):  # (row_calls: counts of their own)
             self._cohort = None
             self._release(c)
             out: list[tuple[int, dict[str, Any]]] = []
@@ -499,12 +511,15 @@ class BatchedRuns:
         """Every metric of every run finite and within its divergence limit (`Run._evaluate`, `_metrics_ok`)."""
         if not np.isfinite(np.array(list(columns.values()))).all():
             return False
-        for key in _watched(c.runs[0].divergence, columns):
-            limit = self._limits.get(key)
-            if limit is None:  # a start value not yet set: the per-run path sets it
+        rule = c.runs[0].divergence
+        for key in _watched(rule, columns):
+            limit = c.limits.get(key)
+            if limit is None:
+                limit = c.limits[key] = rule.factor * np.maximum([r.start_values.get(key, np.inf) for r in c.runs], 1.0)
+            if not np.isfinite(limit).all():  # a start value not yet set: the per-run path sets it
                 return False
             with np.errstate(invalid="ignore"):
-                if (np.abs(columns[key]) > limit[c.ks]).any():
+                if (np.abs(columns[key]) > limit).any():
                     return False
         return True
 
@@ -536,6 +551,7 @@ class _Cohort:
         self.cpu = np.array([r.cpu_time for r in runs])
         self.evals = np.array([r.eval_time for r in runs])
         self.last_records: list[dict[str, Any]] | None = None
+        self.limits: dict[str, np.ndarray] = {}  # per watched metric, each run's divergence limit
 
     def add_seconds(self, start: float, cpu_start: float) -> None:
         """Each run's share of the stack's seconds since `start` (wall) and `cpu_start` (thread CPU)."""
@@ -705,7 +721,7 @@ def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: floa
     g is not strongly convex (those records take the per-run path)."""
     with np.errstate(all="ignore"):
         Ys = p.y_star_rows(X)
-        G = p.grad_F_rows(X)
+        G = p.grad_F_rows(X, Ys)
         F = np.asarray(p.f_rows(X, Ys), dtype=float)
         D = Y - Ys
         columns = {"F": F, "grad_F_sq": np.einsum("ij,ij->i", G, G), "y_err_sq": np.einsum("ij,ij->i", D, D)}
@@ -775,15 +791,14 @@ def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -
 def _shared_records(snapshot: dict[str, int], mode: dict[str, str], iteration: int, times: list[list[float]],
                     metrics: dict[str, list[float]]) -> list[dict[str, Any]]:
     """Records of runs with the same counts: what all share, in record order, filled in per run from the time
-    columns (compute, CPU, evaluation) and metric columns (a dict's copy keeps its key order)."""
+    columns (compute, CPU, evaluation) and metric columns (a dict's copy keeps its key order; filled column by
+    column, ~3x faster than row by row)."""
     template = {"iteration": iteration, "time": 0.0, "cpu_time": 0.0, "eval_time": 0.0, "status": "running",
                 **snapshot, **dict.fromkeys(metrics, 0.0), **mode}
-    keys = ("time", "cpu_time", "eval_time", *metrics)
-    out = []
-    for row in zip(*times, *metrics.values()):
-        rec = template.copy()
-        rec.update(zip(keys, row))
-        out.append(rec)
+    out = [template.copy() for _ in range(len(times[0]))]
+    for key, column in zip(("time", "cpu_time", "eval_time", *metrics), (*times, *metrics.values())):
+        for rec, value in zip(out, column):
+            rec[key] = value
     return out
 
 

@@ -301,8 +301,8 @@ class Quadratic(BilevelProblem):
     def y_star_rows(self, X: Array) -> Array:
         return sla.cho_solve(self._A_chol, self.C @ X.T - self.a[:, None]).T
 
-    def grad_F_rows(self, X: Array) -> Array:
-        Ys = self.y_star_rows(X)
+    def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
+        Ys = self.y_star_rows(X) if Ys is None else Ys
         return self.m * X + self.c + (self.C.T @ sla.cho_solve(self._A_chol, self.P @ (Ys - self.e).T)).T
 
     def f_rows(self, X: Array, Y: Array, batches=None) -> Array:

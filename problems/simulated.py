@@ -399,8 +399,8 @@ class Simulated(TwoSetFiniteSum):
     def y_star_rows(self, X: Array) -> Array:
         return -sla.cho_solve(self._H_chol, self.inner.C.T @ X.T + self.inner.l_mean[:, None]).T
 
-    def grad_F_rows(self, X: Array) -> Array:
-        gx, gy = self.grad_f_rows(X, self.y_star_rows(X))
+    def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
+        gx, gy = self.grad_f_rows(X, self.y_star_rows(X) if Ys is None else Ys)
         return gx - (self.inner.C @ sla.cho_solve(self._H_chol, gy.T)).T
 
     def hessian_F(self, cross_weight: float = 1.0) -> Array:

@@ -245,7 +245,7 @@ def test_a_cohort_keeps_the_runs_state_in_its_stack_until_a_run_is_asked_for_it(
             got[k].append(rec)
     cohort = runs._cohort
     assert cohort is not None and all(r.holder is not None for r in runs.runs)
-    assert runs.runs[0].algorithm.iteration == 1 < cohort.stacked.iteration == got[0][-1]["iteration"] == 3
+    assert runs.runs[0].algorithm.iteration == 0 < cohort.stacked.iteration == got[0][-1]["iteration"] == 3
     state = runs.runs[1].state_dict()  # one run's state asked for: every run's is written back
     assert runs._cohort is None and all(r.holder is None and r.algorithm.iteration == 3 for r in runs.runs)
     assert state["iteration"] == 3 and state["counter"][0] == {"grad_g": 3, "hvp": 3, "cross": 3, "grad_f": 3}

@@ -605,12 +605,14 @@ class _Rows:
             np.array([r.view.counter.total_calls for r in members], dtype=float)
         self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
         self.limits = {name: v[group] for name, v in limits.items()}
+        self.screens = _screens(self.limits)
 
     def keep(self, rows: np.ndarray) -> None:
         self.index = [self.index[i] for i in rows]
         self.calls = None if self.calls is None else self.calls[rows]
         self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
+        self.screens = _screens(self.limits)
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
         """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
@@ -625,16 +627,16 @@ class _Rows:
         """Rows that diverged at this step, and why: "" for a non-finite stored value (as if the step had
         raised), else x's or y's reason as Run._check_iterates gives it (x first)."""
         n = len(self.index)
-        arrays = stacked_arrays(stacked)
-        norms = {name: np.sqrt(np.einsum("ij,ij->i", v, v)) for name in ("x", "y")
-                 if (v := _matrix(getattr(stacked, name), n)) is not None}
-        # The common case in one test per array: every sum finite (so every entry is) and every norm in range.
-        in_range = all((norm < DIVERGENCE_NORM).all() and not (norm > self.limits[name]).any()
-                       for name, norm in norms.items())
-        if in_range and all(np.isfinite(a.sum()) for a in arrays):
+        squares = {name: np.einsum("ij,ij->i", v, v) for name in ("x", "y")
+                   if (v := _matrix(getattr(stacked, name), n)) is not None}
+        # The common case in one test per array: every squared norm below its screen (so x and y are finite
+        # and within their limits) and every other array's sum finite (so is every entry).
+        if all((sq < self.screens[name]).all() for name, sq in squares.items()) \
+                and all(np.isfinite(a.sum()) for a in stacked_arrays(stacked) if a is not stacked.x and a is not stacked.y):
             return np.zeros(n, dtype=bool), []
+        norms = {name: np.sqrt(sq) for name, sq in squares.items()}
         bad = np.zeros(n, dtype=bool)
-        for a in arrays:
+        for a in stacked_arrays(stacked):
             bad |= ~np.isfinite(a.reshape(n, -1)).all(axis=1)
         failed, metric = bad.copy(), [""] * n
         for name, norm in norms.items():
@@ -644,6 +646,12 @@ class _Rows:
                 metric[i] = f"‖{name}‖"
             failed |= ~(norm < DIVERGENCE_NORM) | (norm > self.limits[name])
         return failed, metric
+
+
+def _screens(limits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per iterate, squared norms below which a row is surely finite, below DIVERGENCE_NORM and within its limit
+    (a margin of 1e-12 over the rounding of the square root): one comparison per step in the common case."""
+    return {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
 
 
 def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:

@@ -12,9 +12,12 @@ run k's records are the ones `algorithms.run` gives it alone (to rounding: a sta
 single one does, up to BLAS blocking), in the same order. A run that diverges or whose budget ends
 leaves the stack at that step; the others go on. When every run of a stack reaches its point together,
 the point's records are made at once from stacked metric columns, and the stack steps on in the next
-round (its rows are what the runs hold) instead of being built again. A run's compute seconds (`time`,
-`cpu_time`) are the batch's seconds divided among the runs stepping with it, and its records say
-`time_mode: batched`.
+round (its rows are what the runs hold) instead of being built again. When the runs still going are all
+one such stack (a cohort: the common case, from the start), their state stays in the stack between rounds
+and a round's only per-run work is its records; it is written back into each `Run` when a run's state is
+asked for (`state_dict`, `load_state_dict`, `advance`: `Run.holder` is `sync`), a run leaves, or the batch
+ends. A run's compute seconds (`time`, `cpu_time`) are the batch's seconds divided among the runs stepping
+with it, and its records say `time_mode: batched`.
 
 Divergence acts per run, with one difference in kind: a sequential step raises on the first overflow,
 a stacked one computes on (its other rows must go on) and a run whose iterates or state became

@@ -36,7 +36,8 @@ def _describe(value: Any) -> str:
 
 def _is_int(value: Any) -> bool:
     # An exact int first: the ABC test costs ~0.5 µs, and a sweep validates thousands of configs.
-    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
+    kind = type(value)
+    return kind is int or (kind is not float and isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
 
 def _is_real(value: Any) -> bool:
@@ -180,9 +181,12 @@ class Params:
     def from_dict(cls: type[T], values: Mapping[str, Any] | None = None) -> T:
         """Build from a mapping, rejecting unknown names with the list of allowed ones."""
         values = dict(values or {})
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(values) - set(names))
-        if unknown:
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = dataclasses.fields(cls)
+        if not values.keys() <= {f.name for f in fields}:
+            names = [f.name for f in fields]
+            unknown = sorted(set(values) - set(names))
             raise ParameterError(f"{cls.owner}: unknown parameter '{unknown[0]}';{did_you_mean(unknown[0], names)} "
                                  f"allowed: {', '.join(names)}")
         return cls(**cls.implied(values))

@@ -8,8 +8,10 @@
 Records come at log-spaced evaluation points. Compute time (`time`, wall-clock seconds of the steps; the
 budget's seconds count it) excludes evaluation (reported separately as `eval_time`); `cpu_time` is the
 CPU seconds of the stepping thread, which other processes on a busy machine do not inflate (with
-multithreaded BLAS it misses the helper threads' work: time studies limit BLAS to one thread);
-ground-truth evaluation is never counted as oracle work. A divergence ends the run with status
+multithreaded BLAS it misses the helper threads' work: time studies limit BLAS to one thread). Both clocks
+are read once per stretch of steps between evaluation points, not per step (a CPU-clock read is a system
+call); under a seconds budget the wall clock, a cheap read, is also read after every step so the run stops
+on time. Ground-truth evaluation is never counted as oracle work. A divergence ends the run with status
 "diverged" and its last finite record: a non-finite iterate or metric, an overflow or singular solve, or
 a watched quantity (F gap or F, ‖∇F‖², ‖y − y*‖², the norms of x and y) grown past `Divergence.factor`
 (default 1e6) times its start value (floored at 1); `diverged_metric` in that record says which. A point

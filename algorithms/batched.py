@@ -710,8 +710,7 @@ class _SharedClock:
 def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> list[dict[str, float]]:
     """`Run._metrics` of each row (algorithms.run._point_metrics and F_gap), from stacked ground truth."""
     with np.errstate(all="ignore"):
-        Ys = p.y_star_rows(X)
-        G = p.grad_F_rows(X)
+        Ys, G = _ground_truth(p, X)
         F = p.f_rows(X, Ys)
         gsq = np.einsum("ij,ij->i", G, G)
         D = Y - Ys
@@ -727,12 +726,21 @@ def _stacked_metrics(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: flo
     return out
 
 
+def _ground_truth(p: BilevelProblem, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """y*(x) and ∇F(x) of each row: stacked where the family has a stacked ∇F, else row by row, y* then ∇F
+    (a problem that keeps y* of its last x, as the logistic ones do, then solves once per row, as alone)."""
+    if type(p).grad_F_rows is not BilevelProblem.grad_F_rows:
+        Ys = p.y_star_rows(X)
+        return Ys, p.grad_F_rows(X, Ys)
+    pairs = [(p.y_star(x), p.grad_F(x)) for x in X]
+    return np.array([ys for ys, _ in pairs]), np.array([g for _, g in pairs])
+
+
 def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: float) -> dict[str, np.ndarray] | None:
     """`_stacked_metrics` as one array per metric, in record order; None when the problem flags points where
     g is not strongly convex (those records take the per-run path)."""
     with np.errstate(all="ignore"):
-        Ys = p.y_star_rows(X)
-        G = p.grad_F_rows(X, Ys)
+        Ys, G = _ground_truth(p, X)
         F = np.asarray(p.f_rows(X, Ys), dtype=float)
         D = Y - Ys
         columns = {"F": F, "grad_F_sq": np.einsum("ij,ij->i", G, G), "y_err_sq": np.einsum("ij,ij->i", D, D)}

@@ -46,12 +46,28 @@ def mlflow_name(key: str) -> str:
     return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
 
 
+#: Record key -> (its MLflow name, whether it is sparse): a record's keys are the same run after run.
+_NAMES: dict[str, tuple[str, bool]] = {}
+MAX_NAMES = 10_000
+
+
+def _name(key: str) -> tuple[str, bool]:
+    got = _NAMES.get(key)
+    if got is None:
+        got = (mlflow_name(key), SPARSE.search(key) is not None)
+        if len(_NAMES) < MAX_NAMES:
+            _NAMES[key] = got
+    return got
+
+
 def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
     """(MLflow name, value) of every number of a record worth a chart point."""
     out = []
     for k, v in record.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not (v == 0 and SPARSE.search(k)):
-            out.append((mlflow_name(k), float(v)))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            name, sparse = _name(k)
+            if not (sparse and v == 0):
+                out.append((name, float(v)))
     return out
 
 

@@ -107,7 +107,8 @@ def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp
     assert key in SyncLog(store, second.parent_id).keys
 
 
-def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study):
+@pytest.mark.parametrize("writes", [1, 2], ids=["created-and-ended-in-one-write", "over-two-writes"])
+def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study, writes):
     import math
 
     st = toy_study(name="same", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
@@ -121,7 +122,8 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
             key = p.run_key(s)
             for r in recs[:3]:
                 t.add(key, p, s, r, {"node": "10.0.0.1"})
-            t.flush(force=True)  # a run spread over two writes
+            if writes == 2:
+                t.flush(force=True)  # a run spread over two writes
             for r in recs[3:] if i != 3 else recs[3:5]:
                 t.add(key, p, s, r, {"node": "10.0.0.1"})
             t.finish(key, ["finished", "diverged", "failed", "finished"][i], "boom" if i == 2 else None)
@@ -148,6 +150,21 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
     assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
     assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
     assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
+    assert one["params"]["budget.iterations"] == "10" and one["tags"]["status"] == "finished" and one["ended"]
+
+
+def test_run_ids_are_short_increasing_unique_and_valid_for_mlflow():
+    import re
+    import time
+
+    from sweep.mlflow_sinks import _ordered_id
+
+    first = [_ordered_id() for _ in range(20_000)]
+    time.sleep(0.002)
+    later = _ordered_id()
+    assert len(set(first)) == 20_000 and all(len(i) == 16 and re.fullmatch(r"[0-9a-z]{16}", i) for i in first)
+    assert later > max(first)  # a later millisecond sorts after (the metrics indexes grow at their end)
+    assert sum(a < b for a, b in zip(first, first[1:])) >= 19_998  # in order but where the sequence wraps
 
 
 # ---------------------------------------------------------------- what a person browses

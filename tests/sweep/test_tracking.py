@@ -265,3 +265,43 @@ def test_a_store_that_cannot_be_used_stops_the_experiment_at_tunes_next_step(tmp
     with pytest.raises(ParameterError, match="^tracking-uri: cannot use the MLflow store"):
         cb.on_step_begin(1, [])
     assert cb.tracker is None and cb.error is cb.connect_error
+
+
+def table_rows(root):
+    import sqlite3
+
+    with sqlite3.connect(root / "mlflow.db") as db:
+        out = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+               for t in ("runs", "tags", "params", "metrics", "latest_metrics")}
+    db.close()
+    return out
+
+
+def test_runs_ended_in_one_write_are_not_sent_twice_after_a_kill_before_the_sync_log(tmp_path, toy_study):
+    import shutil
+
+    st = toy_study(name="kill", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}],
+                   seeds=2, budget={"iterations": 10}, n_evals=20)
+    store, index = ResultStore(tmp_path), index_of(st)
+    first = tracker(tmp_path, st)
+    cb = MlflowCallback(lambda: (first, SyncLog(store, first.parent_id)), index, store)
+    chunks = []
+    for i, key in enumerate(index):
+        recs = records([0, 1, 2], final="diverged" if i == 1 else "finished")
+        store.append_many(key, recs)
+        store.finish(key, {"run_key": key, "status": recs[-1]["status"]})
+        chunks.append({"run_key": key, "seed": index[key][1], "index": i, "records": recs, "done": True})
+    cb.on_trial_result(0, [], None, {**chunks[-1]["records"][-1], META: {"trial_key": "t", "runs": chunks}})
+    cb.close()
+    assert cb.error is None
+    sent = table_rows(tmp_path)
+    assert sent["runs"] == 1 + 6 and sent["metrics"] == 6 * (3 * 4 - 1)  # F, time, iteration; calls/total but at 0
+    shutil.rmtree(tmp_path / "mlflow_synced")  # killed after the write, before the sync log noted it
+    second = tracker(tmp_path, st)
+    assert second.sync(store, index, SyncLog(store, second.parent_id).keys) == set(index)
+    assert table_rows(tmp_path) == sent  # the next session found every child and sent nothing again
+    kids = {r.data.tags["bisweep.run_key"]: r for r in second.client.search_runs([second.experiment_id])
+            if r.data.tags.get("bisweep.role") == "run"}
+    assert len(kids) == 6 and all(history(second, k) == [0, 1, 2] for k in index)
+    assert [kids[k].data.tags["status"] for k in index] == ["finished", "diverged"] + ["finished"] * 4
+    assert all(kids[k].data.metrics["Metrics/F"] == 8.0 and kids[k].info.status == "FINISHED" for k in index)

@@ -2,8 +2,8 @@
 
 Prints, per repeat and as min / median: the wall time, runs/s over the whole process and over the experiment
 (the first trial's start to Tune's end, from the session's timeline), the driver's peak RSS, its CPU seconds
-per run, the MLflow writer thread's share of the driver's CPU, and `mlflow.db` bytes per run (with the tables
-that hold them, from SQLite's dbstat). `--code DIR` runs another checkout's code (e.g. an export of main) in
+per run, the MLflow writer thread's share of the driver's CPU, and `mlflow.db` bytes per run (`--tables`: and
+the tables that hold them, from SQLite's dbstat). `--code DIR` runs another checkout's code (e.g. an export of main) in
 turn with this one, for before -> after figures side by side.
 
     .venv/bin/python benchmarks/bench_tiny_runs.py 10000                 # quick check (~1 min)
@@ -75,7 +75,7 @@ def tables(db: Path) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def run_once(n: int, code: Path, work: Path) -> dict[str, Any]:
+def run_once(n: int, code: Path, work: Path, by_table: bool = False) -> dict[str, Any]:
     """One whole `bisweep run` of the tiny study with `code` first on the path; its figures."""
     study = work / "tiny.yaml"
     study.write_text(yaml.safe_dump(tiny_study(n)))
@@ -94,7 +94,7 @@ def run_once(n: int, code: Path, work: Path) -> dict[str, Any]:
     runs = sum(1 for line in (res / "ended.txt").read_text().splitlines() if line.startswith("finished"))
     return {"wall": wall, "runs": runs, "span": span, "rss_mb": out["rss_mb"], "cpu": out["cpu"],
             "fit_cpu": marks["fit_done_cpu"] - marks["first_trial_started_cpu"], "writer_cpu": out["writer_cpu"],
-            "db_bytes": db.stat().st_size, "tables": tables(db), "trials": marks.get("trials")}
+            "db_bytes": db.stat().st_size, "tables": tables(db) if by_table else {}, "trials": marks.get("trials")}
 
 
 def mm(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -127,6 +127,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, nargs="?", default=10_000, help="number of tiny runs (10^5 for the target)")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--tables", action="store_true", help="also the bytes per run of each MLflow table (slow)")
     ap.add_argument("--code", type=Path, action="append", default=[],
                     help="another checkout to run in turn with this one (repeatable)")
     args = ap.parse_args()
@@ -136,7 +137,7 @@ def main() -> None:
     for _ in range(args.repeats):
         for label, code in codes.items():
             with tempfile.TemporaryDirectory(prefix="bench_tiny") as d:
-                r = run_once(args.n, code, Path(d))
+                r = run_once(args.n, code, Path(d), args.tables)
             assert r["runs"] == args.n, r
             got[label].append(r)
             print(f"  {label}: {r['wall']:.1f} s, {r['db_bytes'] / args.n:.0f} B/run, tables (KB/run): "

@@ -109,6 +109,7 @@ def row(label: str, n: int, got: list[dict[str, Any]]) -> dict[str, str]:
             "runs/s experiment": mm([n / g["span"] for g in got], "{:.0f}"),
             "driver RSS MB": mm([g["rss_mb"] for g in got], "{:.0f}"),
             "driver CPU ms/run": mm([1000 * g["cpu"] / n for g in got], "{:.3f}"),
+            "writer CPU ms/run": mm([1000 * g["writer_cpu"] / n for g in got], "{:.3f}"),
             "writer % of driver CPU": mm([100 * g["writer_cpu"] / g["cpu"] for g in got], "{:.1f}"),
             "mlflow.db KB/run": mm([g["db_bytes"] / 1024 / n for g in got]),
             "trials": mm([g["trials"] or 0 for g in got], "{:.0f}")}

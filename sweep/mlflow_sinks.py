@@ -129,7 +129,7 @@ class ApiSink:
 
 # ---------------------------------------------------------------- MLflow's own SQL tables
 ID_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
-_TIME_DIGITS, _SEQ_DIGITS = 9, 7  # milliseconds (until 2059), then a sequence from a random start
+_TIME_DIGITS, _SEQ_DIGITS = 9, 7  # milliseconds (9 digits last 3,000 years), then a sequence
 _sequence = itertools.count(secrets.randbelow(36 ** _SEQ_DIGITS))
 
 
@@ -148,7 +148,8 @@ def _ordered_id() -> str:
     of MLflow's 32 hex digits take a third off a tiny run's store (MLflow accepts any id of letters, digits,
     '_' and '-'). Increasing ids append to the end of those indexes; random ones scatter a batch's inserts over
     them (3.75 M metric rows: 95 → N runs/s). The sequence starts at a random one of 36^7 values per process,
-    so drivers writing to one store in the same millisecond do not collide.
+    so that drivers writing to one store in the same millisecond are unlikely to collide (a collision would fail
+    that write on the run table's primary key; its runs are then sent again with the next one).
     """
     return _base36(time.time_ns() // 1_000_000, _TIME_DIGITS) + _base36(next(_sequence) % 36 ** _SEQ_DIGITS,
                                                                          _SEQ_DIGITS)
@@ -216,10 +217,17 @@ class SqlSink:
         for key in batch.new:
             ids[key] = _ordered_id()
         now = int(time.time() * 1000)
-        with self.engine.begin() as conn:
-            self._create(conn, batch, ids, now)
-            self._metrics(conn, batch, ids)
-            self._end(conn, {k: v for k, v in batch.ended.items() if k not in batch.new}, ids, now)
+        try:
+            with self.engine.begin() as conn:
+                self._create(conn, batch, ids, now)
+                self._metrics(conn, batch, ids)
+                self._end(conn, {k: v for k, v in batch.ended.items() if k not in batch.new}, ids, now)
+        except Exception:  # rolled back: the new runs do not exist, the latest values kept may not be stored
+            for key in batch.metrics:
+                self._latest.pop(ids.get(key, ""), None)
+            for key in batch.new:
+                ids.pop(key, None)
+            raise
 
     def _create(self, conn: Any, batch: Batch, ids: dict[str, str], now: int) -> None:
         if not batch.new:

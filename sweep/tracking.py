@@ -283,7 +283,12 @@ class Tracker:
                                and time.monotonic() - self._last_flush < FLUSH_SECONDS):
             return
         batch, self._batch = self._batch, Batch()
-        self.sink.write(batch, self.children())
+        try:
+            self.sink.write(batch, self.children())
+        except Exception:
+            for key in {*batch.new, *batch.metrics, *batch.ended}:  # asked of the store again when sent again
+                self._steps.pop(key, None)
+            raise
         self.answers.mark()
         for key in batch.ended:  # an ended run is logged completely: forget its steps (memory stays flat)
             self._steps.pop(key, None)

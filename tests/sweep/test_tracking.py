@@ -305,3 +305,34 @@ def test_runs_ended_in_one_write_are_not_sent_twice_after_a_kill_before_the_sync
     assert len(kids) == 6 and all(history(second, k) == [0, 1, 2] for k in index)
     assert [kids[k].data.tags["status"] for k in index] == ["finished", "diverged"] + ["finished"] * 4
     assert all(kids[k].data.metrics["Metrics/F"] == 8.0 and kids[k].info.status == "FINISHED" for k in index)
+
+
+def test_a_write_that_fails_is_sent_whole_by_the_sync_at_the_end(tmp_path, toy_study, monkeypatch):
+    from sweep.mlflow_sinks import SqlSink
+
+    st = toy_study(name="fails", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=1, budget={"iterations": 10}, n_evals=20)
+    store, index = ResultStore(tmp_path), index_of(st)
+    t = tracker(tmp_path, st)
+    first, second = list(index)
+    for r in records([0, 1]):  # `first` is created by a write that succeeds, then ends in the one that fails
+        store.append(first, r)
+        t.add(first, *index[first], r)
+    t.flush(force=True)
+    real = SqlSink._end
+    monkeypatch.setattr(SqlSink, "_end", lambda *a: (_ for _ in ()).throw(OSError("disk I/O error")))
+    for key, steps in ((first, [2, 3]), (second, [0, 1, 2])):
+        for r in records(steps, final="finished"):
+            store.append(key, r)
+            t.add(key, *index[key], r)
+        store.finish(key, {"run_key": key, "status": "finished"})
+        t.finish(key, "finished")
+    with pytest.raises(OSError):
+        t.flush(force=True)  # rolled back: `second` does not exist, `first` has steps 0 and 1 only
+    assert second not in t.children() and history(t, first) == [0, 1]
+    monkeypatch.setattr(SqlSink, "_end", real)
+    assert t.sync(store, index, set()) == {first, second}  # what the driver does at the end
+    assert table_rows(tmp_path)["runs"] == 3 and history(t, first) == [0, 1, 2, 3] and history(t, second) == [0, 1, 2]
+    kids = [t.client.get_run(t.children()[k]) for k in (first, second)]
+    assert all(k.info.status == "FINISHED" and k.data.tags["status"] == "finished" for k in kids)
+    assert [k.data.metrics["Metrics/F"] for k in kids] == [7.0, 8.0]

@@ -33,7 +33,10 @@ PYTHON = sys.executable
 #: loop reads the thread's clock when the loop ends) and the driver's CPU and peak RSS written to a file.
 CHILD = """
 import atexit, json, os, resource, sys, time
-import sweep.mlflow_writer as mw
+try:
+    import sweep.execution.mlflow_writer as mw
+except ImportError:  # a checkout from before sweep/'s sub-packages
+    import sweep.mlflow_writer as mw
 writer_cpu = []
 work = mw.MlflowCallback._work
 def timed(self):

@@ -157,7 +157,7 @@ def test_run_ids_are_short_increasing_unique_and_valid_for_mlflow():
     import re
     import time
 
-    from sweep.mlflow_sinks import _ordered_id
+    from sweep.tracking.mlflow_sinks import _ordered_id
 
     first = [_ordered_id() for _ in range(20_000)]
     time.sleep(0.002)
@@ -308,7 +308,7 @@ def test_runs_ended_in_one_write_are_not_sent_twice_after_a_kill_before_the_sync
 
 
 def test_a_write_that_fails_is_sent_whole_by_the_sync_at_the_end(tmp_path, toy_study, monkeypatch):
-    from sweep.mlflow_sinks import SqlSink
+    from sweep.tracking.mlflow_sinks import SqlSink
 
     st = toy_study(name="fails", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
                    seeds=1, budget={"iterations": 10}, n_evals=20)

@@ -47,25 +47,26 @@ class StoreCallback(Callback):
         if meta is None:
             return
         where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
-        done = []
+        ended = []
         for chunk in chunks(result):
             key = chunk["run_key"]
             self.store.append_many(key, chunk["records"])
             if chunk["done"]:
-                self._finish(key, chunk, meta["trial_key"], where)
-                done.append(key)
+                ended.append((key, self._summary(key, chunk, meta["trial_key"], where)))
+        self.store.finish_many(ended)  # the summaries, then ended.txt in one write
         if trial is not None:
             self._current[trial.trial_id] = chunks(result)[-1]["run_key"]
-        if done and self.registry is not None:
-            self.registry.add_all.remote(done)
+        if ended and self.registry is not None:
+            self.registry.add_all.remote([key for key, _ in ended])
 
-    def _finish(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> None:
+    def _summary(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> dict[str, Any]:
+        """The summary of a run that ended with this chunk (its duration goes to the queue that sizes trials)."""
         point, seed = self.index[key]
         final = chunk["records"][-1]
-        self.store.finish(key, {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"],
-                                "final": final, "where": where, "span": chunk.get("span"), "point": point.to_dict()})
         if self.queue is not None and chunk.get("span"):
             self.queue.observe(point, chunk["span"][1] - chunk["span"][0])
+        return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
+                "where": where, "span": chunk.get("span"), "point": point.to_dict()}
 
     def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
         key = self._current.get(trial.trial_id)

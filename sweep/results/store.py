@@ -55,9 +55,10 @@ def study_meta(study: Study) -> dict[str, Any]:
     return {**study_head(study), "points": [p.to_dict() for p in study.points]}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
+def _atomic_write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
     os.replace(tmp, path)
 
 
@@ -68,6 +69,7 @@ class ResultStore:
         self.root = Path(root).resolve()
         self._seen: dict[str, set[tuple[int, str]]] = {}
         self._ended: dict[str, str] | None = None
+        self._made: set[str] = set()  # directories this store made (or found): not asked again per run
 
     # ---- layout ----
     @property
@@ -143,14 +145,21 @@ class ResultStore:
                 seen.add(ident)
                 lines.append(json.dumps(record) + "\n")
         if lines:
-            self.records_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.records_dir / f"{plain(run_key, 'run key')}.jsonl", "a") as fh:
+            with open(os.path.join(self._dir("records"), f"{plain(run_key, 'run key')}.jsonl"), "a") as fh:
                 fh.write("".join(lines))
         return len(lines)
 
+    def _dir(self, name: str) -> str:
+        """The path of a subdirectory, made on first use (a driver writes thousands of files into it)."""
+        path = os.path.join(self.root, name)
+        if name not in self._made:
+            os.makedirs(path, exist_ok=True)
+            self._made.add(name)
+        return path
+
     def _read_lines(self, run_key: str) -> list[dict[str, Any]]:
         path = self.records_dir / f"{plain(run_key, 'run key')}.jsonl"
-        if not path.exists():
+        if not os.path.exists(path):
             return []
         out = []
         for line in path.read_text().splitlines():
@@ -172,13 +181,21 @@ class ResultStore:
     # ---- summaries ----
     def finish(self, run_key: str, summary: dict[str, Any]) -> None:
         """Write a run's summary (status finished, diverged or failed), then note it in ended.txt."""
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.runs_dir / f"{plain(run_key, 'run key')}.json", json.dumps(summary, default=repr))
+        self.finish_many([(run_key, summary)])
+
+    def finish_many(self, ended: list[tuple[str, dict[str, Any]]]) -> None:
+        """Write runs' summaries (run key, summary), then note them all in ended.txt in one write."""
+        if not ended:
+            return
+        runs = self._dir("runs")
+        for key, summary in ended:
+            _atomic_write(os.path.join(runs, f"{plain(key, 'run key')}.json"), json.dumps(summary, default=repr))
         with open(self.root / "ended.txt", "a") as fh:
-            fh.write(f"{summary['status']} {run_key}\n")
-        self._seen.pop(run_key, None)  # an ended run gets no more records: keep memory flat at any N
-        if self._ended is not None:
-            self._ended[run_key] = summary["status"]
+            fh.write("".join(f"{summary['status']} {key}\n" for key, summary in ended))
+        for key, summary in ended:
+            self._seen.pop(key, None)  # an ended run gets no more records: keep memory flat at any N
+            if self._ended is not None:
+                self._ended[key] = summary["status"]
 
     def summary(self, run_key: str) -> dict[str, Any] | None:
         """A run's summary, or None when it has not ended."""

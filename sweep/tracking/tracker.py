@@ -47,12 +47,28 @@ def mlflow_name(key: str) -> str:
     return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
 
 
+#: Record key -> (its MLflow name, whether it is sparse): a record's keys are the same run after run.
+_NAMES: dict[str, tuple[str, bool]] = {}
+MAX_NAMES = 10_000
+
+
+def _name(key: str) -> tuple[str, bool]:
+    got = _NAMES.get(key)
+    if got is None:
+        got = (mlflow_name(key), SPARSE.search(key) is not None)
+        if len(_NAMES) < MAX_NAMES:
+            _NAMES[key] = got
+    return got
+
+
 def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
     """(MLflow name, value) of every number of a record worth a chart point."""
     out = []
     for k, v in record.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not (v == 0 and SPARSE.search(k)):
-            out.append((mlflow_name(k), float(v)))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            name, sparse = _name(k)
+            if not (sparse and v == 0):
+                out.append((name, float(v)))
     return out
 
 
@@ -268,7 +284,12 @@ class Tracker:
                                and time.monotonic() - self._last_flush < FLUSH_SECONDS):
             return
         batch, self._batch = self._batch, Batch()
-        self.sink.write(batch, self.children())
+        try:
+            self.sink.write(batch, self.children())
+        except Exception:
+            for key in {*batch.new, *batch.metrics, *batch.ended}:  # asked of the store again when sent again
+                self._steps.pop(key, None)
+            raise
         self.answers.mark()
         for key in batch.ended:  # an ended run is logged completely: forget its steps (memory stays flat)
             self._steps.pop(key, None)

@@ -107,7 +107,8 @@ def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp
     assert key in SyncLog(store, second.parent_id).keys
 
 
-def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study):
+@pytest.mark.parametrize("writes", [1, 2], ids=["created-and-ended-in-one-write", "over-two-writes"])
+def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study, writes):
     import math
 
     st = toy_study(name="same", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
@@ -121,7 +122,8 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
             key = p.run_key(s)
             for r in recs[:3]:
                 t.add(key, p, s, r, {"node": "10.0.0.1"})
-            t.flush(force=True)  # a run spread over two writes
+            if writes == 2:
+                t.flush(force=True)  # a run spread over two writes
             for r in recs[3:] if i != 3 else recs[3:5]:
                 t.add(key, p, s, r, {"node": "10.0.0.1"})
             t.finish(key, ["finished", "diverged", "failed", "finished"][i], "boom" if i == 2 else None)
@@ -148,6 +150,21 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
     assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
     assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
     assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
+    assert one["params"]["budget.iterations"] == "10" and one["tags"]["status"] == "finished" and one["ended"]
+
+
+def test_run_ids_are_short_increasing_unique_and_valid_for_mlflow():
+    import re
+    import time
+
+    from sweep.tracking.mlflow_sinks import _ordered_id
+
+    first = [_ordered_id() for _ in range(20_000)]
+    time.sleep(0.002)
+    later = _ordered_id()
+    assert len(set(first)) == 20_000 and all(len(i) == 16 and re.fullmatch(r"[0-9a-z]{16}", i) for i in first)
+    assert later > max(first)  # a later millisecond sorts after (the metrics indexes grow at their end)
+    assert sum(a < b for a, b in zip(first, first[1:])) >= 19_998  # in order but where the sequence wraps
 
 
 # ---------------------------------------------------------------- what a person browses
@@ -248,3 +265,74 @@ def test_a_store_that_cannot_be_used_stops_the_experiment_at_tunes_next_step(tmp
     with pytest.raises(ParameterError, match="^tracking-uri: cannot use the MLflow store"):
         cb.on_step_begin(1, [])
     assert cb.tracker is None and cb.error is cb.connect_error
+
+
+def table_rows(root):
+    import sqlite3
+
+    with sqlite3.connect(root / "mlflow.db") as db:
+        out = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+               for t in ("runs", "tags", "params", "metrics", "latest_metrics")}
+    db.close()
+    return out
+
+
+def test_runs_ended_in_one_write_are_not_sent_twice_after_a_kill_before_the_sync_log(tmp_path, toy_study):
+    import shutil
+
+    st = toy_study(name="kill", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}],
+                   seeds=2, budget={"iterations": 10}, n_evals=20)
+    store, index = ResultStore(tmp_path), index_of(st)
+    first = tracker(tmp_path, st)
+    cb = MlflowCallback(lambda: (first, SyncLog(store, first.parent_id)), index, store)
+    chunks = []
+    for i, key in enumerate(index):
+        recs = records([0, 1, 2], final="diverged" if i == 1 else "finished")
+        store.append_many(key, recs)
+        store.finish(key, {"run_key": key, "status": recs[-1]["status"]})
+        chunks.append({"run_key": key, "seed": index[key][1], "index": i, "records": recs, "done": True})
+    cb.on_trial_result(0, [], None, {**chunks[-1]["records"][-1], META: {"trial_key": "t", "runs": chunks}})
+    cb.close()
+    assert cb.error is None
+    sent = table_rows(tmp_path)
+    assert sent["runs"] == 1 + 6 and sent["metrics"] == 6 * (3 * 4 - 1)  # F, time, iteration; calls/total but at 0
+    shutil.rmtree(tmp_path / "mlflow_synced")  # killed after the write, before the sync log noted it
+    second = tracker(tmp_path, st)
+    assert second.sync(store, index, SyncLog(store, second.parent_id).keys) == set(index)
+    assert table_rows(tmp_path) == sent  # the next session found every child and sent nothing again
+    kids = {r.data.tags["bisweep.run_key"]: r for r in second.client.search_runs([second.experiment_id])
+            if r.data.tags.get("bisweep.role") == "run"}
+    assert len(kids) == 6 and all(history(second, k) == [0, 1, 2] for k in index)
+    assert [kids[k].data.tags["status"] for k in index] == ["finished", "diverged"] + ["finished"] * 4
+    assert all(kids[k].data.metrics["Metrics/F"] == 8.0 and kids[k].info.status == "FINISHED" for k in index)
+
+
+def test_a_write_that_fails_is_sent_whole_by_the_sync_at_the_end(tmp_path, toy_study, monkeypatch):
+    from sweep.tracking.mlflow_sinks import SqlSink
+
+    st = toy_study(name="fails", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=1, budget={"iterations": 10}, n_evals=20)
+    store, index = ResultStore(tmp_path), index_of(st)
+    t = tracker(tmp_path, st)
+    first, second = list(index)
+    for r in records([0, 1]):  # `first` is created by a write that succeeds, then ends in the one that fails
+        store.append(first, r)
+        t.add(first, *index[first], r)
+    t.flush(force=True)
+    real = SqlSink._end
+    monkeypatch.setattr(SqlSink, "_end", lambda *a: (_ for _ in ()).throw(OSError("disk I/O error")))
+    for key, steps in ((first, [2, 3]), (second, [0, 1, 2])):
+        for r in records(steps, final="finished"):
+            store.append(key, r)
+            t.add(key, *index[key], r)
+        store.finish(key, {"run_key": key, "status": "finished"})
+        t.finish(key, "finished")
+    with pytest.raises(OSError):
+        t.flush(force=True)  # rolled back: `second` does not exist, `first` has steps 0 and 1 only
+    assert second not in t.children() and history(t, first) == [0, 1]
+    monkeypatch.setattr(SqlSink, "_end", real)
+    assert t.sync(store, index, set()) == {first, second}  # what the driver does at the end
+    assert table_rows(tmp_path)["runs"] == 3 and history(t, first) == [0, 1, 2, 3] and history(t, second) == [0, 1, 2]
+    kids = [t.client.get_run(t.children()[k]) for k in (first, second)]
+    assert all(k.info.status == "FINISHED" and k.data.tags["status"] == "finished" for k in kids)
+    assert [k.data.metrics["Metrics/F"] for k in kids] == [7.0, 8.0]

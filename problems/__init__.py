@@ -14,7 +14,7 @@ from problems.validation import ParameterError
 
 # Importing a family module registers its problems.
 from problems import (  # noqa: E402,F401  isort:skip
-    constrained, coreset, logistic, online, quadratic, simulated, streaming, toys,
+    constrained, coreset, logistic, moving, online, quadratic, simulated, streaming, toys,
 )
 
 __all__ = [

@@ -31,7 +31,7 @@ from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, 
 from sweep.claims.verdicts import not_moved
 from sweep.results import RunData, config_label
 
-PATH_SLOPE = 1.0  # O(V_T + H_2,T): at most linear in the path term
+PATH_SLOPE = 1.1  # O(V_T + H_2,T): at most linear in the path term, with a margin for a slope read off two points
 STATIC_MARGIN = 0.1  # a margin on the T exponent of a static regret for the fit over two horizons
 MOVED = 0.1  # the drift moved the regret when some method's regret at the largest drift differs by 10 % from drift 0
 STATIC = ("f2obo", "obbo", "oagd", "sobow")  # static inner-iteration methods
@@ -39,6 +39,8 @@ MOVING = "moving_quadratic"
 PATH_C = Criterion("f2obo_path", "Theorem 3.4 (§3.2): Reg_F(T) ≤ O(Σ_t t^(−τ) + V_T + H_2,T); 'if we set τ > 1, we "
                    "achieve a regret of O(1 + V_T + H_2,T)': the log–log slope of the regret in 1 + V_T + H_2,T, "
                    "between the two largest drifts and over all drifts", PATH_SLOPE, "max",
+                   looser="1.1 rather than 1: an affine a + b·S has a slope just below 1 at large S, and a slope between two "
+                          "drifts spreads over instances",
                    depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
 STATIC_HALF_C = Criterion("f2obo_static_half", "Theorem B.3 (App. B): Reg_F(T) ≤ O(T^(1−τ) + V_T + H_2,T) for τ ∈ (0, 1): "
                           "O(√T) at τ = 1/2 on a static problem: the exponent of the static regret in T",

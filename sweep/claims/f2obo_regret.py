@@ -50,7 +50,7 @@ STATIC_ONE_C = Criterion("f2obo_static_one", "§3.2 after Theorem 3.4: 'in a sta
                          "obtain Reg_F(T) = O(1)' (τ > 1): the exponent of the static regret in T", STATIC_MARGIN, "max",
                          looser=f"{STATIC_MARGIN:g} rather than 0: a margin for a fit over two horizons",
                          depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
-ADAPT_C = Criterion("af2obo_adapts", "§4.2 after Theorem 4.2: 'The upper bound in Theorem 4.2 have the advantage when the "
+ADAPT_C = Criterion("af2obo_adapts", "§4.3: 'The upper bound in Theorem 4.2 have the advantage when the "
                     "drift of y*_t(x) is more severe'; §1: AF2OBO 'still ensures sublinear regret even when y*_t(x) drifts "
                     "drastically … significant compared with static inner-iteration methods': the static methods' "
                     "smallest regret over AF2OBO's, at the largest drift and horizon", 1.0, "min",

@@ -9,7 +9,10 @@ stated, so both readings are measured: seconds per iteration, and seconds (and o
 ⌈c κ_g ln(1/δ)⌉ (`remark41_length`); their accuracy is measured at report time (`oracle_accuracy`); both
 and the setup table live in sweep.claims.f2csa_setup. Fig. 1's runs all converged in the paper, so a budget
 that ends one of the paper's configurations at d = 50 before ‖∇F‖² reaches TARGET_FRACTION of its start is an
-iteration-counts deviation (`_fig1_budget`), named beside the Fig. 1 verdict whichever way it goes.
+iteration-counts deviation (`fig1_budget`), named beside the Fig. 1 verdict whichever way it goes; Fig. 1 lives in
+sweep.claims.f2csa_fig1 and is judged per problem (the `fig1` scale runs the text's box and the file name's 10 linear
+rows). Remark 4.1's constant c is open: each F2CSA entry is paired with the baselines of its own c (labels
+'<method>_c<c>', the `inner_c` scale) and the crossover is reported for each c (`crossover_by_c`).
 
 Re-examined: F2CSA's Fig. 1 stall at the paper's η = 1e-5 is the step size — Alg. 2's Δ_{t+1} = clip_D(Δ_t − η g_t)
 integrates the gradient without damping, so x orbits the minimiser (noise-free runs do the same; η = 1e-3 at the
@@ -27,8 +30,9 @@ import numpy as np
 
 from sweep import analysis as an
 from sweep import figures
-from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, claim, clock, estimate, exponent, final,
-                               growth, initial, num, setting)
+from sweep.claims.base import (Criterion, Estimate, Measured, Verdict, claim, clock, estimate, exponent, growth, initial,
+                               num)
+from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
 from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, REMARK41_C, TARGET_FRACTION,
                                       f2csa_setup, oracle_accuracy)
 from sweep.results import RunData, config_label, group, problem_label
@@ -39,10 +43,10 @@ LINEAR = (0.7, 1.3)  # a "near-linear" fitted exponent; above the upper end is "
 CROSSOVER_NEAR = (500.0, 2000.0)  # "near d = 1000"
 SPEEDUP = 2.0  # "about 3× faster" counts from 2×
 TARGET_SCALE = "target"  # the study's scale that times the target with an iteration budget
-FIG1_SIMILAR = 0.1  # final F values within 10% of the largest decrease F(x0) − F count as "similar"
+
 C_SUFFIX = re.compile(r"_c(\d+(?:\.\d+)?)$")  # an entry run at another inner-loop constant c: 'f2csa_c0.5'
 TIMING = ("problem and data", "dimensions", "constraints", "noise", "what is timed", "inner-loop policy")
-FIG1_DEPS = ("problem and data", "constraints", "noise", "step sizes", "iteration counts")
+
 CROSS_C = Criterion("f2csa_crossover", "§6.4: 'a crossover point around d = 1000: for d < 1000, Hessian-based methods "
                     "(DSBLO and SSIGD) are faster, while for d > 1000, F2CSA becomes increasingly advantageous'",
                     CROSSOVER_NEAR[0], "range", CROSSOVER_NEAR[1], looser="'around 1000' read as within a factor 2",
@@ -56,10 +60,6 @@ LINEAR_C = Criterion("f2csa_linear", "§6.4: 'F2CSA maintains near-linear growth
                      LINEAR[1], looser="'near-linear' read as an exponent in [0.7, 1.3]", depends=TIMING, comparative=True)
 SUPER_C = Criterion("f2csa_superlinear", "§6.4: 'Hessian-based methods exhibit super-linear growth': their exponents, "
                     "fitted and between the two largest d", LINEAR[1], "min", depends=TIMING)
-FIG1_C = Criterion("f2csa_fig1", "§6.3: 'All three methods converge to similar final loss values' (Fig. 1, d = 50): the "
-                   "spread of final F over the largest decrease F(x0) − F", FIG1_SIMILAR, "max",
-                   looser="the paper gives no number; 10% of the largest decrease is this study's reading",
-                   depends=FIG1_DEPS)
 CRITERIA = (CROSS_C, SPEEDUP_C, LINEAR_C, SUPER_C, FIG1_C)
 
 
@@ -151,10 +151,10 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
     by_c = _crossover_by_c(meta, ds, algo, per_it, verdicts)
     verdicts += _target_verdicts(ds, algo, per_it, target)
     named = len(variants) > 1
-    fig1 = [_fig1(group(rs, lambda r: config_label(r.point)), dim, name if named else "") for name, rs in variants.items()]
+    fig1 = [judge_fig1(group(rs, lambda r: config_label(r.point)), dim, name if named else "") for name, rs in variants.items()]
     verdicts += [f["verdict"] for f in fig1]
     fig1_rows = [row for f in fig1 for row in f["rows"]]
-    budget_row = _fig1_budget(meta, fig1_rows)
+    budget_row = fig1_budget(meta, fig1_rows)
     acc = [oracle_accuracy(meta, int(d)) for d in _accuracy_dims(ds_all)]
     plots = [_plot(ds, per_it, target, group(runs, lambda r: config_label(r.point)), dim, directory / "claim.png")] if ds else []
     budget = meta["points"][0]["budget"]
@@ -196,24 +196,6 @@ def _crossover_by_c(meta: dict[str, Any], ds: list[float], algo: dict[str, str],
         row["verdict"] = v.status if v else "not measured"
         out.append(row)
     return sorted(out, key=lambda r: float(r["c"]) if r["c"].replace(".", "", 1).isdigit() else math.inf)
-
-
-def _fig1_budget(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[Setting]:
-    """The iteration-counts row as the d = 50 runs show it: the paper's Fig. 1 runs all converged, so a budget that
-    ends a paper configuration before ‖∇F‖² reaches TARGET_FRACTION × its start is a deviation (no row: no runs)."""
-    ratio = {(f"{r['problem']} " if "problem" in r else "") + r["algorithm"]: r["grad_F_sq_ratio"] for r in rows
-             if r["algorithm"] in PAPER_LABELS}
-    if not ratio:
-        return []
-    short = {lab: v for lab, v in ratio.items() if not v <= TARGET_FRACTION}
-    paper = "not stated (Fig. 1: all three converged; the run length is not given)"
-    study = (f"budget {meta['points'][0]['budget']}; at d = {FIG1_D} the final ‖∇F‖² is "
-             + ", ".join(f"{lab} {num(v)}" for lab, v in ratio.items()) + " × its start")
-    if not short:
-        return [setting("iteration counts", paper, study)]
-    return [setting("iteration counts", paper, study,
-                    f"the budget ends {', '.join(short)} at d = {FIG1_D} before ‖∇F‖² ≤ {TARGET_FRACTION:g} × its start "
-                    f"(the paper's runs converged)")]
 
 
 def _accuracy_dims(ds: Sequence[float]) -> list[float]:
@@ -370,41 +352,6 @@ def _largest_both(ds: list[float], s: str, b: str, target: dict[str, dict[str, l
     return (f"at d = {ds[k]:g}, the largest d where {s} and {b} both reached it: {s} {num(target[s]['time'][k][0])} s "
             f"({num(target[s]['iteration'][k][0])} iterations), {b} {num(target[b]['time'][k][0])} s "
             f"({num(target[b]['iteration'][k][0])} iterations)")
-
-
-def _fig1(labels: dict[str, list[RunData]], dim: Callable[[RunData], float], variant: str = "") -> dict[str, Any]:
-    """Fig. 1's rows and verdict on one problem (`variant`: its label when the study runs Fig. 1's two readings)."""
-    rows, finals, starts = [], {}, []
-    where = f", {variant}" if variant else ""
-    for lab, rs in labels.items():
-        at = [r for r in rs if dim(r) == FIG1_D]
-        if not at:
-            continue
-        f0 = an.median([initial(r, "F") for r in at])
-        fF = an.median([final(r, "F") for r in at])
-        f_min = an.median([min((rec["F"] for rec in r.records if "F" in rec), default=math.nan) for r in at])
-        row = {**({"problem": variant} if variant else {}), "algorithm": lab, "F_start": f0, "F_final": fF, "F_min": f_min,
-               "grad_F_sq_ratio": an.median([final(r, "grad_F_sq") / initial(r, "grad_F_sq") for r in at]),
-               "iterations": an.median([float((r.final or {}).get("iteration", math.nan)) for r in at]),
-               "seconds": an.median([float((r.final or {}).get(clock(r), math.nan)) for r in at])}
-        if any("block_average/F" in (r.final or {}) for r in at):
-            row["block_average_F"] = an.median([final(r, "block_average/F") for r in at])
-        rows.append(row)
-        finals[lab] = fF
-        starts.append(f0)
-    paper = [lab for lab in finals if lab in PAPER_LABELS]
-    if len(paper) < 2:
-        return {"rows": rows, "verdict": FIG1_C.verdict(f"Fig. 1: similar final loss at d = {FIG1_D}{where}", [],
-                                                        f"fewer than two of {', '.join(PAPER_LABELS)} ran at d = {FIG1_D}")}
-    vals = [finals[lab] for lab in paper]
-    best, worst, f0 = min(vals), max(vals), an.median(starts)
-    spread = (worst - best) / (f0 - best) if f0 > best else math.inf
-    return {"rows": rows, "verdict": FIG1_C.verdict(
-        f"Fig. 1 (d = {FIG1_D}{where}): the paper's three configurations reach similar final F "
-        f"(spread ≤ {FIG1_SIMILAR:g} × the largest decrease)", [Estimate.point(spread)],
-        f"F(x0) = {num(f0)}; final F " + ", ".join(f"{lab} {num(finals[lab])}" for lab in paper)
-        + f"; spread = {num(spread)} × the largest decrease; lowest F along the run "
-        + ", ".join(f"{r['algorithm']} {num(r['F_min'])}" for r in rows if r["algorithm"] in paper))}
 
 
 def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dict[str, list[tuple[float, bool]]]],

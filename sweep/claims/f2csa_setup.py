@@ -159,7 +159,8 @@ def oracle_accuracy(meta: dict[str, Any], d: int) -> dict[str, float]:
     x = 0.5 * np.random.default_rng(1).standard_normal(d)
     truth = p.grad_F(x)
     out: dict[str, float] = {"d": float(d), "grad_F_norm": float(np.linalg.norm(truth))}
-    for label in PAPER_LABELS:
+    others = [p["label"] for p in meta["points"] if p["label"].split("_c")[0] in PAPER_LABELS and p["label"] not in PAPER_LABELS]
+    for label in dict.fromkeys([*PAPER_LABELS, *others]):  # the paper's entries, then those at other constants c
         cfg = _params(meta, label)
         if cfg is None:
             continue

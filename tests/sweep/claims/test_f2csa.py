@@ -315,3 +315,13 @@ def test_fig1_scale_runs_the_box_and_the_file_names_ten_linear_rows_side_by_side
                     "similar final F (spread ≤ 0.1 × the largest decrease)": "disagrees"}
     assert {r["problem"] for r in rep.tables["fig1_d50"]} == {"constrained_quadratic(constraints=box)",
                                                               "constrained_quadratic(constraints=linear)"}
+
+
+def test_the_oracle_accuracy_at_each_inner_loop_constant():
+    # At d = 20 (seed 0, x ~ N(0, 0.25 I) seed 1): halving c to 18 + 18 steps leaves F2CSA's oracle off by 200 %,
+    # doubling it to 70 + 70 brings the bias from 11 % to 7.5 %; the baselines' implicit gradients stay near 0.5 %.
+    meta = study_meta(spec.load("f2csa_scaling", scale="inner_c"))
+    acc = f2csa_setup.oracle_accuracy(meta, 20)
+    assert acc["f2csa_c0.5_bias"] == pytest.approx(2.0012, rel=1e-3)
+    assert acc["f2csa_bias"] == pytest.approx(0.1075, rel=1e-2) and acc["f2csa_c2_bias"] == pytest.approx(0.075, rel=1e-2)
+    assert all(acc[f"{b}{c}_bias"] < 0.01 for b in ("ssigd", "dsblo") for c in ("", "_c0.5", "_c2"))

@@ -168,7 +168,7 @@ def _path_verdicts(rows: list[dict[str, Any]], names: dict[str, str]) -> list[Ve
         statement = f"{prob}: F2OBO's regret grows at most linearly in 1 + V_T + H_2,T (Theorem 3.4)"
         shown = "; ".join(f"{r['algorithm']} T = {r['T']}: slope {num(r['path_slope'])} (top2 {num(r['path_slope_top2'])}), "
                           f"regret {num(r[lo])} → {num(r[hi])}" for r in mine)
-        if not an_moved(allp, lo, hi):
+        if not drift_moved(allp, lo, hi):
             out.append(not_moved(statement, PATH_C.quote, shown + f"; no method's regret moved by {MOVED:.0%} between "
                                  f"drift {drifts[0]:g} and {drifts[-1]:g}", PATH_C.depends))
             continue
@@ -183,7 +183,7 @@ def _path_verdicts(rows: list[dict[str, Any]], names: dict[str, str]) -> list[Ve
     return out
 
 
-def an_moved(rows: list[dict[str, Any]], lo: str, hi: str) -> bool:
+def drift_moved(rows: list[dict[str, Any]], lo: str, hi: str) -> bool:
     """Some configuration's median regret at the largest drift differs from drift 0 by at least MOVED."""
     return any(math.isfinite(r[lo]) and math.isfinite(r[hi]) and abs(r[hi] - r[lo]) >= MOVED * abs(r[lo]) for r in rows)
 

@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Verdict, claim, clock, estimate, exponent, growth, initial,
                                num)
 from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
 from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, REMARK41_C, TARGET_FRACTION,
                                       f2csa_setup, oracle_accuracy)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 F2CSA_PAPER = {"f2csa": 7.7, "dsblo": 22.6, "ssigd": 22.0}  # seconds at d = 4000 (Fig. 2)
 F2CSA_BASELINES = ("ssigd", "dsblo")

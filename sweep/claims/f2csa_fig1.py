@@ -6,10 +6,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from sweep import analysis as an
+from sweep.report import analysis as an
 from sweep.claims.base import Criterion, Estimate, Setting, clock, final, initial, num, setting
 from sweep.claims.f2csa_setup import FIG1_D, PAPER_LABELS, TARGET_FRACTION
-from sweep.results import RunData
+from sweep.results.runs import RunData
 
 FIG1_SIMILAR = 0.1  # final F values within 10% of the largest decrease F(x0) − F count as "similar"
 FIG1_DEPS = ("problem and data", "constraints", "noise", "step sizes", "iteration counts")

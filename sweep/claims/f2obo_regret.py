@@ -24,12 +24,11 @@ import numpy as np
 import problems
 from algorithms.base import make_config
 from algorithms.online import theorem_conditions
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, estimate, final, num,
                                setting)
 from sweep.claims.verdicts import not_moved
-from sweep.results import RunData, config_label
+from sweep.results.runs import RunData, config_label
 
 PATH_SLOPE = 1.1  # O(V_T + H_2,T): at most linear in the path term, with a margin for a slope read off two points
 STATIC_MARGIN = 0.1  # a margin on the T exponent of a static regret for the fit over two horizons

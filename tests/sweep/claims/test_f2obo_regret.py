@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import problems
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import f2obo_regret as fr
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 DRIFTS = (0.0, 0.1, 0.3, 1.0)
 TS = (20, 80)

@@ -8,6 +8,7 @@ One module per paper in this package, each registering its claims with `@claim` 
                    Fig. 1 (f2csa.py; its setup table and oracle accuracy in f2csa_setup.py)
     noise_scaling  no paper claim: final error against minibatch size and noise σ (σ²/b reference)
     f2obo_regret   F2OBO paper §4.3 (online.py): regret exponents in the horizon T, inner iteration counts
+    f2obo_regret_bound  F2OBO Theorem 3.4 (f2obo_regret.py): regret against V_T, H_2,T; AF2OBO vs static methods
     tfbo_table2    TFBO paper §5, Table 2, offline proxy: relative average change over initial values 2, 4, 6, 8
     tfbo_fig1      TFBO paper §5, Figs. 1-2 (tfbo_comparison.py): iterations and running time to a target
 

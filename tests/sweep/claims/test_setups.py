@@ -66,6 +66,19 @@ EXPECTED = {
         "step sizes": (SAME, None),
         "seeds": (SAME, None),
     },
+    "f2obo_regret_bound": {
+        "problem and data": (DEV, "f_t is quadratic in y: Lipschitz (Assumption 2.2(i)) only on bounded sets, not on all of R^d"),
+        "dimensions": (CHOSEN, None),
+        "constraints": (CHOSEN, None),
+        "noise": (SAME, None),
+        "metric": (SAME, None),
+        "what is timed": (SAME, None),
+        "iteration counts": (CHOSEN, None),
+        "batch sizes": (SAME, None),
+        "inner-loop policy": (CHOSEN, None),
+        "step sizes": (CHOSEN, None),
+        "seeds": (CHOSEN, None),
+    },
     "online_drift": {
         "problem and data": (SAME, None),
         "dimensions": (SAME, None),
@@ -142,6 +155,8 @@ MUTATIONS = [
     ("tfbo_comparison", _tfbo_iterations, "iteration counts", "not the paper's iteration counts"),
     ("bome_toys", _bome_T5, "inner-loop policy", "not T = 10"),
     ("online_drift", lambda d: _set_params(d, "af2obo", tau=0.3), "step sizes", "τ is not 1/2"),
+    ("f2obo_regret_bound", lambda d: _set_params(d, "af2obo", alpha=5.0), "step sizes",
+     "af2obo on drifting_quadratic (T = 100): alpha = 5 must be at most 1/L_g,1"),
 ]
 
 

@@ -150,11 +150,11 @@ def table2_setup(meta: dict[str, Any]) -> list[Setting]:
     coarse = {n: 100 / k for n, k in n_test.items() if 100 / (k * len(meta["seeds"])) > TFBO_LIMIT}
     tfbo_values = [5 * a if field == "factors" else a for a in grid]
     return [
-        setting("problem and data", "Table 2, App. B.4: coreset selection for continual learning, Split CIFAR-100 "
-                                    "(balanced), 20 tasks",
+        setting("problem and data", "Table 2, §5.3: coreset selection for continual learning, Split CIFAR-100 "
+                                    "(balanced stream)",
                 "; ".join(describe_problem(n, v["params"]) for n, v in probs.items()), PROXY),
         chosen("dimensions", ", ".join(f"{n}: {problem_instance(n, v['params']).dim_x} x, {problem_instance(n, v['params']).dim_y} y"
-                                       for n, v in probs.items()), note="a ResNet's weights and one weight per sample"),
+                                       for n, v in probs.items()), note="Hao et al.'s network's weights and one weight per sample"),
         setting("constraints", "§5: coreset weights λ on the simplex", "none (both proxy problems are unconstrained)",
                 "none: the proxy problems have no constraint"),
         setting("noise", "App. B.4: minibatch sampling", "minibatch sampling"),

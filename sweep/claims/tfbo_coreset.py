@@ -135,7 +135,7 @@ def coreset_setup(meta: dict[str, Any]) -> list[Setting]:
                 f"Split-digits: {p.n_tasks} tasks of {p.m} digit classes, pools of {min(pools)}-{max(pools)} samples "
                 f"(balanced stream), K = {p.coreset_size} kept per task, {', '.join(scen)} (imbalanced: one class "
                 f"per task keeps {100 * meta['points'][0]['problem_params'].get('imbalance', 0.2):g}% of its "
-                "samples)", STAND_IN),
+                "samples)", STAND_IN + "".join(f"; the {m} stream not run" for m in SCENARIOS if m not in scen)),
         setting("dimensions", "App. B.2: Hao et al. (2024)'s codebase, its network's weights θ; one weight λ per "
                               "training sample",
                 f"θ: {p.p}×{p.m} logistic weights per task ({p.dim_y} in all); λ: {p.dim_x} weights", MODEL),

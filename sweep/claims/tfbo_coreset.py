@@ -165,7 +165,8 @@ def coreset_setup(meta: dict[str, Any]) -> list[Setting]:
         _step_row(defaults, grid),
         compare("seeds", 3, n_seeds, "§5.3: each experiment repeated three times (Table 1); Table 2: one run per "
                 "initial value", f"{n_seeds} seed{'s' * (n_seeds != 1)}, each its own instance; Table 2's formula per instance (one run "
-                "per value on each), judged over the instances", f"{n_seeds} seed{'s' * (n_seeds != 1)} instead of Table 1's three"),
+                "per value on each, against that instance's run at 5 where the paper takes Table 1's mean), judged "
+                "over the instances", f"{n_seeds} seed{'s' * (n_seeds != 1)} instead of Table 1's three"),
     ]
 
 

@@ -28,7 +28,7 @@ def test_every_paper_study_validates_at_every_scale_with_its_claim(name, tmp_pat
     # Besides default, ci and full: a scale for one re-examined measurement (bome_toys, f2csa_scaling), the paper's
     # real data (tfbo_comparison) and a reduced run for a loaded machine (tfbo_coreset).
     extra = {"bome_toys": ["long"], "f2csa_scaling": ["target"], "tfbo_comparison": ["paper"],
-             "tfbo_coreset": ["reduced"]}.get(name, [])
+             "tfbo_coreset": ["reduced", "imbalanced"]}.get(name, [])
     assert spec.scale_names(data) == ["default", "ci", *extra, "full"]
     if "paper" in extra:  # the real data sets, as small files in the fetchers' cache format
         from tests.problems.test_fetched_data import write_covtype_cache, write_mnist_cache

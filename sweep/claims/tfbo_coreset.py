@@ -462,12 +462,15 @@ def _plot(t1: list[dict[str, Any]], t2: list[dict[str, Any]], curves: dict[str, 
     return figures.save_figure(fig, path, dpi=80)
 
 
+def _not_run_panel(ax: Any) -> None:
+    ax.text(0.5, 0.5, "not run at this scale", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
 def _bars(ax: Any, rows: list[dict[str, Any]], metric: str, unit: str) -> None:
     if not rows:
-        ax.text(0.5, 0.5, "stream not run at this scale", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        return
+        return _not_run_panel(ax)
     labs = [r["algorithm"] for r in rows]
     vals = [r[f"{metric}{unit}"] for r in rows]
     err = [[r[f"{metric}{unit}"] - r[f"{metric}_low"] for r in rows], [r[f"{metric}_high"] - r[f"{metric}{unit}"] for r in rows]]
@@ -479,6 +482,9 @@ def _bars(ax: Any, rows: list[dict[str, Any]], metric: str, unit: str) -> None:
 
 
 def _table2_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
+    ax.set_title("Table 2, balanced: A_T against the initial value", fontsize=9)
+    if not any(math.isfinite(r["rel_avg_change_%"]) for r in rows):
+        return _not_run_panel(ax)
     for r in rows:
         keys = [k for k in r if k.startswith("A_T_%_at_")]
         xs = [float(k.rsplit("_", 1)[1]) for k in keys]
@@ -487,11 +493,13 @@ def _table2_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
     ax.axvline(DEFAULT_VALUE, color="k", lw=0.6, ls=":")
     ax.set_xlabel("initial value (α0 = β0 = γ0; BCSR's rates)")
     ax.set_ylabel("A_T (%), mean over instances")
-    ax.set_title("Table 2, balanced: A_T against the initial value", fontsize=9)
     figures.panel_legend(ax)
 
 
 def _fig3_panel(ax: Any, curves: dict[str, dict[int, RunData]]) -> None:
+    ax.set_title("Fig. 3, balanced (sum over tasks): F against running time", fontsize=9)
+    if not curves:
+        return _not_run_panel(ax)
     starts = [initial(r, "F") for by in curves.values() for r in by.values()]
     for lab, by in curves.items():
         rs = list(by.values())
@@ -504,5 +512,4 @@ def _fig3_panel(ax: Any, curves: dict[str, dict[int, RunData]]) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("CPU seconds (stepping thread), log scale")
     ax.set_ylabel("upper loss F, median over instances")
-    ax.set_title("Fig. 3, balanced (sum over tasks): F against running time", fontsize=9)
     figures.panel_legend(ax)

@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, final, initial, num,
                                setting)
 from sweep.claims.tfbo import (TUNING_FREE, describe_problem, label_entries, problem_entries, problem_instance,
                                protocol_settings)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 PAPER_DATA = {"regularization_selection": "Covtype", "hyper_cleaning": "MNIST"}
 #: The loaders' names of the paper's data sets (`--scale paper` reads them from scikit-learn's fetcher cache).

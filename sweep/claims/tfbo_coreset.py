@@ -31,12 +31,11 @@ from typing import Any
 import numpy as np
 
 import problems
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (FIELDS, Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare,
                                estimate, final, initial, moved, not_moved, num, setting)
 from sweep.claims.tfbo import CORESET_LOOPS, LESS_C, LIMIT_C, TFBO_TABLE2, relative_changes
-from sweep.results import RunData
+from sweep.results.runs import RunData
 
 SCENARIOS = ("balanced", "imbalanced")
 TUNING_FREE = ("dtfbo", "stfbo")

@@ -6,10 +6,11 @@ import math
 
 import pytest
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import tfbo_coreset as tc
 from sweep.claims.base import Measured, place
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from sweep.results.store import study_meta
 #: The built-in study each built-in claim reads.
 STUDIES = {"tfbo_table2": "tfbo_sensitivity", "tfbo_fig1": "tfbo_comparison", "f2csa_fig2": "f2csa_scaling",
            "bome_fig1": "bome_toys", "f2obo_regret": "online_drift", "noise_scaling": "noise_robustness",
-           "f2obo_regret_bound": "f2obo_regret_bound"}
+           "f2obo_regret_bound": "f2obo_regret_bound", "tfbo_coreset": "tfbo_coreset"}
 
 
 def _v(status, depends=None):

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from sweep.report import build_report
     from sweep.runner import run_study
     from sweep.spec import load as load_study
-    from sweep.trainable import trainable_for
+    from sweep.user_api import trainable_for
 
 #: Public name → (module, attribute).
 _LAZY = {"Results": ("sweep.frames", "Results"), "load_results": ("sweep.frames", "load_results"),
          "Study": ("sweep.model", "Study"), "build_report": ("sweep.report", "build_report"),
-         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.trainable", "trainable_for"),
+         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.user_api", "trainable_for"),
          "run_study": ("sweep.runner", "run_study")}
 
 

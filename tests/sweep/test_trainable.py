@@ -13,7 +13,8 @@ from algorithms.checkpoint import load_state, save_state
 from problems.validation import ParameterError
 from sweep import spec
 from sweep.model import TrialConfig
-from sweep.trainable import META, chunks, execute_trial, trainable_for
+from sweep.trainable import META, chunks, execute_trial
+from sweep.user_api import trainable_for
 from tests.sweep import toy_algorithms  # noqa: F401
 
 VOLATILE = ("time", "cpu_time", "eval_time")

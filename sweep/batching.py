@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import algorithms
-from sweep import claims
+from sweep import claims, kinds
 from sweep.model import Point, Study
 
 #: The values of the study field `batched`.
@@ -40,8 +40,8 @@ def resolve(study: Study) -> Batching:
 
 def timed_by(study: Study) -> str:
     """What makes the study time its runs (empty: nothing)."""
-    if study.kind == "dimension_scaling":
-        return "a dimension_scaling study compares seconds"
+    if kinds.get(study.kind).timed:
+        return f"a {study.kind} study compares seconds"
     if any(p.budget.get("seconds") is not None for p in study.points):
         return "a seconds budget"
     if study.report.target is not None:

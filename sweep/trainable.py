@@ -15,7 +15,8 @@ from typing import Any
 from algorithms.checkpoint import load_state, save_state
 from algorithms.threads import blas_threads
 from sweep.model import TrialConfig
-from sweep.trial import META, Resume, Skip, as_trial_config, chunks, execute_trial, make_run, saved_state
+from sweep.trial import execute_trial
+from sweep.trial_runs import META, Resume, Skip, as_trial_config, chunks, make_run, saved_state
 
 __all__ = ["META", "chunks", "execute_trial", "make_run", "run_trial", "study_trainable", "trial_cpus"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from algorithms.batched import BatchedRuns, batchable
 from sweep.model import RunSpec
-from sweep.trial import Body, make_run
+from sweep.trial_runs import Body, make_run
 
 
 def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:

@@ -24,8 +24,11 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
     problem = body.instances.of(first)
     if not batchable(first.algorithm, problem):
         return False
-    batch = BatchedRuns(first.algorithm, problem, [s.algorithm_params for _, s in todo], [s.seed for _, s in todo],
-                        first.budget, first.n_evals, first.divergence)
+    try:
+        batch = BatchedRuns(first.algorithm, problem, [s.algorithm_params for _, s in todo],
+                            [s.seed for _, s in todo], first.budget, first.n_evals, first.divergence)
+    except Exception:  # noqa: BLE001  a run that cannot start: one after another, it fails alone
+        return False
     if not batch.batched:
         return False
     starts = [body.start_state(s.run_key) for _, s in todo]

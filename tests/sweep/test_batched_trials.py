@@ -144,3 +144,33 @@ def test_the_queue_hands_out_a_batchs_runs_together():
     assert sum(sizes) == len(runs) and max(sizes) <= FIRST_BATCH and sizes[0] == keys.count(keys[0])  # the whole first batch
 
 
+
+
+def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch):
+    st, (want, _) = unbatched
+    from algorithms.batched import BatchedRuns
+    from algorithms.run import Run
+    cfg = config(st)
+    bad = cfg.runs[2]
+    real_batch, real_run = BatchedRuns.advance, Run.advance
+
+    def broken_batch(self):
+        if any(r.algorithm.config.rho == bad.algorithm_params["rho"] for r in self.runs):
+            raise RuntimeError("a bad run")
+        return real_batch(self)
+
+    def broken_run(self):
+        if self.algorithm.config.rho == bad.algorithm_params["rho"] and self.algorithm.iteration > 3:
+            raise RuntimeError("a bad run")
+        return real_run(self)
+
+    monkeypatch.setattr(BatchedRuns, "advance", broken_batch)
+    monkeypatch.setattr(Run, "advance", broken_run)
+    results = []
+    with pytest.raises(RuntimeError, match="a bad run"):
+        from sweep.trial import execute_trial
+        execute_trial(cfg, lambda res, ck: results.append(copy.deepcopy(res)))
+    got, ended = by_run(results)
+    assert ended == [r.run_key for r in cfg.runs[:2]]  # the runs before it finished, with every record
+    close({k: got[k] for k in ended}, {k: want[k] for k in ended})
+    assert bad.run_key in got and not set(got) - {r.run_key for r in cfg.runs[:3]}  # the rest did not start

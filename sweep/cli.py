@@ -25,7 +25,7 @@ import algorithms
 import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
-from sweep import kinds, options, spec, ui_server
+from sweep import batching, kinds, options, spec, ui_server
 from sweep.disk import disk_full
 from sweep.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.lock import StudyLocked
@@ -56,7 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         n = study.configurations
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {per}")
+              f"= {n * len(study.seeds)} runs; {per}; {batching.resolve(study).why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0

@@ -3,8 +3,10 @@
 A step-size study of 1,000 SOBA configurations (the initial step sizes scaled by 999 factors from 0.1 to 2, and
 the reference) x 5,000 iterations on a d = 10 quadratic, 1 seed, once with `batched: auto` and once with
 `batched: off`, run in turn (auto, off, auto, off, ...) so that a drift of the machine's speed hits both: wall
-seconds of the whole process and the driver's CPU seconds (its session timeline) as min / median, the median of
-the pairs' ratios, and a check that both gave every run the same final values (rtol 1e-10).
+seconds of the whole process, the driver's CPU seconds (its session timeline) and the runs' stepping CPU seconds
+(the sum of their `cpu_time`: a batched run's is its share of the batch's) as min / median, the median of the
+pairs' ratios, and a check that both gave every run the same final values (rtol 1e-10). On a busy machine the
+CPU seconds move less than the wall time.
 
     .venv/bin/python benchmarks/bench_batched_study.py                  # 3 repeats (~5 min on 2 cores)
     .venv/bin/python benchmarks/bench_batched_study.py --configs 200 --repeats 1
@@ -41,8 +43,8 @@ def study(configs: int, iterations: int, dim: int, batched: str) -> dict[str, An
             "seeds": 1, "budget": {"iterations": iterations}, "n_evals": 20, "batched": batched}
 
 
-def run_once(path: Path, results: Path) -> tuple[float, float]:
-    """(wall seconds, the driver's CPU seconds) of one whole `bisweep run` process."""
+def run_once(path: Path, results: Path) -> tuple[float, float, float]:
+    """(wall seconds, the driver's CPU seconds, the runs' stepping CPU seconds) of one whole `bisweep run`."""
     start = time.monotonic()
     proc = subprocess.run([BISWEEP, "run", str(path), "--results-dir", str(results), "--no-report"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -50,7 +52,8 @@ def run_once(path: Path, results: Path) -> tuple[float, float]:
     if proc.returncode != 0:
         sys.exit(f"bisweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     session = json.loads((results / "sessions.jsonl").read_text().splitlines()[-1])
-    return wall, float(session["end_cpu"])
+    steps = sum(json.loads(f.read_text())["final"]["cpu_time"] for f in (results / "runs").glob("*.json"))
+    return wall, float(session["end_cpu"]), steps
 
 
 def finals(results: Path) -> dict[str, dict[str, Any]]:
@@ -86,7 +89,7 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    times: dict[str, list[tuple[float, float]]] = {"auto": [], "off": []}
+    times: dict[str, list[tuple[float, float, float]]] = {"auto": [], "off": []}
     with tempfile.TemporaryDirectory(prefix="bench-batched-") as tmp:
         root = Path(tmp)
         for mode in times:
@@ -98,13 +101,13 @@ def main() -> None:
         diff = same(finals(root / "auto-0"), finals(root / "off-0"))
     print(f"\n{args.configs:,} SOBA configurations x {args.iterations:,} iterations, quadratic d = {args.dim}, 1 seed, "
           f"--no-report; whole process, {args.repeats} runs each, in turn")
-    print(f"{'batched':8} {'wall min':>9} {'wall median':>12} {'driver cpu min':>15} {'driver cpu median':>18}")
+    print(f"{'batched':8} {'wall s':>14} {'driver CPU s':>14} {'runs CPU s':>14}   (min / median)")
     for mode, ts in times.items():
-        walls, cpus = [t[0] for t in ts], [t[1] for t in ts]
-        print(f"{mode:8} {min(walls):9.1f} {statistics.median(walls):12.1f} {min(cpus):15.1f} "
-              f"{statistics.median(cpus):18.1f}")
-    ratio = statistics.median(o[0] / a[0] for a, o in zip(times["auto"], times["off"]))
-    print(f"off / auto, median of the pairs: wall {ratio:.1f}x")
+        cols = [[t[i] for t in ts] for i in range(3)]
+        print(f"{mode:8} " + " ".join(f"{f'{min(c):.1f} / {statistics.median(c):.1f}':>14}" for c in cols))
+    ratios = [statistics.median(o[i] / a[i] for a, o in zip(times["auto"], times["off"])) for i in range(3)]
+    print(f"off / auto, median of the pairs: wall {ratios[0]:.1f}x, driver CPU {ratios[1]:.1f}x, "
+          f"runs CPU {ratios[2]:.1f}x")
     print(f"final values, batched against unbatched: largest relative difference {diff:.1e} "
           f"({'equal to rtol 1e-10' if diff <= 1e-10 else 'NOT EQUAL'})")
 

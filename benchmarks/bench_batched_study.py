@@ -6,10 +6,12 @@ the reference) x 5,000 iterations on a d = 10 quadratic, 1 seed, once with `batc
 seconds of the whole process, the driver's CPU seconds (its session timeline) and the runs' stepping CPU seconds
 (the sum of their `cpu_time`: a batched run's is its share of the batch's) as min / median, the median of the
 pairs' ratios, and a check that both gave every run the same final values (rtol 1e-10). On a busy machine the
-CPU seconds move less than the wall time.
+CPU seconds move less than the wall time. `--trial-body K` measures instead the trial body alone in this
+process (no Ray, no MLflow): K of the runs as one batched trial against the same K one after another, CPU seconds.
 
     .venv/bin/python benchmarks/bench_batched_study.py                  # 3 repeats (~5 min on 2 cores)
     .venv/bin/python benchmarks/bench_batched_study.py --configs 200 --repeats 1
+    .venv/bin/python benchmarks/bench_batched_study.py --trial-body 250       # in process, ~1 min
 """
 from __future__ import annotations
 
@@ -82,13 +84,38 @@ def same(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> float:
     return worst
 
 
+def trial_body(k: int, iterations: int, dim: int, repeats: int) -> None:
+    """CPU seconds of one trial of k runs, batched and one after another, in this process (min / median)."""
+    from sweep import spec
+    from sweep.model import RunSpec, TrialConfig
+    from sweep.trial import execute_trial
+
+    st = spec.validate(study(max(k, 3), iterations, dim, "auto"))
+    runs = tuple(RunSpec.of(p, s) for p in st.points[:k] for s in st.seeds)
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeats):
+        for batched in cpu:
+            start = time.process_time()
+            execute_trial(TrialConfig("bench", runs, 1e9, 1.0, (), batched=batched), lambda result, ckpt: None)
+            cpu[batched].append(time.process_time() - start)
+    print(f"\ntrial body, in process: {k} SOBA runs x {iterations:,} iterations, quadratic d = {dim}, CPU seconds")
+    for batched, ts in cpu.items():
+        print(f"{'batched' if batched else 'one after another':18} {min(ts):8.2f} / {statistics.median(ts):.2f} s "
+              f"({1000 * statistics.median(ts) / k:.1f} ms per run)")
+    print(f"ratio, median of the pairs: {statistics.median(o / a for a, o in zip(cpu[True], cpu[False])):.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--configs", type=int, default=1000)
     ap.add_argument("--iterations", type=int, default=5000)
     ap.add_argument("--dim", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--trial-body", type=int, default=None, metavar="K", help="the trial body alone, K runs")
     args = ap.parse_args()
+    if args.trial_body:
+        trial_body(args.trial_body, args.iterations, args.dim, args.repeats)
+        return
     times: dict[str, list[tuple[float, float, float]]] = {"auto": [], "off": []}
     with tempfile.TemporaryDirectory(prefix="bench-batched-") as tmp:
         root = Path(tmp)

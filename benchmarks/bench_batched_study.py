@@ -86,9 +86,9 @@ def same(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> float:
 
 def trial_body(k: int, iterations: int, dim: int, repeats: int) -> None:
     """CPU seconds of one trial of k runs, batched and one after another, in this process (min / median)."""
-    from sweep import spec
-    from sweep.model import RunSpec, TrialConfig
-    from sweep.trial import execute_trial
+    from sweep.execution.trial import execute_trial
+    from sweep.study import spec
+    from sweep.study.model import RunSpec, TrialConfig
 
     st = spec.validate(study(max(k, 3), iterations, dim, "auto"))
     runs = tuple(RunSpec.of(p, s) for p in st.points[:k] for s in st.seeds)

@@ -302,22 +302,22 @@ def anchor(repeats: int, fixed: float, trials: int = 100) -> None:
 
 def heavy_runs(dim: int, iterations: int) -> list[Any]:
     """The heavy study's runs as the platform's trials run them."""
-    from sweep import spec
-    from sweep.model import RunSpec
+    from sweep.study import spec
+    from sweep.study.model import RunSpec
 
     st = spec.validate(heavy_study(dim, iterations), max_runs=10**6)
     return [RunSpec.of(p, seed) for p in st.points for seed in st.seeds]
 
 
 def _import_run_loop(_: int) -> None:
-    import sweep.trainable  # noqa: F401  (a pool worker's start-up, before the timed runs)
+    import sweep.execution.trainable  # noqa: F401  (a pool worker's start-up, before the timed runs)
 
 
 def _plain_run(run: Any) -> tuple[float, float]:
     """One run in a plain worker process with one BLAS thread: its (start, end), as the platform's spans."""
     from threadpoolctl import threadpool_limits
 
-    from sweep.trainable import make_run
+    from sweep.execution.trainable import make_run
 
     with threadpool_limits(1):
         start = time.time()
@@ -370,7 +370,7 @@ def real_records(n: int) -> tuple[Any, list[dict[str, Any]]]:
     """The scale study of n configurations and the records of one of its runs (every run logs as many)."""
     import algorithms
     import problems
-    from sweep import spec
+    from sweep.study import spec
 
     st = spec.validate(scale_study(n), max_runs=10**6)
     p = st.points[0]
@@ -380,10 +380,10 @@ def real_records(n: int) -> tuple[Any, list[dict[str, Any]]]:
 
 def feed_writer(n: int, rate: float) -> dict[str, float]:
     """The driver's MLflow writer (default SQLite store) fed n ended runs at `rate` runs/s (0: at once)."""
-    from sweep.mlflow_writer import MlflowCallback
-    from sweep.store import ResultStore
-    from sweep.tracking import SyncLog, Tracker, default_tracking_uri, local_artifact_location
-    from sweep.trainable import META
+    from sweep.execution.mlflow_writer import MlflowCallback
+    from sweep.execution.trainable import META
+    from sweep.results.store import ResultStore
+    from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
 
     st, recs = real_records(n)
     with fresh() as d:
@@ -418,7 +418,7 @@ def mlflow(repeats: int, n: int = 3000) -> None:
 
 def synthetic_results(n: int, root: Path) -> None:
     """Results of the scale study of n configurations, every run with a real run's records (values spread)."""
-    from sweep.store import ResultStore
+    from sweep.results.store import ResultStore
 
     st, recs = real_records(n)
     store = ResultStore(root)
@@ -435,7 +435,7 @@ def reports(repeats: int, ns: tuple[int, ...] = (100, 400, 1600)) -> None:
     """`bisweep report`'s build, per configuration, and the same call when nothing changed."""
     import io
 
-    from sweep.report import build_report
+    from sweep.report.build import build_report
 
     rows, builds = [], {}
     for n in ns:

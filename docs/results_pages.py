@@ -4,8 +4,9 @@ the claim's full report with its setup table (report/claims.txt), and the report
 
     python docs/results_pages.py results/tfbo_sensitivity results/f2csa_scaling-full ...
 
-writes docs/results/generated/<study>[-<scale>].md and its figures beside it; each page of docs/results/
-includes the generated part of its study under its own discussion.
+writes docs/results/generated/<study>[-<scale>].md and its figures and scorecard beside it; each page of
+docs/results/ includes the generated part of its study under its own discussion. It then counts the verdicts
+of every generated scorecard into docs/results/generated/counts.md, the table of the results index.
 """
 from __future__ import annotations
 
@@ -59,8 +60,12 @@ def page(root: Path) -> tuple[str, str]:
     if env:
         lines += ["**Where it ran**: " + "; ".join(f"{k} {env[k]}" for k in ENVIRONMENT if env.get(k) is not None)
                   + ".", ""]
+    figures = OUT / stem
+    shutil.rmtree(figures, ignore_errors=True)
+    figures.mkdir(parents=True)
     verdicts = report / "verdicts.csv"
     if verdicts.is_file():
+        shutil.copy(verdicts, figures / "verdicts.csv")  # the counts table reads it
         with verdicts.open() as fh:
             rows = list(csv.DictReader(fh))
         lines += ["**Scorecard**", ""] + table(list(SCORECARD), [[r.get(c, "") for c in SCORECARD] for r in rows])
@@ -68,13 +73,28 @@ def page(root: Path) -> tuple[str, str]:
     if claims.is_file():
         lines += ["**The claim's report** (`report/claims.txt`: the paper's statement, the setup table, the "
                   "measurements and the verdicts)", "", "```text", claims.read_text().rstrip(), "```", ""]
-    figures = OUT / stem
-    shutil.rmtree(figures, ignore_errors=True)
-    figures.mkdir(parents=True)
     for png in sorted(report.glob("*.png")):
         shutil.copy(png, figures / png.name)
         lines += [f"![{png.stem}]({stem}/{png.name})", ""]
     return stem, "\n".join(lines)
+
+
+COUNTS = ("agrees", "disagrees", "partly", "not measured", "reference")
+
+
+def counts() -> str:
+    """The verdicts of every generated scorecard counted by direction, setting and discrimination."""
+    rows = []
+    for path in sorted(OUT.glob("*/verdicts.csv")):
+        with path.open() as fh:
+            verdicts = list(csv.DictReader(fh))
+        study, _, scale = path.parent.name.partition("-")
+        rows.append([f"`{study}`", scale or "default",
+                     *(str(sum(v["verdict"].startswith(c) for v in verdicts)) for c in COUNTS),
+                     str(sum(v["setting"] == "paper setting" for v in verdicts)),
+                     str(sum(v["discriminating"] == "no" for v in verdicts))])
+    header = ["study", "scale", *COUNTS, "in the paper's setting", "not discriminating"]
+    return "\n".join(table(header, rows))
 
 
 def main(paths: list[str]) -> None:
@@ -83,6 +103,8 @@ def main(paths: list[str]) -> None:
         stem, text = page(Path(path))
         (OUT / f"{stem}.md").write_text(text)
         print(f"wrote {OUT / stem}.md")
+    (OUT / "counts.md").write_text(counts())
+    print(f"wrote {OUT / 'counts.md'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
     res = load_results("quickstart")          # .runs, .records: pandas DataFrames
 
 Ray and MLflow are imported only when a study runs or a report is attached; the names below are loaded
-when first used, so a trial process that imports `sweep.trainable` loads only the run loop.
+when first used, so a trial process that imports `sweep.execution.trainable` loads only the run loop.
 """
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sweep.frames import Results, load_results
-    from sweep.model import Study
-    from sweep.report import build_report
-    from sweep.runner import run_study
-    from sweep.spec import load as load_study
-    from sweep.user_api import trainable_for
+    from sweep.execution.runner import run_study
+    from sweep.execution.user_api import trainable_for
+    from sweep.report.build import build_report
+    from sweep.report.frames import Results, load_results
+    from sweep.study.model import Study
+    from sweep.study.spec import load as load_study
 
 #: Public name → (module, attribute).
-_LAZY = {"Results": ("sweep.frames", "Results"), "load_results": ("sweep.frames", "load_results"),
-         "Study": ("sweep.model", "Study"), "build_report": ("sweep.report", "build_report"),
-         "load_study": ("sweep.spec", "load"), "trainable_for": ("sweep.user_api", "trainable_for"),
-         "run_study": ("sweep.runner", "run_study")}
+_LAZY = {"Results": ("sweep.report.frames", "Results"), "load_results": ("sweep.report.frames", "load_results"),
+         "Study": ("sweep.study.model", "Study"), "build_report": ("sweep.report.build", "build_report"),
+         "load_study": ("sweep.study.spec", "load"), "trainable_for": ("sweep.execution.user_api", "trainable_for"),
+         "run_study": ("sweep.execution.runner", "run_study")}
 
 
 def __getattr__(name: str) -> Any:

@@ -25,18 +25,21 @@ import algorithms
 import problems
 from algorithms.run import Divergence
 from problems.validation import ParameterError
-from sweep import batching, kinds, options, spec, ui_server
-from sweep.disk import disk_full
-from sweep.limits import MAX_RUNS, MAX_RUNS_LIMIT
-from sweep.lock import StudyLocked
-from sweep.masking import mask
-from sweep.model import scale_names
-from sweep.ray_session import NodeLost
-from sweep.report import build_report
-from sweep.runner import run_study
-from sweep.sources import builtin_studies, import_plugins, results_dir, study_name
-from sweep.store import ResultStore
-from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
+from sweep import kinds
+from sweep.execution import batching, options
+from sweep.execution.disk import disk_full
+from sweep.execution.lock import StudyLocked
+from sweep.execution.ray_cluster import NodeLost
+from sweep.execution.runner import run_study
+from sweep.report.build import build_report
+from sweep.results.store import ResultStore
+from sweep.study import spec
+from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
+from sweep.study.model import scale_names
+from sweep.study.sources import builtin_studies, import_plugins, results_dir, study_name
+from sweep.tracking import ui_server
+from sweep.tracking.masking import mask
+from sweep.tracking.tracker import Tracker, default_tracking_uri, local_artifact_location
 
 
 def _results_dir(args: argparse.Namespace, name: str) -> Path:
@@ -157,7 +160,7 @@ def _experiment_page(uri: str, experiment: str | None) -> str:
 
 def cmd_cluster_check(args: argparse.Namespace) -> int:
     """Check a Ray cluster-launcher file offline against Ray's own schema: one line per error (exit 2)."""
-    from sweep import cluster_check
+    from sweep.execution import cluster_check
 
     errors, notes = cluster_check.check(args.file)
     for line in errors:

@@ -17,9 +17,9 @@ from problems.validation import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
 #: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
-STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py",
+STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py", "test_docs.py",
                *(f"test_{name}.py" for name in ("batched_resume", "benchmark_integration", "cli_errors", "cluster",
-                                                "deadlines", "integration", "lock_processes", "postgres", "ray_session",
+                                                "deadlines", "integration", "lock_processes", "postgres", "ray_cluster",
                                                 "readme", "report", "resume", "rough_edges", "scale", "studies"))}
 
 
@@ -79,7 +79,7 @@ def eval_points() -> Callable[[int, int], list[int]]:
 def spec_error() -> Callable[..., list[str]]:
     """spec_error(data, path, *words, count=1): the study fails with `count` lines, the first starting with
     `path:` and naming `words`; returns the lines."""
-    from sweep import spec
+    from sweep.study import spec
 
     def check(data: Any, path: str, *words: str, count: int = 1) -> list[str]:
         with pytest.raises(ParameterError) as info:
@@ -102,7 +102,7 @@ TOY_STUDY = {"name": "r", "imports": ["tests.sweep.toy_algorithms"],
 @pytest.fixture(scope="session")
 def toy_study() -> Callable[..., Any]:
     """toy_study(**fields): a validated study of toy_aid on a 4×5 quadratic (3 seeds, 30 iterations), fields overridden."""
-    from sweep import spec
+    from sweep.study import spec
     from tests.sweep import toy_algorithms  # noqa: F401  registers toy_aid, toy_ogd, toy_drift
 
     def make(**fields: Any) -> Any:
@@ -114,9 +114,9 @@ def toy_study() -> Callable[..., Any]:
 @pytest.fixture(scope="session")
 def run_through_platform() -> Callable[..., Any]:
     """run_through_platform(study, root): every trial body fed to the driver's store callback, as under Tune."""
-    from sweep.recording import StoreCallback
-    from sweep.store import ResultStore
-    from sweep.trainable import execute_trial
+    from sweep.execution.recording import StoreCallback
+    from sweep.execution.trainable import execute_trial
+    from sweep.results.store import ResultStore
 
     def run(st: Any, root: Path) -> ResultStore:
         store = ResultStore(root)
@@ -133,7 +133,7 @@ def run_through_platform() -> Callable[..., Any]:
 def write_synthetic() -> Callable[..., Any]:
     """write_synthetic(study, root, final_of, records_of=None): summaries (and records) with chosen values;
     final_of(point, seed) -> (status, final record), records_of(point, seed) -> records."""
-    from sweep.store import ResultStore
+    from sweep.results.store import ResultStore
 
     def write(st: Any, root: Path, final_of: Callable, records_of: Callable | None = None) -> ResultStore:
         store = ResultStore(root)
@@ -155,7 +155,7 @@ def write_synthetic() -> Callable[..., Any]:
 def run_data() -> Callable[..., Any]:
     """run_data(problem, final, status=..., label=..., algorithm=..., axis=..., records=..., **coords): one RunData
     as claims read it (coords: grid, reference, in_grid, problem_params)."""
-    from sweep.results import RunData
+    from sweep.results.runs import RunData
 
     def make(problem: str, final: dict[str, Any], status: str = "finished", label: str | None = None,
              algorithm: str | None = None, axis: Any = None, records: list[dict[str, Any]] | None = None,

@@ -53,8 +53,8 @@ def test_the_recipe_tests_pass(mypackage, test_file):
 def test_the_recipe_study_runs_and_reports(mypackage, tmp_path, run_through_platform):
     import algorithms
     import problems
-    from sweep import spec
-    from sweep.report import build_report
+    from sweep.report.build import build_report
+    from sweep.study import spec
 
     root, _ = mypackage
     st = spec.load(str(root / "study.yaml"))

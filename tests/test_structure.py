@@ -1,5 +1,6 @@
-"""The shape of the code: no import cycle in problems/, algorithms/, sweep/; no import hidden in a function
-to dodge one; no study-kind name tested outside sweep/kinds/; no oversized sweep module."""
+"""The shape of the code: no import cycle in problems/, algorithms/, sweep/; the folders of sweep/ import one
+another only as declared; no import hidden in a function to dodge one; no study-kind name tested outside
+sweep/kinds/; no oversized sweep module."""
 from __future__ import annotations
 
 import ast
@@ -12,12 +13,28 @@ PACKAGES = ("problems", "algorithms", "sweep")
 #: Imported inside functions on purpose, so that importing the platform (and `bisweep list`, `--validate-only`)
 #: starts neither Ray nor MLflow nor matplotlib, and problems load scikit-learn only for its datasets.
 HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas", "optuna", "pyarrow")  # jax: the optional [jax]
-# extra; pandas: reading results (sweep.frames) and the comparison machinery (sweep.compare), loaded only where used;
+# extra; pandas: reading results (sweep.report.frames) and comparisons (sweep.compare), loaded only where used;
 # optuna (0.16 s): only a benchmark study's model-based tuning rounds
 HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("sweep.kinds", "sweep.claims")
 MAX_LINES = 400
+#: The folders of sweep/ and the folders each may import (sweep's __init__ and cli.py, its only modules at the top,
+#: may import any). The core runs one way: study → results → tracking → report → execution. The plugin folders
+#: sit between: study validates with kinds and claims, report draws with them, and they build on the study's
+#: model and checks and on the report's analysis, tables and figures; compare holds what the benchmark kind computes.
+SWEEP_FOLDERS = {
+    "study": {"kinds", "claims"},
+    "results": {"study"},
+    "tracking": {"study", "results"},
+    "report": {"study", "results", "kinds", "claims"},
+    "execution": {"study", "results", "tracking", "report", "kinds"},
+    "kinds": {"study", "results", "report", "compare"},
+    "claims": {"results", "report"},
+    "compare": {"study", "results", "report"},
+}
+CORE = ("study", "results", "tracking", "report", "execution")
+SWEEP_TOP = {"sweep", "sweep.cli"}
 
 
 def module_files() -> dict[str, Path]:
@@ -106,7 +123,7 @@ def test_the_cycle_finder_finds_a_cycle_through_three_modules():
 
 def test_no_import_cycle_in_problems_algorithms_sweep():
     g = graph()
-    assert "sweep.claims.tfbo" in g["sweep.claims"] and "sweep.model" in g["sweep.store"]  # the graph sees them
+    assert "sweep.claims.tfbo" in g["sweep.claims"] and "sweep.study.model" in g["sweep.results.store"]  # seen
     assert find_cycle(g) is None, " -> ".join(find_cycle(g))
 
 
@@ -115,6 +132,38 @@ def test_the_packages_depend_one_way():
         pkg = module.split(".")[0]
         allowed = PACKAGES[: PACKAGES.index(pkg) + 1]
         assert all(t.split(".")[0] in allowed for t in targets), (module, targets)
+
+
+def folder(module: str) -> str | None:
+    """The folder of sweep/ a module is in (None for sweep's own __init__ and cli.py)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (REPO / "sweep" / parts[1]).is_dir()) else None
+
+
+def folder_crossings(g: dict[str, set[str]]) -> list[str]:
+    """Imports from one folder of sweep/ into another that SWEEP_FOLDERS does not allow."""
+    wrong = []
+    for module, targets in g.items():
+        if not module.startswith("sweep.") or (src := folder(module)) is None:
+            continue
+        for t in sorted(targets):
+            if t.split(".")[0] == "sweep" and (dst := folder(t)) != src and dst not in SWEEP_FOLDERS[src]:
+                wrong.append(f"{module} imports {t}")
+    return wrong
+
+
+def test_the_folder_check_sees_a_crossing():
+    g = {"sweep.results.store": {"sweep.execution.runner", "sweep.study.model", "sweep.results.runs"},
+         "sweep.report.build": {"sweep.results.store"}, "sweep.study.spec": {"sweep.cli"}}
+    assert folder_crossings(g) == ["sweep.results.store imports sweep.execution.runner", "sweep.study.spec imports sweep.cli"]
+
+
+def test_the_folders_of_sweep_import_one_another_only_as_declared():
+    folders = {p.name for p in (REPO / "sweep").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(SWEEP_FOLDERS), folders ^ set(SWEEP_FOLDERS)
+    assert {m for m in MODULES if m.startswith("sweep") and folder(m) is None} == SWEEP_TOP
+    assert all(SWEEP_FOLDERS[f] & set(CORE) <= set(CORE[:i]) for i, f in enumerate(CORE))  # the core one way
+    assert not folder_crossings(graph()), folder_crossings(graph())
 
 
 def heavy_at_top(module: str) -> bool:
@@ -130,7 +179,8 @@ def test_imports_inside_functions_are_only_the_heavy_optional_libraries():
                     and not (target in MODULES and heavy_at_top(target)):
                 hidden.append(f"{module} imports {target} inside a function")
     assert not hidden, hidden
-    assert heavy_at_top("sweep.experiment") and not heavy_at_top("sweep.runner") and not heavy_at_top("sweep.spec")
+    assert heavy_at_top("sweep.execution.experiment")
+    assert not heavy_at_top("sweep.execution.runner") and not heavy_at_top("sweep.study.spec")
 
 
 KIND_NAMES = ("comparison", "stepsize_sensitivity", "dimension_scaling", "noise", "drift")

@@ -102,7 +102,8 @@ def _title(text: str, rubric: bool) -> list[str]:
 
 def schema_rst(rubrics: bool = False) -> list[str]:
     """Tables of the study fields, the report and resources blocks, and each kind's axis."""
-    from sweep import kinds, schema
+    from sweep import kinds
+    from sweep.study import schema
 
     def table(model: Any, prefix: str = "") -> list[str]:
         rows = [[f"``{prefix}{n}``", _type_name(f), _default(f), _examples(f),

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 
-from sweep import analysis as an
+from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate,  # noqa: F401
                                     Verdict, estimate, not_moved, num, place, scorecard)
-from sweep.results import RunData
-from sweep.tables import format_table
+from sweep.report.tables import format_table
+from sweep.results.runs import RunData
 
 @dataclasses.dataclass
 class Measured:

@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare, num,
                                setting)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 BOME_TOL = 0.05  # distance to the optimum that counts as "reached"
 BOME_BASELINES = ("bsg1", "bvfsm", "penalty")

@@ -24,13 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, claim, clock, estimate, exponent, final,
                                growth, initial, num, setting)
 from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, TARGET_FRACTION, f2csa_setup,
                                       oracle_accuracy)
-from sweep.results import RunData, config_label, group
+from sweep.results.runs import RunData, config_label, group
 
 F2CSA_PAPER = {"f2csa": 7.7, "dsblo": 22.6, "ssigd": 22.0}  # seconds at d = 4000 (Fig. 2)
 F2CSA_BASELINES = ("ssigd", "dsblo")

@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (NO_PAPER, Criterion, Estimate, Measured, Setting, claim, exponent, final, initial, num,
                                setting)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 NOISE_SLOPE = (-1.5, -0.5)  # consistent with an error floor ∝ 1/b
 SIGMA_SLOPE = (1.5, 2.5)  # consistent with an error floor ∝ σ²

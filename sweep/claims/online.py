@@ -14,11 +14,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Measured, Setting, Verdict, chosen, claim, exponent, final, growth, num,
                                setting)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 SUBLINEAR = 1.0  # a regret exponent below this is sublinear
 LINEAR_REGRET = 0.9  # "becomes linear": exponent at least this

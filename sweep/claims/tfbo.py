@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 
 import problems
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, compare, estimate, final,
                                initial, moved, not_moved, num, pct, setting)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 #: The paper's Table 2 (sensitivity on Split CIFAR100: A_T at initial values 2, 4, 6, 8) and Table 1's
 #: reference A_T at the default 5, with the relative average change it prints.

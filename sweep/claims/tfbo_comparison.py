@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from sweep import analysis as an
-from sweep import figures
+from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, final, initial, num,
                                setting)
 from sweep.claims.tfbo import (TUNING_FREE, describe_problem, label_entries, problem_entries, problem_instance,
                                protocol_settings)
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 PAPER_DATA = {"regularization_selection": "Covtype", "hyper_cleaning": "MNIST"}
 #: Fig. 1's baselines (TTSA on regularization selection only).

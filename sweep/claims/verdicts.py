@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from sweep.claims.setup import NO_MOVE, NO_PAPER, Setting
-from sweep.tables import format_table
+from sweep.report.tables import format_table
 
 #: A verdict's direction: the measurement against the paper.
 STATUSES = ("agrees", "disagrees", "partly", "not measured", "reference")

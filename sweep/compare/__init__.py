@@ -2,5 +2,6 @@
 (profiles), runtime ECDFs and ERT (runtime), and time-to-target with hierarchical bootstrap intervals and
 exact Holm-corrected paired tests on instances (statistics).
 
-Pure functions on pandas DataFrames; the `benchmark` study kind runs the trials and calls them.
+Pure functions on pandas DataFrames; the `benchmark` study kind (sweep/kinds/benchmark/) runs the trials and
+calls them.
 """

@@ -29,10 +29,10 @@ import pandas as pd
 
 import algorithms
 from algorithms.search_space import Range
-from sweep import analysis
 from sweep.compare import tuning
-from sweep.model import Point
-from sweep.results import problem_label
+from sweep.report import analysis
+from sweep.results.runs import problem_label
+from sweep.study.model import Point
 
 #: Samplers whose configurations depend on earlier results (Ray Tune searchers).
 SAMPLERS = ("optuna",)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweep import figures, tables
+from sweep.report import figures, tables
 
 #: Smallest F − F_L drawn on a log axis (a run at the exact optimum up to rounding).
 FLOOR = 1e-16

@@ -26,7 +26,7 @@ from scipy.stats import qmc
 
 import algorithms
 from algorithms.search_space import Range
-from sweep import analysis
+from sweep.report import analysis
 
 METHODS = ("sobol", "halton")
 GOALS = ("min", "max")
@@ -210,7 +210,7 @@ def tuning_summary(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "mi
     """Per algorithm and budget: median and quartiles over studies of the per-study best, and the cost.
 
     Columns: algorithm, budget, median, q25, q75, n_studies, trials, calls, samples, seconds.
-    Quartiles follow `sweep.analysis.quantiles` (an interval touching ±inf gives ±inf).
+    Quartiles follow `sweep.report.analysis.quantiles` (an interval touching ±inf gives ±inf).
     """
     best = best_per_study(scores, budgets, goal, aggregate)
     rows = []

@@ -1,4 +1,4 @@
-"""Study kinds: one module per kind in this package, each registered with `@register` (see `base`).
+"""Study kinds: one module (or package) per kind in this package, each registered with `@register` (see `base`).
 
 Importing `sweep.kinds` imports every module of the package, so a new built-in kind is one new file;
 a kind outside the package registers itself when a study's `imports:` (or your code) imports it.

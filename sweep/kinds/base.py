@@ -24,11 +24,11 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
-from sweep.checks import invalid
-from sweep.errors import shown
-from sweep.expand import Expansion, pairs
-from sweep.model import Point, Study
-from sweep.results import RunData
+from sweep.results.runs import RunData
+from sweep.study.checks import invalid
+from sweep.study.errors import shown
+from sweep.study.expand import Expansion, pairs
+from sweep.study.model import Point, Study
 
 Tables = dict[str, list[dict[str, Any]]]
 

@@ -10,12 +10,11 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from sweep import analysis as an
-from sweep import figures, tables
-from sweep.checks import PositiveNumber, after, before, invalid, no_repeats, nonempty_list
 from sweep.kinds.base import Tables, register
 from sweep.kinds.param_axis import ParamAxis, ParamAxisKind
-from sweep.results import RunData
+from sweep.report import analysis as an, figures, tables
+from sweep.results.runs import RunData
+from sweep.study.checks import PositiveNumber, after, before, invalid, no_repeats, nonempty_list
 
 
 def _two_or_more(values: list[Any]) -> list[Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from problems.registry import entry as problem_entry
-from sweep.expand import Expansion
 from sweep.kinds.base import register
 from sweep.kinds.param_axis import ParamAxis, ParamAxisKind
+from sweep.study.expand import Expansion
 
 
 @register

@@ -10,11 +10,11 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
-from sweep import figures, tables
-from sweep.checks import Block, after, before, invalid, is_number, no_repeats, nonempty_list
-from sweep.expand import Expansion, field_names
 from sweep.kinds.base import Kind, Tables
-from sweep.results import RunData
+from sweep.report import figures, tables
+from sweep.results.runs import RunData
+from sweep.study.checks import Block, after, before, invalid, is_number, no_repeats, nonempty_list
+from sweep.study.expand import Expansion, field_names
 
 
 def _param_names(value: Any) -> Any:

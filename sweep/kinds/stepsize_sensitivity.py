@@ -9,12 +9,11 @@ from typing import Any
 import numpy as np
 from pydantic import model_validator
 
-from sweep import analysis as an
-from sweep import figures, tables
-from sweep.checks import Block, PositiveNumber, after, before, invalid, is_number, no_repeats, nonempty_list
-from sweep.expand import Expansion
 from sweep.kinds.base import Kind, Tables, register
-from sweep.results import RunData, config_label
+from sweep.report import analysis as an, figures, tables
+from sweep.results.runs import RunData, config_label
+from sweep.study.checks import Block, PositiveNumber, after, before, invalid, is_number, no_repeats, nonempty_list
+from sweep.study.expand import Expansion
 
 Steps = before(nonempty_list("values"), after(list[PositiveNumber], no_repeats()))
 

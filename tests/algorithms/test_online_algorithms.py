@@ -373,7 +373,7 @@ def test_auto_constants_meet_the_theorem_and_keep_a_static_problems_regret_flat(
 
 
 def test_a_study_outside_the_theorem_is_warned_at_validation():
-    from sweep import spec
+    from sweep.study import spec
 
     data = {"name": "t", "kind": "drift", "axis": {"param": "T", "values": [50]},
             "problems": [{"name": "drifting_quadratic", "params": {"dim_x": 4, "dim_y": 4}}],

@@ -12,8 +12,8 @@ import yaml
 import algorithms
 import problems
 from problems.validation import ParameterError
-from sweep import spec
-from sweep.trainable import META, execute_trial
+from sweep.execution.trainable import META, execute_trial
+from sweep.study import spec
 
 STUDY = Path(__file__).with_name("functional_study.yaml")
 BIN = Path(sys.executable).parent
@@ -86,7 +86,7 @@ def test_a_tune_trainable_on_the_function_built_problem(tmp_path):
     from ray import tune
 
     from sweep import trainable_for
-    from sweep.ray_session import start_ray
+    from sweep.execution.ray_cluster import start_ray
 
     import ray
 

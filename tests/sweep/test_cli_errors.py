@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from problems.validation import ParameterError
-from sweep import cli, kinds, options, spec
-from sweep.errors import SpecError
-from sweep.lock import StudyLock
+from sweep import cli, kinds
+from sweep.execution import options
+from sweep.execution.lock import StudyLock
+from sweep.study import spec
+from sweep.study.errors import SpecError
 
 GOOD = {"name": "t", "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
         "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 5}}
@@ -39,7 +41,7 @@ def listing(tmp_path):
     return sorted(p.name for p in tmp_path.iterdir())
 
 
-# Every bad option and field refused in one line, exit 2, nothing written: tests/sweep/test_bad_input_corpus.py
+# Every bad option and field refused in one line, exit 2, nothing written: tests/sweep/study/test_bad_input_corpus.py
 # (in this process; a few spot checks there run `bisweep` processes).
 
 

@@ -14,9 +14,9 @@ import yaml
 
 import algorithms
 import problems
-from sweep import spec
-from sweep.ray_session import start_ray, started_here
-from sweep.runner import run_study
+from sweep.execution.ray_cluster import start_ray, started_here
+from sweep.execution.runner import run_study
+from sweep.study import spec
 from tests.sweep import toy_algorithms  # noqa: F401
 from tests.sweep.servers import wait_http
 

@@ -9,7 +9,7 @@ import algorithms
 import problems
 from sweep import claims, kinds
 from sweep.cli import main
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 PLUGINS = ["tests.sweep.toy_algorithms", "tests.sweep.toy_plugins"]
 

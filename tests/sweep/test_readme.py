@@ -15,7 +15,8 @@ import yaml
 
 import algorithms
 import problems
-from sweep import cli, sources, spec
+from sweep import cli
+from sweep.study import sources, spec
 from tests import documents
 
 REPO = Path(__file__).resolve().parents[2]

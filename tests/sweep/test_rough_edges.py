@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from sweep import runner
 from sweep.cli import main
-from sweep.session import Timeline
-from sweep.store import ResultStore
-from sweep.tracking import Tracker, default_tracking_uri, local_artifact_location
+from sweep.execution import runner
+from sweep.execution.session import Timeline
+from sweep.results.store import ResultStore
+from sweep.tracking.tracker import Tracker, default_tracking_uri, local_artifact_location
 
 
 def _finished(st, root, write_synthetic, missing=0):

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from problems.validation import ParameterError
-from sweep import claims, spec
+from sweep import claims
 from sweep.cli import _results_dir, main
+from sweep.study import spec
 
 PAPER_STUDIES = ("bome_toys", "f2csa_scaling", "noise_robustness", "online_drift", "tfbo_comparison",
                  "tfbo_sensitivity")
@@ -142,8 +143,8 @@ def ci_studies(tmp_path_factory):
     """Every paper study at its ci scale, one after another on one local Ray (2 CPUs)."""
     import ray
 
-    from sweep.ray_session import start_ray
-    from sweep.runner import run_study
+    from sweep.execution.ray_cluster import start_ray
+    from sweep.execution.runner import run_study
 
     started = start_ray(None, 2)
     root = tmp_path_factory.mktemp("studies")

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from sweep.cli import main
-from sweep.frames import load_results
-from sweep.masking import mask, mask_text
-from sweep.store import ResultStore
+from sweep.report.frames import load_results
+from sweep.results.store import ResultStore
+from sweep.tracking.masking import mask, mask_text
 
 PLANTED = "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('imported')\n"
 

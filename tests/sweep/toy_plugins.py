@@ -12,15 +12,14 @@ from typing import Any
 
 from pydantic import Field
 
-from sweep import analysis as an
-from sweep import figures, tables
-from sweep.checks import Block, PositiveInt, after, before, no_repeats, nonempty_list
 from sweep.claims import Measured, Verdict, claim
-from sweep.expand import Expansion
 from sweep.kinds import Kind, register
 from sweep.kinds.base import Tables, cartesian
-from sweep.model import Point
-from sweep.results import RunData, config_label, group, problem_label
+from sweep.report import analysis as an, figures, tables
+from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.checks import Block, PositiveInt, after, before, no_repeats, nonempty_list
+from sweep.study.expand import Expansion
+from sweep.study.model import Point
 
 Budgets = before(nonempty_list("iteration budgets"), after(list[PositiveInt], no_repeats()))
 

@@ -6,11 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import base
+from sweep.study import spec
 from sweep.claims.base import (CSV_COLUMNS, FIELDS, Criterion, Estimate, Measured, Verdict, chosen, claim, compare,
                                estimate, place, setting)
-from sweep.store import study_meta
+from sweep.results.store import study_meta
 
 #: The built-in study each built-in claim reads.
 STUDIES = {"tfbo_table2": "tfbo_sensitivity", "tfbo_fig1": "tfbo_comparison", "f2csa_fig2": "f2csa_scaling",

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import problems
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import bome
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 
 def test_optimum_distance_of_each_toy_against_the_point(run_data):

@@ -5,9 +5,10 @@ import math
 import pytest
 import yaml
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import f2csa, f2csa_setup
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 
 def _settings(scale):

@@ -2,9 +2,10 @@
 regret is a bound, shown as a reference row."""
 import pytest
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import online
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 
 def test_regret_claim_exponents(tmp_path, run_data):

@@ -5,9 +5,10 @@ import copy
 
 import pytest
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims.base import FIELDS
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 SAME, CHOSEN, DEV = "same", "chosen", "deviation"
 #: study -> field -> (status, deviation or None) at the default scale, in FIELDS order ("chosen": a value the paper

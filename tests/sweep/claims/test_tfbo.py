@@ -5,9 +5,10 @@ import math
 
 import pytest
 
-from sweep import claims, spec
+from sweep import claims
 from sweep.claims import tfbo, tfbo_comparison
-from sweep.store import study_meta
+from sweep.results.store import study_meta
+from sweep.study import spec
 
 
 def _rows(study, claim):

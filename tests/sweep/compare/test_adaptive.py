@@ -9,10 +9,10 @@ import numpy as np
 import optuna
 import pytest
 
-from sweep import spec
 from sweep.compare import adaptive, tuning
 from sweep.kinds import get
-from sweep.model import Point
+from sweep.study import spec
+from sweep.study.model import Point
 
 STUDY = {"name": "adapt", "kind": "benchmark",
          "axis": {"trials": 5, "studies": 2, "sampler": "optuna", "batch": 2, "held_out": [3], "seed": 4},

@@ -1,14 +1,13 @@
 """Real runs through the comparison pipeline: records → histories → hitting costs → profiles and tests,
-checked against `sweep.analysis.first_reach` on the raw records (an independent scan)."""
+checked against `sweep.report.analysis.first_reach` on the raw records (an independent scan)."""
 import math
 
 import pytest
 
 import algorithms
 import problems
-from sweep import analysis
-from sweep.compare import profiles as pr
-from sweep.compare import statistics as sx
+from sweep.compare import profiles as pr, statistics as sx
+from sweep.report import analysis
 
 NAMES = ("soba", "aid_cg", "f2ba")
 

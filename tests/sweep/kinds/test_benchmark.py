@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 
 import algorithms
-from sweep import spec
 from sweep.compare import statistics, tuning
-from sweep.report import build_report
+from sweep.report.build import build_report
+from sweep.study import spec
 
 STUDY = {"name": "bench", "kind": "benchmark",
          "axis": {"trials": 2, "studies": 2, "budgets": {"small": 1, "large": 2}, "held_out": [2, 3, 4, 5],
@@ -36,20 +36,19 @@ def slots(st, label):
 # ---------------------------------------------------------------- expansion
 def test_the_kinds_restated_constants_are_the_comparison_machinerys():
     from sweep.compare import adaptive, profiles
-    from sweep.kinds import benchmark
+    from sweep.kinds.benchmark import kind as benchmark
 
     assert benchmark.SAMPLERS == tuning.METHODS and benchmark.TAUS == profiles.TAUS
     assert benchmark.ADAPTIVE == adaptive.SAMPLERS
     from problems.counting import ORACLE_KINDS
-    from sweep.compare import benchmark as bench
+    from sweep.kinds.benchmark import numbers as bench
 
     assert benchmark.BUDGET_NAMES == bench.BUDGETS and tuple(benchmark.Weights.model_fields) == ORACLE_KINDS
     assert benchmark.TUNE_ON == bench.TUNE_ON
 
 
 def test_oracle_weights_and_the_primary_comparison_are_the_studys():
-    from sweep.compare import benchmark as bench
-    from sweep.compare import report
+    from sweep.kinds.benchmark import numbers as bench, report
 
     st = study(weights={"hvp": 2, "cross": 3}, primary={"budget": "small", "tau": 1.0e-5})
     w = bench.weights(st.axis)
@@ -277,7 +276,7 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
 
 
 def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path):
-    from sweep.compare import report
+    from sweep.kinds.benchmark import report
 
     # 4 instances, one pair: 2/2^4 > 0.05, so the group is not tested and no test is written.
     costs = pd.DataFrame([{"problem": "quadratic", "instance": i, "seed": 1, "algorithm": a, "tau": 0.1,
@@ -327,7 +326,7 @@ def test_profiles_and_figures_are_written(built, read_csv):
 
 
 def test_held_out_regret_against_the_studys_best_trial_there():
-    from sweep.compare import benchmark as bench
+    from sweep.kinds.benchmark import numbers as bench
 
     held = pd.DataFrame([{"problem": "q", "algorithm": "a", "study": 1, "trial": t, "instance": i, "score": v}
                          for t, values in ((0, (2.0, 2.0)), (1, (3.0, 5.0)), (2, (1.0, 1.0)))
@@ -341,9 +340,9 @@ def test_held_out_regret_against_the_studys_best_trial_there():
 
 
 def test_tuning_on_time_to_target_scores_calls_to_the_primary_target(built):
-    from sweep.compare import benchmark as bench
-    from sweep.report import load_runs
-    from sweep.store import ResultStore
+    from sweep.kinds.benchmark import numbers as bench
+    from sweep.report.build import load_runs
+    from sweep.results.store import ResultStore
 
     _, rep = built
     store = ResultStore(rep.directory.parent)

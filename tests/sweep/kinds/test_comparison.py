@@ -1,5 +1,5 @@
 """The comparison kind: no axis, grids only; its report is the common tables and curves, nothing more."""
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 
 def test_a_comparison_adds_no_axis_table_or_plot(tmp_path, toy_study, run_through_platform):

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 
 def test_the_axis_sets_every_named_dimension(toy_study):

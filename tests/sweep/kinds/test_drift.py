@@ -3,7 +3,7 @@ import pytest
 
 import algorithms
 import problems
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 
 def test_the_axis_sets_the_drift_of_online_problems(toy_study):

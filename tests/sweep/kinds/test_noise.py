@@ -1,5 +1,5 @@
 """The noise kind: a parameter of every problem or, if not, of every algorithm."""
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 
 def test_a_batch_size_axis_lands_on_the_algorithms(toy_study):

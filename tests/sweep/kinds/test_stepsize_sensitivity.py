@@ -3,7 +3,7 @@ sensitivity table against independent numbers."""
 import numpy as np
 import pytest
 
-from sweep.report import build_report
+from sweep.report.build import build_report
 
 
 def test_axis_names_and_the_default_metric(toy_study):

@@ -1,0 +1,161 @@
+"""What a session dispatches: the runs not done yet, handed to Ray Tune as trials one at a time, lazily.
+
+Tune's grid search deep-copies the whole search space for every variant, so passing every trial config
+as one grid costs O(N²) before the first trial starts (108 ms per variant at N = 6,400). A searcher that
+builds a trial's config only when Tune asks for the next trial costs O(runs of that trial), and Tune
+holds only the trials made so far. The config travels as the `TrialConfig` object itself (immutable:
+deep copies are the same object, its text is its key), so Tune's tags and copies stay O(1) too.
+
+A trial takes consecutive runs of the queue (configuration by configuration): `runs_per_trial` of them,
+or, when that is not set, as many as take about `TARGET_TRIAL_SECONDS` by the durations of finished runs
+of the same shape (algorithm, problem and its parameters, budget), and a single run of a shape not seen
+yet. Runs that batch (`batch_key`, sweep.batching) go together: a trial takes consecutive runs of one batch,
+as many as take about `BATCH_TRIAL_SECONDS` by their observed shares of a batch's time (`FIRST_BATCH` of a
+shape not seen yet). Near the end trials shrink so that the last ones end together on every slot. When a trial fails for
+good, only the run that raised has failed: the runs after it go back to the queue for another trial, so
+the searcher says FINISHED only once no trial is in flight.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ray.tune.search import Searcher
+
+from sweep.study.model import Point, RunSpec, TrialConfig
+
+#: Wall time a trial of automatically grouped runs aims at: Tune's per-trial cost (~0.1 s) stays small
+#: against it, and the study's tail (the last trials) stays short.
+TARGET_TRIAL_SECONDS = 2.0
+#: Most runs one trial takes (its config and its report stay small).
+MAX_RUNS_PER_TRIAL = 1000
+#: Wall time a trial of batched runs aims at: a larger batch steps each run faster.
+BATCH_TRIAL_SECONDS = 10.0
+#: Runs of a batch whose shape has not been seen yet that one trial takes.
+FIRST_BATCH = 32
+#: Weight of the newest duration in a shape's running estimate.
+SMOOTHING = 0.2
+
+MakeConfig = Callable[[str, tuple[RunSpec, ...]], TrialConfig]
+#: batch_key(point, seed) -> what the runs of one batch share (None: the run cannot be batched).
+BatchKey = Callable[[Point, int], "str | None"]
+
+
+class RunQueue:
+    """The pending runs of a session, cut into trials on demand and sized by the durations observed."""
+
+    def __init__(self, runs: Sequence[tuple[Point, int]], make: MakeConfig, runs_per_trial: int | None = None,
+                 slots: int = 1, batch_key: BatchKey | None = None) -> None:
+        self._runs = runs
+        self._next = 0
+        self._again: list[tuple[Point, int]] = []  # runs of failed trials that never started, handed out first
+        self.in_flight = 0  # trials made and not yet ended
+        self._make = make
+        self.runs_per_trial = runs_per_trial
+        self.slots = max(1, slots)
+        self.trials_made = 0
+        self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
+        self._shapes: dict[str, str] = {}  # configuration key -> shape
+        self.batch_key = batch_key
+
+    @property
+    def remaining(self) -> int:
+        """Runs not yet handed to a trial."""
+        return len(self._runs) - self._next + len(self._again)
+
+    def requeue(self, runs: Sequence[tuple[Point, int]]) -> None:
+        """Hand these runs out again (the runs a failed trial never started)."""
+        self._again.extend(runs)
+
+    def trial_ended(self) -> None:
+        """A trial completed or failed for good."""
+        self.in_flight -= 1
+
+    def _peek(self, i: int) -> tuple[Point, int]:
+        return self._again[i] if i < len(self._again) else self._runs[self._next + i - len(self._again)]
+
+    def _take(self, k: int) -> list[tuple[Point, int]]:
+        out = self._again[:k]
+        self._again = self._again[k:]
+        more = k - len(out)
+        out += self._runs[self._next:self._next + more]
+        self._next += more
+        return out
+
+    def shape(self, point: Point) -> str:
+        """Runs of one shape take about the same time (the algorithm's hyperparameters aside)."""
+        shape = self._shapes.get(point.key)
+        if shape is None:
+            shape = self._shapes[point.key] = json.dumps(
+                [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals],
+                sort_keys=True, default=repr)
+        return shape
+
+    def observe(self, point: Point, seconds: float) -> None:
+        """A run of `point` took `seconds` of wall time (fed by the driver as runs end)."""
+        shape = self.shape(point)
+        old = self._seconds.get(shape)
+        self._seconds[shape] = seconds if old is None else (1 - SMOOTHING) * old + SMOOTHING * seconds
+
+    def _size(self) -> int:
+        """How many runs the next trial takes."""
+        cap = min(MAX_RUNS_PER_TRIAL, self.remaining)
+        if self.runs_per_trial is not None:
+            return min(self.runs_per_trial, cap)
+        cap = min(cap, max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
+        if self.batch_key is not None and (key := self.batch_key(*self._peek(0))) is not None:
+            return self._batch_size(key, cap)
+        total, k = 0.0, 0
+        while k < cap:
+            est = self._seconds.get(self.shape(self._peek(k)[0]))
+            if est is None:  # an unknown shape runs alone first (its duration is then known)
+                return max(k, 1)
+            total += est
+            if total > TARGET_TRIAL_SECONDS and k:
+                break
+            k += 1
+        return max(k, 1)
+
+    def _batch_size(self, key: str, cap: int) -> int:
+        """How many consecutive runs of batch `key` the next trial takes (at most `cap`)."""
+        est = self._seconds.get(self.shape(self._peek(0)[0]))
+        cap = min(cap, FIRST_BATCH if est is None else max(1, int(BATCH_TRIAL_SECONDS / max(est, 1e-9))))
+        k = 1
+        while k < cap and self.batch_key(*self._peek(k)) == key:
+            k += 1
+        return k
+
+    def next_trial(self) -> TrialConfig | None:
+        """The config of the next trial, or None when every run has been handed out."""
+        if not self.remaining:
+            return None
+        runs = tuple(RunSpec.of(p, s) for p, s in self._take(self._size()))
+        k = len(runs)
+        self.trials_made += 1
+        self.in_flight += 1
+        key = runs[0].run_key if k == 1 else f"{runs[0].run_key}+{k - 1}"
+        return self._make(key, runs)
+
+
+class StudySearcher(Searcher):
+    """A Tune searcher handing out the queue's trials ({"trial": TrialConfig}), then FINISHED."""
+
+    def __init__(self, queue: RunQueue) -> None:
+        super().__init__()
+        self.queue = queue
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        cfg = self.queue.next_trial()
+        if cfg is not None:
+            return {"trial": cfg}
+        return Searcher.FINISHED if self.queue.in_flight == 0 else None  # a failing trial may hand runs back
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        """Nothing to learn: the driver's callbacks record every run."""
+
+    def save(self, checkpoint_path: str) -> None:
+        """Nothing to save: a later session finds what is left from the study's own records."""
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Never restored (see `save`)."""

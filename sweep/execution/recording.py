@@ -1,0 +1,128 @@
+"""Driver-side recording of a study's Tune results: every record to disk, each run's summary when it ends,
+the runs done to the registry trials ask, run durations to the queue that sizes trials, and where a
+running run was last checkpointed. Every event costs O(what it carries), never O(runs in the study).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ray.tune import Callback
+
+from sweep.execution.dispatch import RunQueue
+from sweep.execution.progress import trial_error
+from sweep.execution.trainable import META, chunks
+from sweep.results.store import DONE_STATUSES, ResultStore
+from sweep.study.model import Point
+
+
+def config_of(trial: Any) -> Any:
+    """The `TrialConfig` of a study trial of Tune."""
+    return trial.config["trial"]
+
+
+def checkpoint_uri(checkpoint: Any) -> str:
+    """A Tune checkpoint as a path or URI another process can open (`ray.tune.Checkpoint(uri)`)."""
+    fs = getattr(checkpoint, "filesystem", None)
+    kind = getattr(fs, "type_name", "local") if fs is not None else "local"
+    return checkpoint.path if kind == "local" else f"{kind}://{checkpoint.path}"
+
+
+class StoreCallback(Callback):
+    """Writes every record to the on-disk store and each run's summary when it ends."""
+
+    def __init__(self, store: ResultStore, index: dict[str, tuple[Point, int]], registry: Any = None,
+                 queue: RunQueue | None = None) -> None:
+        self.store = store
+        self.index = index
+        self.registry = registry
+        self.queue = queue
+        self._current: dict[str, list[str]] = {}  # trial id -> the runs its next checkpoint holds
+        self.failed: dict[str, list[str]] = {}  # trial id -> the runs its failure failed
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # Tune pickles its run config; this callback lives only in the driver
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        meta = result.get(META)
+        if meta is None:
+            return
+        where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
+        done = []
+        for chunk in chunks(result):
+            key = chunk["run_key"]
+            self.store.append_many(key, chunk["records"])
+            if chunk["done"]:
+                self._finish(key, chunk, meta["trial_key"], where)
+                done.append(key)
+        if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
+            self._current[trial.trial_id] = meta.get("checkpointed") or [chunks(result)[-1]["run_key"]]
+        if done and self.registry is not None:
+            self.registry.add_all.remote(done)
+
+    def _finish(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> None:
+        point, seed = self.index[key]
+        final = chunk["records"][-1]
+        self.store.finish(key, {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"],
+                                "final": final, "where": where, "span": chunk.get("span"), "point": point.to_dict()})
+        if self.queue is not None and chunk.get("span"):  # a batched run: its share of the batch's wall time
+            self.queue.observe(point, chunk.get("seconds", chunk["span"][1] - chunk["span"][0]))
+
+    def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
+        for key in self._current.get(trial.trial_id, ()):  # the checkpoint came with these runs' latest report
+            self.store.note_checkpoint(key, checkpoint_uri(checkpoint))
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._current.pop(trial.trial_id, None)
+        if self.queue is not None:
+            self.queue.trial_ended()
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """The trial failed for good (its retries spent): the run that raised failed, the runs after it never
+        started and go back to the queue; a trial's runs run in order, so the first unfinished one raised."""
+        self._current.pop(trial.trial_id, None)
+        cfg = config_of(trial)
+        left = [r for r in cfg.runs if self.store.status(r.run_key) not in DONE_STATUSES]
+        failing = left[:1] if self.queue is not None else left  # without a queue the others fail with it
+        error = trial_error(trial)
+        for run in failing:
+            point, _ = self.index[run.run_key]
+            self.store.finish(run.run_key, {"run_key": run.run_key, "trial_key": cfg.key, "seed": run.seed,
+                                            "status": "failed", "final": None, "error": error, "where": {},
+                                            "point": point.to_dict()})
+        self.failed[trial.trial_id] = [r.run_key for r in failing]
+        if self.queue is not None:
+            self.queue.requeue([self.index[r.run_key] for r in left[1:]])
+            self.queue.trial_ended()
+
+
+class Slim(Callback):
+    """The last callback: Tune keeps every trial's last result for the whole session, so once the records it
+    carries are on disk and queued for MLflow, it keeps only the runs' keys (a trial's report may carry the
+    records of hundreds of runs; Tune lets callbacks change a result in place)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
+        meta = result.get(META)
+        if meta is not None:
+            result[META] = {**meta, "runs": [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]}
+
+
+def done_registry(name: str) -> Any:
+    """A named actor (no CPU) that a starting or retried trial asks which of its runs already finished."""
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class DoneRegistry:
+        def __init__(self) -> None:
+            self.keys: set[str] = set()
+
+        def add_all(self, keys: list[str]) -> None:
+            self.keys.update(keys)
+
+        def done_among(self, keys: list[str]) -> list[str]:
+            return [k for k in keys if k in self.keys]
+
+    # Runs done before this session are never handed to a trial: the registry needs only this session's.
+    return DoneRegistry.options(name=name, get_if_exists=True).remote()

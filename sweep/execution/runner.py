@@ -1,0 +1,304 @@
+"""Run a study: one Ray Tune experiment per session, driver-side recording to disk and MLflow, then the report.
+
+Re-running a study (or `--resume`) finishes only what is missing, from the study's own records: the
+runs finished on disk are never handed to Tune again; the others go to a fresh Tune experiment, through
+a searcher that makes each trial's config when Tune asks for it (sweep/execution/dispatch.py), so the first trial
+starts at once at any number of runs. A run an earlier driver left midway continues from its last
+checkpoint, MLflow child runs are found by key instead of created again, and MLflow is connected on a
+thread while Ray starts.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from problems.validation import ParameterError
+from sweep import kinds
+from sweep.execution import options, rounds
+from sweep.execution.background import Background
+from sweep.execution.lock import StudyLock
+from sweep.execution.processes import ProcessGuard
+from sweep.execution.progress import Progress
+from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
+from sweep.execution.session import Session, Timeline, process_start
+from sweep.report.build import build_report
+from sweep.results.store import ResultStore
+from sweep.study import spec
+from sweep.study.model import Point, Study
+from sweep.tracking import mlflow_store
+from sweep.tracking.masking import mask, mask_text
+from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
+
+if TYPE_CHECKING:
+    from sweep.execution.mlflow_writer import MlflowCallback
+
+__all__ = ["ClusterError", "Outcome", "run_study", "start_ray"]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a study run produced."""
+
+    study: Study
+    results_dir: Path
+    tracking_uri: str
+    parent_run_id: str | None  # None when the MLflow store stopped answering
+    counts: dict[str, int]
+    report_dir: Path | None
+    interrupted: bool = False
+    stopped: bool = False  # by Ctrl-C
+    mlflow_unsent: int = 0  # ended runs on disk whose results MLflow did not get (the next run sends them)
+
+    @property
+    def interrupted_by_user(self) -> bool:
+        """Ctrl-C stopped the study before every run had run."""
+        return self.stopped and self.counts["missing"] > 0
+
+    @property
+    def complete(self) -> bool:
+        """True when every run finished or diverged, and MLflow has them all."""
+        return self.counts["failed"] == 0 and self.counts["missing"] == 0 and self.mlflow_unsent == 0
+
+
+# ---------------------------------------------------------------- the study
+def run_study(study: Study | str, results_dir: str | Path | None = None, *, address: str | None = None,
+              tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
+              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
+    """Run (or finish) a study (validated, or a built-in name or YAML file) and write its report; see the module
+    docstring."""
+    study = study if isinstance(study, Study) else spec.load(study)
+    out = out or sys.stdout
+    root = Path(results_dir or Path("results") / study.name).resolve()
+    options.check_results_dir(root)
+    options.check_tracking_uri(tracking_uri)
+    options.check_storage(storage_path)
+    options.check_num_cpus(num_cpus)
+    address, address_field = options.ray_address(address)
+    options.check_resources(study.resources["cpu"], address, num_cpus)
+    options.check_address(address, address_field)
+    if address and address != "auto" and not address.startswith("ray://"):
+        check_head(address, address_field)  # Ray's handshake, before anything is written
+    if resume and not (root / "study.json").exists():
+        raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
+    quiet_logs()
+    root.mkdir(parents=True, exist_ok=True)
+    with StudyLock(str(root)):  # one driver per results directory
+        if kinds.get(study.kind).growth(study) is None:
+            return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
+
+        def session(st: Study, with_report: bool) -> Outcome:
+            return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out,
+                               ray_held=True)
+
+        say = Progress(study, 0, out).message
+        with _ray_up(root, address, num_cpus, say, " for every tuning round"):  # one Ray for all the rounds
+            return rounds.run_rounds(study, ResultStore(root), session, report, out)
+
+
+@contextlib.contextmanager
+def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "") -> Iterator[None]:
+    """Ray started (or connected to) for the block, and for a local Ray the process guard; both stopped after.
+
+    Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
+    then reach Ray's core worker after its shutdown, which ends the process at once (exit code 1, nothing printed).
+    """
+    where = (f"connecting to the Ray cluster at {mask(address)}" if address
+             else f"starting a local Ray ({num_cpus or os.cpu_count()} CPUs)")
+    say(f"bisweep: {where}{purpose}")
+    guard = None if address else ProcessGuard(str(root))
+    if guard is not None and guard.start():
+        say("bisweep: stopped processes a killed earlier driver of this study left running")
+    started = False
+    try:
+        started = start_ray(address, num_cpus)
+        yield
+    finally:
+        if started:
+            stop_ray()
+        if guard is not None:
+            guard.stop()
+
+
+def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
+                num_cpus: int | None, report: bool, out: TextIO, ray_held: bool = False) -> Outcome:
+    """`run_study` once the options are checked and the results directory is ours."""
+    timeline = Timeline(process_start())
+    timeline.mark("validated")
+    store = ResultStore(root)
+    storage = storage_path or str(root / "ray")
+    written = Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
+    uri = tracking_uri or default_tracking_uri(root)
+    say = Progress(study, 0, out).message
+    say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
+        f"= {len(study.run_keys)} runs; results in {root}")
+    say(f"bisweep: MLflow tracking at {mask(uri)}")
+    index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+    session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
+                       uri, ray_held)
+    connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
+    done = store.done(index)
+    pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    writer = None
+    if pending:
+        if done:
+            say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
+        writer = _run_pending(session, pending, len(done), connecting, address, num_cpus, report)
+    else:
+        say(f"bisweep: all {len(study.run_keys)} runs already done")
+    return _finish(session, connecting, writer, written, report, len(pending))
+
+
+def _finish(session: Session, connecting: Background, writer: MlflowCallback | None, written: Any,
+            report: bool, runs: int) -> Outcome:
+    """After the runs: build the report, then sync MLflow and end the parent run on a thread that is given up
+    when the store stops answering (its results stay on disk for the next run); record the session."""
+    study, store, timeline = session.study, session.store, session.timeline
+    root, out = store.root, session.out
+    say = Progress(study, 0, out).message
+    written.result()
+    counts = count_runs(store, study)
+    interrupted = counts["missing"] > 0
+    report_dir, report_name = None, "report"
+    if report:
+        say("bisweep: building the report")
+        built = build_report(root, out=out)
+        report_dir, report_name = built.directory, built.artifact_name
+        timeline.mark("reported")
+    status = "FINISHED" if counts["failed"] == counts["missing"] == 0 else ("KILLED" if interrupted else "FAILED")
+    parent_id = None
+    if writer is None or not writer.stalled:
+        ending = Background(lambda: _end_mlflow(session, connecting, report_dir, report_name, status, counts),
+                            "bisweep-mlflow-end")
+        if ending.done(session.answers):
+            parent_id = ending.result()
+    timeline.mark("end")
+    _write_session(store, timeline, writer, runs, study.spec_hash)
+    unsent = 0 if parent_id is not None else _unsent(session, connecting)
+    tail = (f"MLflow parent run {parent_id}" if parent_id is not None else
+            f"MLflow logging incomplete: {unsent} results not sent; run again to send them")
+    say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
+        f"{counts['missing']} not run | {tail}")
+    if counts["missing"] == 0 and "://" not in session.exp_path:
+        shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
+    return Outcome(study, root, session.tracking_uri, parent_id, counts, report_dir, interrupted,
+                   session.stopped, unsent)
+
+
+def _end_mlflow(session: Session, connecting: Background, report_dir: Path | None, report_name: str,
+                status: str, counts: dict[str, int]) -> str:
+    """Send what MLflow missed while running, attach the report, end the parent run; its id."""
+    tracker, synced = connecting.result()
+    synced.add_many(tracker.sync(session.store, session.index, synced.keys))
+    session.timeline.mark("synced")
+    if report_dir is not None:
+        tracker.log_report(report_dir, report_name)  # 'report-partial' while runs are missing
+    tracker.end_study(status, counts, active_seconds(session))
+    return tracker.parent_id
+
+
+def _unsent(session: Session, connecting: Background) -> int:
+    """Ended runs of the session's study that MLflow has not got (as far as the sync logs say)."""
+    try:
+        sent = connecting.result()[1].keys if connecting.ready() else None
+    except Exception:  # noqa: BLE001  a store that could not be used got nothing
+        sent = None
+    if sent is None:  # never connected: what any parent run of this directory got
+        logs = (session.store.root / "mlflow_synced").glob("*.txt")
+        sent = {k for log in logs for k in log.read_text().split()}
+    return len({k for k in session.store.ended() if k in session.index} - sent)
+
+
+def active_seconds(session: Session) -> float:
+    """How long the sessions of this study (this one included) have run: the parent run's duration."""
+    total = time.time() - session.timeline.start
+    path = session.store.root / "sessions.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError, TypeError):
+                entry = json.loads(line)
+                if entry.get("spec_hash") == session.study.spec_hash and isinstance(entry.get("end"), (int, float)):
+                    total += float(entry["end"])
+    return total
+
+
+def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
+                 address: str | None, num_cpus: int | None, report: bool) -> MlflowCallback:
+    """Run the pending runs in one fresh Tune experiment; the MLflow writer."""
+    progress = Progress(session.study, done_before, session.out)
+    loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
+    held = contextlib.nullcontext() if session.ray_held else _ray_up(session.store.root, address, num_cpus,
+                                                                     progress.message)
+    try:
+        with held:
+            session.timeline.mark("ray_ready")
+            experiment = _loaded(loading)
+            return experiment.run(session, pending, progress, connecting, address is not None, report)
+    finally:
+        session.timeline.mark("ray_down")
+
+
+def _import_experiment() -> ModuleType:
+    """sweep.execution.experiment, with Ray Tune (~0.8 s of imports that overlap Ray's start when run on a thread)."""
+    from sweep.execution import experiment
+
+    return experiment
+
+
+def _loaded(loading: Background) -> ModuleType:
+    """The module imported on the thread; imported here if that failed (two threads importing the same modules in
+    opposite orders can make Python's import locks give up on one of them)."""
+    try:
+        return loading.result()
+    except (ImportError, RuntimeError):  # RuntimeError: importlib's _DeadlockError
+        return _import_experiment()
+
+
+def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallback | None, runs: int,
+                   spec_hash: str) -> None:
+    """One line per session in sessions.jsonl: its phases, runs and how MLflow kept up."""
+    line = {"started": timeline.start, "spec_hash": spec_hash, "runs": runs, **timeline.marks}
+    if writer is not None:
+        line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
+    with open(store.root / "sessions.jsonl", "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str, tuple[Point, int]],
+                     answers: mlflow_store.Answers | None = None) -> Any:
+    """The study's Tracker, parent run and sync log, made on a thread (`.result()`); a one-line error when
+    the tracking store cannot be used (a server that does not answer was refused by options.check_tracking_uri)."""
+    def connect() -> tuple[Tracker, SyncLog]:
+        try:
+            tracker = Tracker(uri, study.name, local_artifact_location(uri, store.root), answers)
+            parent = tracker.start_study(study)
+        except Exception as exc:  # noqa: BLE001  any store failure becomes the option's error
+            first_line = str(exc).strip().split("\n", 1)[0]  # SQLAlchemy's errors add the SQL and a link
+            raise ParameterError(f"tracking-uri: cannot use the MLflow store at {mask(uri)} "
+                                 f"({type(exc).__name__}: {mask_text(first_line)})") from exc
+        synced = SyncLog(store, parent)
+        synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
+        return tracker, synced
+
+    return Background(connect, "bisweep-mlflow-connect", yielding=True)
+
+
+def count_runs(store: ResultStore, study: Study) -> dict[str, int]:
+    """Runs finished, diverged, failed and not run, from the store's index of ended runs."""
+    counts = {"finished": 0, "diverged": 0, "failed": 0}
+    seen = 0
+    for key in study.run_keys:
+        status = store.status(key)
+        if status is not None:
+            counts[status if status in counts else "failed"] += 1
+            seen += 1
+    counts["missing"] = len(study.run_keys) - seen
+    return counts

@@ -1,0 +1,181 @@
+"""Study reports from the on-disk results: tables (CSV, printed) and figures (PNG), and the paper claim.
+
+Every study gets `runs.csv` (one row per run), `best.csv` (the best configuration per algorithm by
+median over seeds) and convergence curves against iterations, oracle calls and compute time with
+25–75% quantile bands over seeds; online studies also get regret curves. The study's kind adds its own
+tables and figures (sweep/kinds/), and a study that names a claim gets its section (sweep/claims/).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from problems.validation import ParameterError
+from sweep import claims, kinds
+from sweep.claims import ClaimReport
+from sweep.report import report_cache
+from sweep.report.curves import palette, plot_convergence, plot_regret
+from sweep.report.tables import best_table, format_table, runs_table, slug, write_csv
+from sweep.results.runs import RunData, load_runs, problem_label
+from sweep.results.store import ResultStore
+
+
+@dataclasses.dataclass
+class Report:
+    """A built report: where it was written and its tables (name -> rows)."""
+
+    directory: Path
+    tables: dict[str, list[dict[str, Any]]]
+    plots: list[Path]
+    partial: str | None = None  # "12 of 40 runs ended" while the study has runs not ended, else None
+
+    @property
+    def artifact_name(self) -> str:
+        """Where the report goes in MLflow: its directory's name, with '-partial' while runs are missing."""
+        return self.directory.name + ("-partial" if self.partial else "")
+
+
+def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
+                 goal: str | None = None, force: bool = False) -> Report:
+    """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
+
+    `metric` and `goal` compare another final value than the study's `report:` block names; that report
+    goes to `<results_dir>/report-<metric>-<goal>/` (the study's own report stays as it is) and has no
+    paper-claim section, whose thresholds belong to the study's metric. A report whose inputs have not
+    changed since it was built is not built again (sweep/report/report_cache.py) unless `force`: its summary is
+    printed and its tables are read back from their CSV files.
+    """
+    out = out or sys.stdout
+    store = ResultStore(results_dir)
+    meta = store.read_study()
+    _check_registered(meta)  # never imported from study.json: a received results directory must not run code
+    meta, d = _with_metric(meta, metric, goal, store.report_dir)
+    opts = meta["report"]
+    fp = report_cache.fingerprint(store, meta, opts)
+    partial = _partial(store, meta)
+    if not force and report_cache.up_to_date(d, fp):
+        return dataclasses.replace(_cached(d, out, quiet), partial=partial)
+    runs = load_runs(store, meta)
+    if d != store.report_dir:
+        _check_metric(runs, opts["metric"])
+    d.mkdir(parents=True, exist_ok=True)
+    report_cache.forget(d)
+    for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
+        old.unlink()
+    kind = kinds.get(meta["kind"])
+    tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
+    own_tables, plots = kind.report(runs, meta, d)
+    tables.update(own_tables)
+    order = palette(runs)  # a configuration has one colour in every figure of the report
+    plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
+    if meta.get("online"):
+        plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
+    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(meta, tables)
+    claim = _claim_section(meta, runs, d) if d == store.report_dir else None
+    if claim is not None:  # the paper's claim next to the measurements
+        tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
+        tables["verdicts"] = claim.rows()
+        plots.extend(claim.plots)
+        text += "\n" + claim.text()
+    for name, rows in tables.items():
+        write_csv(d / f"{name}.csv", rows)
+    (d / "summary.txt").write_text(text)
+    report_cache.remember(d, fp)
+    if not quiet:
+        out.write(text)
+        out.write(f"report written to {d}\n")
+        out.flush()
+    return Report(d, tables, plots, partial)
+
+
+def _partial(store: ResultStore, meta: dict[str, Any]) -> str | None:
+    """'N of M runs ended' when some of the study's runs have not ended (a report during a run), else None."""
+    ended = store.ended()
+    total = len(meta["points"]) * len(meta["seeds"])
+    n = sum(f"{p['key']}.s{s}" in ended for p in meta["points"] for s in meta["seeds"])
+    return f"{n} of {total} runs ended" if n < total else None
+
+
+def _check_registered(meta: dict[str, Any]) -> None:
+    """A kind or claim the study's plugin modules registered must be registered already (by the study's YAML when
+    it ran here, or `--import`): one line naming the modules otherwise."""
+    missing = [f"kind {meta['kind']!r}"] if meta["kind"] not in kinds.names() else []
+    if meta.get("claim") and meta["claim"] not in claims.CLAIMS:
+        missing.append(f"claim {meta['claim']!r}")
+    if missing:
+        modules = [str(m) for m in (meta.get("source") or {}).get("imports", []) if isinstance(m, str)]
+        named = f" (the study named the modules {', '.join(map(repr, modules))[:300]})" if modules else ""
+        raise ParameterError(f"import: this study's {' and '.join(missing)} is not registered{named}; a results "
+                             "directory never imports code: give --import MODULE for each module you trust")
+
+
+def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
+    """The report already in `d` (its tables as the CSV files hold them)."""
+    tables = {}
+    for path in sorted(d.glob("*.csv")):
+        with open(path, newline="") as fh:
+            tables[path.stem] = list(csv.DictReader(fh))
+    if not quiet:
+        out.write((d / "summary.txt").read_text())
+        out.write(f"report up to date in {d} (nothing changed since it was built; --force rebuilds it)\n")
+        out.flush()
+    return Report(d, tables, sorted(d.glob("*.png")))
+
+
+def _with_metric(meta: dict[str, Any], metric: str | None, goal: str | None,
+                 report_dir: Path) -> tuple[dict[str, Any], Path]:
+    """The study's metadata with the report's metric and goal replaced, and where that report goes."""
+    opts = meta["report"]
+    metric, goal = metric or opts["metric"], goal or opts["goal"]
+    if goal not in ("min", "max"):
+        raise ParameterError(f"goal: must be min or max, got {goal!r}")
+    if (metric, goal) == (opts["metric"], opts["goal"]):
+        return meta, report_dir
+    return {**meta, "report": {**opts, "metric": metric, "goal": goal}}, report_dir.with_name(f"report-{slug(metric)}-{goal}")
+
+
+def _check_metric(runs: list[RunData], metric: str) -> None:
+    """A --metric the runs' records do not have is an error naming those they have."""
+    known = sorted({k for r in runs for rec in r.records[-1:] for k, v in rec.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if known and metric not in known:
+        raise ParameterError(f"metric: {metric!r} is not in this study's records; they have: {', '.join(known)}")
+
+
+def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimReport | None:
+    """The study's paper-claim section, also written to claims.txt (None when it names no claim)."""
+    rep = claims.evaluate(meta, runs, d)
+    path = d / "claims.txt"
+    if rep is None:
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(rep.text())
+    return rep
+
+
+def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str, Any], d: Path,
+                       order: dict[str, str]) -> list[Path]:
+    """One convergence figure per problem configuration."""
+    by_problem: dict[str, list[RunData]] = defaultdict(list)
+    for r in runs:
+        if r.status == "failed":
+            continue
+        by_problem[problem_label(r.point)].append(r)
+    metric, goal = (opts["metric"], opts["goal"]) if not meta.get("online") else ("grad_F_sq", "min")
+    return [plot_convergence(rs, metric, goal, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png",
+                             meta.get("axis_name"), bool(meta.get("online")), order)
+            for prob, rs in sorted(by_problem.items())]
+
+
+def _summary_text(meta: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> str:
+    parts = [f"study {meta['name']} ({meta['kind']}), metric {meta['report']['metric']} "
+             f"({'lower' if meta['report']['goal'] == 'min' else 'higher'} is better)\n"]
+    for name, rows in tables.items():
+        if name == "runs":
+            continue
+        parts.append(format_table(rows, f"== {name} =="))
+    return "\n".join(parts)

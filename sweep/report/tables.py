@@ -1,0 +1,195 @@
+"""Report tables: fixed-width text for the summary, CSV files, and the tables every study gets.
+
+`runs` (one row per run) and `best` (per problem, algorithm label and axis value: the configuration with
+the best median over seeds) are built for every study; `axis_table` (the final metric along the axis)
+serves the kinds that sweep an axis. A kind's own tables live in its module (sweep/kinds/).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from sweep.report import analysis as an
+from sweep.results.runs import RunData, config_label, problem_label
+
+
+def fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def format_table(rows: list[dict[str, Any]], title: str) -> str:
+    """A fixed-width text table."""
+    if not rows:
+        return f"{title}\n  (no rows)\n"
+    cols = list(rows[0])
+    cells = [[fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
+    body = "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in cells)
+    return f"{title}\n{line}\n{'-' * len(line)}\n{body}\n"
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (fmt(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()})
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:120]
+
+
+
+# ---------------------------------------------------------------- tables
+#: Final values shown first in a run's row (then every other number of its final record).
+KEY_METRICS = ("F", "grad_F_sq", "y_err_sq", "F_gap", "cumulative_regret", "test_accuracy")
+#: Where the run ended (before the oracle counts and the rest of the final record).
+PROGRESS = ("iteration", "time", "eval_time", "calls/total", "samples/total")
+
+
+def identity(point: dict[str, Any], seed: int, meta: dict[str, Any]) -> dict[str, Any]:
+    """The columns that say which run a row belongs to: problem, algorithm, configuration, axis value, seed."""
+    row = {"study": meta["name"], "problem": problem_label(point), "algorithm": point["label"],
+           "configuration": config_label(point)}
+    axis_name = meta.get("axis_name")
+    if axis_name:
+        row[axis_name] = point["coords"].get("axis")
+    if "reference" in point["coords"]:
+        row["reference"] = bool(point["coords"]["reference"])
+    row["seed"] = seed
+    return row
+
+
+def final_columns(final: dict[str, Any] | None, metric: str) -> dict[str, Any]:
+    """Every number of a run's final record, the report's metric and the key metrics first."""
+    f = final or {}
+    numbers = {k: v for k, v in f.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    first = [metric, *KEY_METRICS, *PROGRESS]
+    out = {k: numbers[k] for k in dict.fromkeys(first) if k in numbers}
+    out.update((k, v) for k, v in numbers.items() if k not in out)
+    return out
+
+
+def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per run: who it is, its status and convergence, every final value, every parameter.
+
+    Every row has every column, in groups (identity, final values, parameters, where it ran); a column a
+    run does not have (another algorithm's parameter) is None.
+    """
+    opts = meta["report"]
+    parts = []
+    for r in runs:
+        p = r.point
+        head = identity(p, r.seed, meta)
+        head.update({"status": r.status, "converged": an.converged(r.records, r.status, opts["converged_metric"],
+                                                                   opts["converged_below"], opts["converged_relative"])})
+        params = {"algorithm_name": p["algorithm"], "problem_name": p["problem"], "instance_seed": p.get("instance_seed"),
+                  **{f"alg.{k}": v for k, v in p["algorithm_params"].items()},
+                  **{f"problem.{k}": v for k, v in p["problem_params"].items()},
+                  **{f"budget.{k}": v for k, v in p["budget"].items() if v is not None}}
+        tail = {"node": r.where.get("node", ""), "run_key": r.key, "error": r.error or ""}
+        parts.append((head, final_columns(r.final, opts["metric"]), params, tail))
+    groups = [list(dict.fromkeys(k for part in parts for k in part[i])) for i in range(4)]
+    first = [k for k in (opts["metric"], *KEY_METRICS, *PROGRESS) if k in groups[1]]
+    groups[1] = list(dict.fromkeys(first + groups[1]))
+    columns = [c for g in groups for c in g]
+    return [{c: merged.get(c) for c in columns} for merged in ({**a, **b, **c, **d} for a, b, c, d in parts)]
+
+
+def records_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every record of every run (long format: one row per run and evaluation point)."""
+    rows = []
+    for r in runs:
+        ident = {"run_key": r.key, **identity(r.point, r.seed, meta)}
+        rows.extend({**ident, **rec} for rec in r.records)
+    return rows
+
+
+def by_point(runs: list[RunData]) -> dict[str, list[RunData]]:
+    out: dict[str, list[RunData]] = defaultdict(list)
+    for r in runs:
+        out[r.point["key"]].append(r)
+    return out
+
+
+def by_problem_and_config(runs: list[RunData]) -> dict[tuple[str, str], list[RunData]]:
+    """Runs grouped by (problem label, configuration label)."""
+    groups: dict[tuple[str, str], list[RunData]] = defaultdict(list)
+    for r in runs:
+        groups[(problem_label(r.point), config_label(r.point))].append(r)
+    return groups
+
+
+def stats(runs: list[RunData], opts: dict[str, Any]) -> dict[str, Any]:
+    vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"]) for r in runs]
+    q = an.quantiles(vals, (0.25, 0.75))
+    conv = [an.converged(r.records, r.status, opts["converged_metric"], opts["converged_below"],
+                         opts["converged_relative"]) for r in runs]
+    return {"median": an.median(vals), "q25": float(q[0]), "q75": float(q[1]), "seeds": len(runs),
+            "diverged": sum(r.status == "diverged" for r in runs), "failed": sum(r.status == "failed" for r in runs),
+            "converged": sum(conv),
+            # finished within budget without converging: neither a success nor a blow-up
+            "stalled": sum(r.status == "finished" and not c for r, c in zip(runs, conv))}
+
+
+def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (problem, algorithm label, axis value): the configuration with the best median over seeds."""
+    groups: dict[tuple, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        p = r.point
+        groups[(problem_label(p), p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
+    rows = []
+    for (prob, label, _), configs in groups.items():
+        best_key, best = None, None
+        for key, rs in configs.items():
+            st = stats(rs, opts)
+            if best is None or an.better(st["median"], best["median"], opts["goal"]):
+                best_key, best = key, st
+        p = configs[best_key][0].point
+        axis = p["coords"].get("axis")
+        if axis is None and p["coords"].get("reference"):
+            axis = "reference"  # the unscaled configuration a sensitivity study compares against
+        rows.append({"problem": prob, "algorithm": label, "axis": axis,
+                     "best_config": config_label(p), f"median_{opts['metric']}": best["median"],
+                     "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
+                     "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
+                     "configurations": len(configs)})
+    return rows
+
+
+
+def axis_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
+    """Median final metric (and converged fraction) along a noise or drift axis."""
+    groups = by_problem_and_config(runs)
+    rows = []
+    for (prob, cfg), rs in groups.items():
+        for a, by_rs in sorted(((v[0].point["coords"].get("axis"), v) for v in by_point(rs).values()),
+                               key=lambda t: axis_order(t[0])):
+            st = stats(by_rs, opts)
+            rows.append({"problem": prob, "algorithm": cfg, axis_name: a, f"median_{opts['metric']}": st["median"],
+                         "q25": st["q25"], "q75": st["q75"], "converged": st["converged"], "seeds": st["seeds"],
+                         "diverged": st["diverged"], "failed": st["failed"]})
+    return rows
+
+
+def axis_order(value: Any) -> tuple[int, Any]:
+    """Numbers in increasing order, then anything else (e.g. null batch size) by its text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value))
+    return (1, repr(value))
+

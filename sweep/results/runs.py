@@ -1,0 +1,81 @@
+"""The runs of a study as reports and claims read them: one `RunData` per ended run, and their labels."""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sweep.results.store import ResultStore
+
+
+@dataclasses.dataclass
+class RunData:
+    """One run as the report sees it."""
+
+    key: str
+    point: dict[str, Any]
+    seed: int
+    status: str
+    final: dict[str, Any] | None
+    records: list[dict[str, Any]]
+    where: dict[str, str]
+    error: str | None
+
+
+
+# ---------------------------------------------------------------- labels
+def problem_label(point: dict[str, Any]) -> str:
+    """Problem name with its gridded parameters."""
+    grid = {k.split(".", 1)[1]: v for k, v in point["coords"]["grid"].items() if k.startswith("problem.")}
+    return point["problem"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
+
+
+def config_label(point: dict[str, Any]) -> str:
+    """Algorithm label with its gridded hyperparameters."""
+    grid = {k: v for k, v in point["coords"]["grid"].items() if not k.startswith("problem.")}
+    return point["label"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
+
+
+
+def axis_text(point: dict[str, Any], axis_name: str | None) -> str:
+    """The axis value as a person reads it: 'step ×2', 'step 4', 'reference', 'batch_size=16' ('' without one)."""
+    coords = point["coords"]
+    value = coords.get("axis")
+    if value is None:
+        return "reference" if coords.get("reference") else ""
+    if axis_name == "step_size_factor":
+        return f"step ×{value:g}" if isinstance(value, (int, float)) else f"step ×{value}"
+    if axis_name == "initial_step_size":
+        return f"step {value:g}" if isinstance(value, (int, float)) else f"step {value}"
+    return f"{axis_name or 'axis'}={value}"
+
+
+def run_name(point: dict[str, Any], seed: int, axis_name: str | None) -> str:
+    """What a person compares, e.g. 'soba · step ×2 · quadratic · seed 2' (the run key stays the identity)."""
+    parts = [config_label(point), axis_text(point, axis_name), problem_label(point), f"seed {seed}"]
+    return " · ".join(p for p in parts if p)
+
+
+def group(runs: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]]:
+    """Runs (or rows) grouped by `key`, in first-seen order."""
+    out: dict[Any, list[Any]] = defaultdict(list)
+    for r in runs:
+        out[key(r)].append(r)
+    return out
+
+
+# ---------------------------------------------------------------- loading
+def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
+    """Every ended run of the study's configurations."""
+    runs = []
+    for point in meta["points"]:
+        for seed in meta["seeds"]:
+            key = f"{point['key']}.s{seed}"
+            s = store.summary(key)
+            if s is None:
+                continue
+            runs.append(RunData(key, point, seed, s["status"], s.get("final"), store.records(key),
+                                s.get("where") or {}, s.get("error")))
+    return runs
+

@@ -1,0 +1,242 @@
+"""The on-disk results of a study: what reports are built from, and what says a run is finished.
+
+    <results>/study.json              the validated study: kind, axis, report options, configurations
+    <results>/records/<run>.jsonl     every metric record of a run, appended as it arrives
+    <results>/runs/<run>.json         a run's summary, written when it ends (finished, diverged or failed)
+    <results>/ended.txt               "<status> <run>" per ended run, appended after its summary (the last wins)
+    <results>/resume.txt              "<run> <checkpoint>" for runs checkpointed midway (the last wins)
+
+A run counts as done when its summary says finished or diverged; failed runs run again on resume.
+`ended.txt` lets a driver learn what ended from one file instead of one per run; a summary written
+just before a crash but missing from it is found by listing runs/. Appends are idempotent: a record
+already stored (same iteration and status) is not stored twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from problems.validation import ParameterError
+
+from sweep.results import environment
+from sweep.study.model import Study
+
+DONE_STATUSES = ("finished", "diverged")
+#: A key read from disk that names a file: no path separator, no control character, not '.'-led.
+PLAIN_NAME = re.compile(r"[^./\\\x00-\x1f][^/\\\x00-\x1f]*")
+#: Longest such key in bytes (a file name is at most 255 bytes, with room for '.json.tmp').
+MAX_NAME_BYTES = 240
+
+
+def plain(key: Any, field: str) -> str:
+    """`key` if it is a plain file name (a crafted results directory must not reach files outside it)."""
+    if not isinstance(key, str) or not PLAIN_NAME.fullmatch(key) or len(key.encode()) > MAX_NAME_BYTES:
+        raise ParameterError(f"{field}: {str(key)[:80]!r} is not a plain name (no '/', '\\', control "
+                             f"characters or leading '.'; at most {MAX_NAME_BYTES} bytes)")
+    return key
+
+
+def study_head(study: Study) -> dict[str, Any]:
+    """Everything study.json records of a study but its points."""
+    return {
+        "name": study.name, "description": study.description, "kind": study.kind, "axis": study.axis,
+        "axis_name": study.axis_name, "seeds": study.seeds, "online": study.online,
+        "spec_hash": study.spec_hash, "report": vars(study.report),
+        "claim": study.claim, "scale": study.scale, "source": study.source,
+    }
+
+
+def study_meta(study: Study) -> dict[str, Any]:
+    """The study as study.json records it and reports read it."""
+    return {**study_head(study), "points": [p.to_dict() for p in study.points]}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class ResultStore:
+    """Per-run records and summaries of one study under one directory."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self._seen: dict[str, set[tuple[int, str]]] = {}
+        self._ended: dict[str, str] | None = None
+
+    # ---- layout ----
+    @property
+    def records_dir(self) -> Path:
+        return self.root / "records"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def report_dir(self) -> Path:
+        return self.root / "report"
+
+    def ensure(self) -> None:
+        """Create the directory layout."""
+        for d in (self.root, self.records_dir, self.runs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+
+    # ---- the study ----
+    def write_study(self, study: Study) -> None:
+        """Record the validated study (so reports need neither the YAML nor MLflow).
+
+        Written point by point: at 10⁵ configurations the whole text at once took ~70 MB and seconds.
+        """
+        self.ensure()
+        head = {**study_head(study), "environment": environment.describe()}  # where it ran (sweep/results/environment.py)
+        path = self.root / "study.json"
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "w") as fh:
+            fh.write("{\n")
+            for k, v in head.items():
+                fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
+            fh.write(' "points": [')
+            for i, point in enumerate(study.points):
+                fh.write(("\n  " if i == 0 else ",\n  ") + json.dumps(point.to_dict(), default=repr))
+            fh.write("\n ]\n}\n")
+        os.replace(tmp, path)
+
+    def read_study(self) -> dict[str, Any]:
+        """The study recorded by `write_study`."""
+        path = self.root / "study.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no study results in {self.root} (run the study first)")
+        meta = json.loads(path.read_text())
+        points = meta.get("points") if isinstance(meta, dict) else None
+        if not isinstance(points, list) or not isinstance(meta.get("seeds"), list):
+            raise ParameterError(f"study.json: {path} holds no study (points and seeds)")
+        for i, point in enumerate(points):
+            plain(point.get("key") if isinstance(point, dict) else None, f"study.json: points[{i}].key")
+        for i, seed in enumerate(meta["seeds"]):
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                raise ParameterError(f"study.json: seeds[{i}] must be an integer, got {str(seed)[:80]!r}")
+        return meta
+
+    # ---- records ----
+    def _seen_for(self, run_key: str) -> set[tuple[int, str]]:
+        if run_key not in self._seen:
+            self._seen[run_key] = {(r["iteration"], r["status"]) for r in self._read_lines(run_key)}
+        return self._seen[run_key]
+
+    def append(self, run_key: str, record: dict[str, Any]) -> bool:
+        """Store one metric record unless it is already stored; True when it was new."""
+        return self.append_many(run_key, [record]) == 1
+
+    def append_many(self, run_key: str, records: Iterable[dict[str, Any]]) -> int:
+        """Store a run's records not stored yet, in one write; how many were new."""
+        seen = self._seen_for(run_key)
+        lines = []
+        for record in records:
+            ident = (int(record["iteration"]), str(record["status"]))
+            if ident not in seen:
+                seen.add(ident)
+                lines.append(json.dumps(record) + "\n")
+        if lines:
+            self.records_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.records_dir / f"{plain(run_key, 'run key')}.jsonl", "a") as fh:
+                fh.write("".join(lines))
+        return len(lines)
+
+    def _read_lines(self, run_key: str) -> list[dict[str, Any]]:
+        path = self.records_dir / f"{plain(run_key, 'run key')}.jsonl"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut short by a killed driver; the resumed run reports it again
+        return out
+
+    def records(self, run_key: str) -> list[dict[str, Any]]:
+        """A run's records in iteration order, one per iteration (the final status wins)."""
+        by_it: dict[int, dict[str, Any]] = {}
+        for r in self._read_lines(run_key):
+            prev = by_it.get(r["iteration"])
+            if prev is None or prev["status"] == "running":
+                by_it[r["iteration"]] = r
+        return [by_it[k] for k in sorted(by_it)]
+
+    # ---- summaries ----
+    def finish(self, run_key: str, summary: dict[str, Any]) -> None:
+        """Write a run's summary (status finished, diverged or failed), then note it in ended.txt."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.runs_dir / f"{plain(run_key, 'run key')}.json", json.dumps(summary, default=repr))
+        with open(self.root / "ended.txt", "a") as fh:
+            fh.write(f"{summary['status']} {run_key}\n")
+        self._seen.pop(run_key, None)  # an ended run gets no more records: keep memory flat at any N
+        if self._ended is not None:
+            self._ended[run_key] = summary["status"]
+
+    def summary(self, run_key: str) -> dict[str, Any] | None:
+        """A run's summary, or None when it has not ended."""
+        path = self.runs_dir / f"{plain(run_key, 'run key')}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def summaries(self, run_keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Summaries of the given runs (all when None) that have ended."""
+        if run_keys is None:
+            paths = sorted(self.runs_dir.glob("*.json")) if self.runs_dir.exists() else []
+            return [json.loads(p.read_text()) for p in paths]
+        return [s for s in (self.summary(k) for k in run_keys) if s is not None]
+
+    def ended(self) -> dict[str, str]:
+        """Run key -> status of every ended run (from ended.txt, plus summaries it does not list yet)."""
+        return dict(self._load_ended())
+
+    def status(self, run_key: str) -> str | None:
+        """How a run ended (finished, diverged, failed), or None while it has not."""
+        return self._load_ended().get(run_key)
+
+    def _load_ended(self) -> dict[str, str]:
+        if self._ended is None:
+            ended: dict[str, str] = {}
+            path = self.root / "ended.txt"
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    status, _, key = line.partition(" ")
+                    if key:  # a line cut short by a killed driver has no key
+                        ended[key] = status
+            if self.runs_dir.exists():
+                for name in os.listdir(self.runs_dir):
+                    key = name[:-5] if name.endswith(".json") else None
+                    if key is not None and key not in ended and (s := self.summary(key)) is not None:
+                        ended[key] = s["status"]
+            self._ended = ended
+        return self._ended
+
+    def done(self, run_keys: Iterable[str]) -> set[str]:
+        """The runs among `run_keys` that finished or diverged."""
+        ended = self._load_ended()
+        return {k for k in run_keys if ended.get(k) in DONE_STATUSES}
+
+    # ---- midway checkpoints ----
+    def note_checkpoint(self, run_key: str, checkpoint: str) -> None:
+        """Remember where a running run was last checkpointed (a later driver resumes it from there)."""
+        with open(self.root / "resume.txt", "a") as fh:
+            fh.write(f"{run_key} {checkpoint}\n")
+
+    def checkpoints(self) -> dict[str, str]:
+        """Run key -> its last midway checkpoint, for runs not ended."""
+        path = self.root / "resume.txt"
+        if not path.exists():
+            return {}
+        ended = self._load_ended()
+        out = {}
+        for line in path.read_text().splitlines():
+            key, _, where = line.partition(" ")
+            if where:
+                out[key] = where
+        return {k: v for k, v in out.items() if k not in ended or ended[k] not in DONE_STATUSES}

@@ -1,0 +1,325 @@
+"""The study model: configurations (`Point`), trials, the typed trial config, a validated `Study`, scales.
+
+Plain data only: this module knows nothing of YAML, validation, kinds, reports or claims, so the store,
+the trainable and the trackers can use it without pulling in the rest of the platform.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from problems.validation import ParameterError, did_you_mean
+from sweep.study.errors import Errors, shown
+
+#: The scale a study runs at when none is named (its fields as written, without overrides).
+DEFAULT_SCALE = "default"
+
+
+# ---------------------------------------------------------------- configurations and trials
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One configuration: an algorithm config on a problem instance family, run for several seeds."""
+
+    algorithm: str
+    label: str
+    algorithm_params: dict[str, Any]
+    problem: str
+    problem_params: dict[str, Any]
+    instance_seed: int | None
+    budget: dict[str, Any]
+    n_evals: int
+    coords: dict[str, Any]  # what varies across points: "grid" values, "axis" value, kind-specific flags
+    divergence: dict[str, Any] | None = None  # the study's divergence rule when not the default
+    blas_threads: int | None = None  # BLAS threads inside the trial (None: the libraries' default)
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Deterministic identity of the configuration (seed excluded; computed once, a frozen point never changes)."""
+        ident = [self.algorithm, self.algorithm_params, self.problem, self.problem_params,
+                 self.instance_seed, self.budget, self.n_evals]
+        if self.divergence is not None:  # a run judged by another rule is another run
+            ident.append(self.divergence)
+        if self.blas_threads is not None:  # so is one timed with another number of threads
+            ident.append({"blas_threads": self.blas_threads})
+        # json.dumps(ident, sort_keys=True, default=repr), its parts encoded once for the many points sharing them
+        text = "[" + ", ".join(_encoded(part) for part in ident) + "]"
+        digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+        return f"{self.label}.{self.problem}.{digest}"
+
+    def run_key(self, seed: int) -> str:
+        """Identity of one run (configuration, seed): the MLflow child-run key."""
+        return f"{self.key}.s{seed}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        """The point `to_dict` wrote (its key is derived again, and checked)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        point = cls(**{k: v for k, v in data.items() if k in names})
+        if "key" in data and point.key != data["key"]:
+            raise ValueError(f"point: its data gives key {point.key}, not the recorded {data['key']}")
+        return point
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain data (what study.json and run summaries hold)."""
+        out = {"key": self.key, "algorithm": self.algorithm, "label": self.label,
+               "algorithm_params": self.algorithm_params, "problem": self.problem,
+               "problem_params": self.problem_params, "instance_seed": self.instance_seed,
+               "budget": self.budget, "n_evals": self.n_evals, "coords": self.coords}
+        if self.divergence is not None:
+            out["divergence"] = self.divergence
+        if self.blas_threads is not None:
+            out["blas_threads"] = self.blas_threads
+        return out
+
+
+#: id(value) -> (value, its JSON): the parameter mappings and budgets a grid's points share (kept alive, so an
+#: id is never reused while cached), encoded once instead of once per point (10⁵ points: 10 s -> 1 s).
+_ENCODED: dict[int, tuple[Any, str]] = {}
+_ENCODED_MAX = 4096
+
+
+def _encoded(value: Any) -> str:
+    """json.dumps(value, sort_keys=True, default=repr), cached for mappings."""
+    if not isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=repr)
+    hit = _ENCODED.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    if len(_ENCODED) >= _ENCODED_MAX:
+        _ENCODED.clear()
+    text = json.dumps(value, sort_keys=True, default=repr)
+    _ENCODED[id(value)] = (value, text)
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One run as a trial runs it: a configuration and a seed, plain data built on the driver."""
+
+    run_key: str
+    seed: int
+    algorithm: str
+    algorithm_params: dict[str, Any]
+    problem: str
+    problem_params: dict[str, Any]
+    instance_seed: int | None
+    budget: dict[str, Any]
+    n_evals: int
+    divergence: dict[str, Any] | None = None
+    blas_threads: int | None = None  # the study's BLAS threads per run (None: as many as the trial's CPUs)
+
+    @classmethod
+    def of(cls, point: Point, seed: int) -> RunSpec:
+        """The run of `point` with `seed`."""
+        return cls(point.run_key(seed), seed, point.algorithm, point.algorithm_params, point.problem,
+                   point.problem_params, point.instance_seed, point.budget, point.n_evals, point.divergence,
+                   point.blas_threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialConfig:
+    """What one trial runs (several runs, one after another or batched): built on the driver, read back as-is by the worker.
+
+    It travels through Ray Tune as plain data (`to_dict`); `from_dict` checks only its shape, because
+    every value came from a validated study (or a validated `trainable_for` call). `resume` maps the run
+    key of a run an earlier driver left midway to the checkpoint it continues from.
+    """
+
+    key: str
+    runs: tuple[RunSpec, ...]
+    checkpoint_seconds: float = 10.0
+    report_seconds: float = 0.0
+    imports: tuple[str, ...] = ()
+    done_registry: str | None = None
+    resume: dict[str, str] = dataclasses.field(default_factory=dict)
+    batched: bool = False  # runs sharing an instance step as one batch (sweep.trial_batch)
+
+    @property
+    def run_keys(self) -> tuple[str, ...]:
+        """The run keys, in the order the trial runs them."""
+        return tuple(r.run_key for r in self.runs)
+
+    # Tune deep-copies a trial's config and formats it into a tag; an immutable config is its own copy
+    # and its text is its key, so both cost O(1) whatever the number of runs.
+    def __deepcopy__(self, memo: dict[int, Any]) -> TrialConfig:
+        return self
+
+    def __str__(self) -> str:
+        return self.key
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (lists, dicts, numbers, strings) for Tune's config and experiment state."""
+        return {"key": self.key, "runs": [dataclasses.asdict(r) for r in self.runs],
+                "checkpoint_seconds": self.checkpoint_seconds, "report_seconds": self.report_seconds,
+                "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume),
+                "batched": self.batched}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialConfig:
+        """The config `to_dict` produced (a missing or unknown field is a one-line error)."""
+        values = dict(_shape_checked(cls, data, "trial config"))
+        values["runs"] = tuple(RunSpec(**_shape_checked(RunSpec, r, "trial config: runs[]")) for r in values["runs"])
+        values["imports"] = tuple(values.get("imports", ()))
+        return cls(**values)
+
+
+def _shape_checked(cls: type, data: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    """`data` when its keys are the fields of dataclass `cls` (those with defaults may be missing)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if unknown or missing:
+        field = f"unknown field '{unknown[0]}'" if unknown else f"missing field '{missing[0]}'"
+        raise ParameterError(f"{what}: {field}; fields: {', '.join(fields)}")
+    return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """A configuration and the seeds one trial runs one after another (the fixed grouping of `Study.trials`)."""
+
+    point: Point
+    seeds: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        """Deterministic trial identity."""
+        return f"{self.point.key}.s{'-'.join(map(str, self.seeds))}"
+
+    def config(self, checkpoint_seconds: float, imports: Sequence[str], done_registry: str | None = None,
+               report_seconds: float = 0.0) -> TrialConfig:
+        """The typed config of this trial (what `sweep.execution.trainable.run_trial` runs)."""
+        return TrialConfig(key=self.key, runs=tuple(RunSpec.of(self.point, s) for s in self.seeds),
+                           checkpoint_seconds=checkpoint_seconds, report_seconds=report_seconds,
+                           imports=tuple(imports), done_registry=done_registry)
+
+
+# ---------------------------------------------------------------- the study
+@dataclasses.dataclass(frozen=True)
+class ReportOptions:
+    """How final results are compared in reports."""
+
+    metric: str
+    goal: str = "min"
+    converged_metric: str = "grad_F_sq"
+    converged_below: float = 1e-3
+    converged_relative: bool = True
+    target: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """A validated study."""
+
+    name: str
+    description: str
+    kind: str
+    axis: dict[str, Any]
+    problems: list[dict[str, Any]]
+    algorithms: list[dict[str, Any]]
+    seeds: list[int]
+    instance_seed: int | None
+    seeds_per_trial: int
+    budget: dict[str, Any]
+    n_evals: int
+    resources: dict[str, float]
+    max_concurrent: int | None
+    max_failures: int
+    checkpoint_seconds: float
+    report_seconds: float
+    imports: list[str]
+    report: ReportOptions
+    points: list[Point]
+    online: bool
+    source: dict[str, Any]
+    claim: str | None = None
+    scale: str = DEFAULT_SCALE
+    axis_name: str | None = None  # the sweep axis as tables and plots name it (set by the kind)
+    runs_per_trial: int | None = None  # runs one trial runs one after another (None: sized by their duration)
+    identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
+    counted: int | None = None  # configurations counted without building them (`points` then holds only some)
+    batched: str = "auto"  # auto | off: whether runs sharing an instance step as one batch (sweep.batching)
+
+    @property
+    def configurations(self) -> int:
+        """How many configurations the study has (counted, or its points)."""
+        return len(self.points) if self.counted is None else self.counted
+
+    @property
+    def trials(self) -> list[Trial]:
+        """Every trial: each configuration with its seeds split into chunks of seeds_per_trial."""
+        out = []
+        k = self.seeds_per_trial
+        for p in self.points:
+            for i in range(0, len(self.seeds), k):
+                out.append(Trial(p, tuple(self.seeds[i:i + k])))
+        return out
+
+    @functools.cached_property
+    def run_keys(self) -> list[str]:
+        """Every (configuration, seed) run key, configuration by configuration (computed once)."""
+        return [p.run_key(s) for p in self.points for s in self.seeds]
+
+    @functools.cached_property
+    def spec_hash(self) -> str:
+        """Identity of the set of runs (changes when anything that defines a run changes).
+
+        A study that grows in rounds keeps the identity of its first round: the rounds after it are a
+        function of that round's results, so they belong to the same study (same MLflow parent, same Tune
+        experiment directory).
+        """
+        if self.identity is not None:
+            return self.identity
+        return hashlib.sha1("\n".join(sorted(self.run_keys)).encode()).hexdigest()[:12]
+
+
+# ---------------------------------------------------------------- scales
+def scale_names(data: Mapping[str, Any]) -> list[str]:
+    """The scales a study mapping offers: the default, then its named overrides."""
+    scales = data.get("scales") or {}
+    return [DEFAULT_SCALE] + [str(k) for k in scales] if isinstance(scales, Mapping) else [DEFAULT_SCALE]
+
+
+def apply_scale(data: Mapping[str, Any], scale: str | None, overridable: Collection[str]) -> dict[str, Any]:
+    """The study fields at `scale`: the overrides of `scales[scale]` merged in (mappings recursively).
+
+    Every error of the `scales` block is raised at once; `overridable` names the fields a scale may set.
+    """
+    errors = Errors()
+    scales = data.get("scales", {}) or {}
+    if not isinstance(scales, Mapping):
+        errors.add("scales", f"must be a mapping of scale names to field overrides, got {shown(scales)}")
+        errors.raise_if_any()
+    for name, over in scales.items():
+        if not isinstance(name, str) or name == DEFAULT_SCALE or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+            errors.add("scales", f"scale names are letters, digits, '_', '-' (not {DEFAULT_SCALE!r}), got {name!r}")
+        elif not isinstance(over, Mapping):
+            errors.add(f"scales.{name}", f"must be a mapping of study fields to override, got {shown(over)}")
+        else:
+            for bad in sorted(set(map(str, over)) - set(overridable)):
+                errors.add(f"scales.{name}.{bad}", "cannot be overridden by a scale; allowed: every study field "
+                                                   "but name, scales")
+    errors.raise_if_any()
+    base = {k: v for k, v in data.items() if k != "scales"}
+    if scale is None or scale == DEFAULT_SCALE:
+        return base
+    if scale not in scales:
+        errors.add("scale", f"unknown scale {scale!r};{did_you_mean(scale, scale_names(data))} this study has: "
+                            f"{', '.join(scale_names(data))}")
+        errors.raise_if_any()
+    return merge(base, scales[scale])
+
+
+def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` merged in: mappings key by key, anything else (lists too) replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+

@@ -1,0 +1,315 @@
+"""MLflow tracking: one parent run per study, one nested child run per (configuration, seed).
+
+What a person browses: child runs are named by what varies ('soba · step ×2 · quadratic · seed 2'; the
+run key is a tag), the axis value is a parameter, the experiment's description is the study's. Metric
+names put the measured quantities first in a run's charts (MLflow sorts chart sections by name, capitals
+first): F, grad_F_sq, ... go out as 'Metrics/F', ...; oracle counters are not logged while they are zero
+(an oracle an algorithm never calls has no chart). The records on disk keep their own names.
+
+Child runs are written in batches across runs (sweep/tracking/mlflow_sinks.py: in bulk into MLflow's database, or
+`log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver
+(sweep/execution/mlflow_writer.py). Everything is idempotent: the parent is found by the study's spec hash, a child
+by its run-key tag, and a metric step (= iteration) is logged once, so a resumed or re-run study neither
+duplicates runs nor metric points.
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from sweep.results import environment
+from sweep.results.runs import run_name
+from sweep.results.store import DONE_STATUSES, ResultStore
+from sweep.study.model import Point, Study
+from sweep.tracking import mlflow_store
+from sweep.tracking.mlflow_sinks import MAX_PARAMS_PER_BATCH, PARENT, ApiSink, Batch, NewRun, SqlSink, sink_for
+
+ROLE = "bisweep.role"
+RUN_KEY = "bisweep.run_key"
+SPEC_HASH = "bisweep.spec_hash"
+FLUSH_METRICS = 1000
+FLUSH_SECONDS = 2.0
+#: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
+DESCRIPTION = "mlflow.note.content"
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+#: The section of a run's charts holding the measured quantities (record keys without a '/').
+MAIN_SECTION = "Metrics"
+#: Record keys that stay as they are: progress (the step is the iteration) and prefixed groups.
+PLAIN = ("iteration", "time", "eval_time")
+#: Counters and flags: a zero means "not yet", so zeros are not logged (a never-called oracle has no series).
+SPARSE = re.compile(r"^(calls|samples)/|_hits$|^gt/not_strongly_convex$")
+
+
+def mlflow_name(key: str) -> str:
+    """The MLflow metric name of a record key: 'F' -> 'Metrics/F'; prefixed and progress keys unchanged."""
+    return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
+
+
+def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
+    """(MLflow name, value) of every number of a record worth a chart point."""
+    out = []
+    for k, v in record.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not (v == 0 and SPARSE.search(k)):
+            out.append((mlflow_name(k), float(v)))
+    return out
+
+
+def default_tracking_uri(results_dir: str | Path) -> str:
+    """sqlite:////absolute/path/mlflow.db under the study's results directory."""
+    return "sqlite:///" + str((Path(results_dir) / "mlflow.db").resolve())
+
+
+#: Database stores MLflow's SQLAlchemy store accepts (besides sqlite), e.g. postgresql+psycopg://.
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")
+
+
+def local_artifact_location(tracking_uri: str, results_dir: str | Path | None = None) -> str | None:
+    """Where a study's artifacts go when the driver writes to a database itself: beside a SQLite store, or
+    under the results directory for another database (MLflow's own default, ./mlruns, is the current
+    directory, wherever the command was started). None for a server, which chooses its own location."""
+    if tracking_uri.startswith("sqlite:///"):
+        db = Path(tracking_uri[len("sqlite:///"):])
+        return (db.parent / "mlartifacts").resolve().as_uri()
+    if results_dir is not None and tracking_uri.split("://", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
+        return (Path(results_dir) / "mlartifacts").resolve().as_uri()
+    return None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Tracker:
+    """The MLflow side of one study: a client, the parent run, and the child runs written in batches."""
+
+    def __init__(self, tracking_uri: str, experiment: str, artifact_location: str | None = None,
+                 answers: mlflow_store.Answers | None = None) -> None:
+        from mlflow import MlflowClient
+
+        self.answers = answers or mlflow_store.Answers()  # marked after each call the store answered
+        mlflow_store.prepare(tracking_uri, artifact_location)  # a new SQLite store: a copy, not migrations
+        self.tracking_uri = tracking_uri
+        self.client = MlflowClient(tracking_uri)
+        self.experiment_id = self._experiment(experiment, artifact_location)
+        self.parent_id: str | None = None
+        self.axis_name: str | None = None
+        self._sink: ApiSink | SqlSink | None = None
+        self._ids: dict[str, str] | None = None  # run key -> child run id
+        self._before: set[str] = set()  # run keys whose child run existed before this session
+        self._steps: dict[str, set[int]] = {}  # run key -> steps logged or buffered
+        self._batch = Batch()
+        self._last_flush = time.monotonic()
+        self.answers.mark()
+
+    def _experiment(self, name: str, artifact_location: str | None) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            if exp.lifecycle_stage == "deleted":
+                self.client.restore_experiment(exp.experiment_id)
+            return exp.experiment_id
+        try:
+            return self.client.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException:  # created concurrently by another driver
+            return self.client.get_experiment_by_name(name).experiment_id
+
+    def _search(self, filter_string: str) -> list[Any]:
+        out, token = [], None
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string=filter_string,
+                                           max_results=1000, page_token=token)
+            out.extend(page)
+            token = page.token
+            if not token:
+                return out
+
+    # ---- the study's parent run ----
+    def find_parent(self, spec_hash: str) -> str | None:
+        """The parent run of the study with this spec hash, if it exists (and remember it)."""
+        found = self._search(f"tags.`{ROLE}` = 'study' and tags.`{SPEC_HASH}` = '{spec_hash}'")
+        if found:
+            self.parent_id = found[0].info.run_id
+        return self.parent_id if found else None
+
+    def start_study(self, study: Study) -> str:
+        """Find (by spec hash) or create the study's parent run and mark it running."""
+        self.axis_name = study.axis_name
+        self.describe(study.description or study.name)
+        if self.find_parent(study.spec_hash):
+            self.client.update_run(self.parent_id, status="RUNNING")
+            self.answers.mark()
+            return self.parent_id
+        tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,
+                "mlflow.note.content": study.description or study.name,
+                **environment.flat(environment.describe())}  # where it ran: versions, commit, CPU, BLAS
+        run = self.client.create_run(self.experiment_id, tags=tags, run_name=study.name)
+        self.parent_id = run.info.run_id
+        params = {"kind": study.kind, "axis": study.axis, "seeds": study.seeds, "n_evals": study.n_evals,
+                  "configurations": len(study.points), "runs": len(study.run_keys),
+                  **{f"budget.{k}": v for k, v in study.budget.items()}}
+        self._log_params(self.parent_id, params)
+        self.answers.mark()
+        return self.parent_id
+
+    def describe(self, description: str) -> None:
+        """Set the experiment's description (its page shows it) and mark it a training experiment.
+
+        MLflow 3.17's UI reads the kind from its GenAI / Model training switch (or `?workflowType=
+        machine_learning` in the URL, which `bisweep ui` opens), not from the tag; other UIs read the tag.
+        """
+        self.client.set_experiment_tag(self.experiment_id, DESCRIPTION, description)
+        self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
+
+    def end_study(self, status: str, counts: dict[str, int], active_seconds: float | None = None) -> None:
+        """Close the parent run with counts of finished, diverged and failed runs. `active_seconds`: the time the
+        study's sessions ran, which its duration shows (a re-run's end minus the first start counts the pause)."""
+        from mlflow.entities import RunTag
+
+        self.flush(force=True)
+        self.client.log_batch(self.parent_id, tags=[RunTag(f"runs.{k}", str(v)) for k, v in counts.items()])
+        end_time = None
+        if active_seconds is not None:
+            start = self.client.get_run(self.parent_id).info.start_time
+            end_time = start + int(active_seconds * 1000) if start else None
+        self.client.set_terminated(self.parent_id, status, end_time=end_time)
+        self.answers.mark()
+
+    def log_report(self, report_dir: Path, name: str = "report") -> None:
+        """Upload the report's tables and plots as artifacts of the parent run (under `name`/)."""
+        self.client.log_artifacts(self.parent_id, str(report_dir), name)
+        self.answers.mark()
+
+    # ---- child runs ----
+    @property
+    def sink(self) -> ApiSink | SqlSink:
+        """Where child runs are written (MLflow's database in bulk when it has one, else its API)."""
+        if self._sink is None:
+            self._sink = sink_for(self.client, self.experiment_id, self.parent_id)
+        return self._sink
+
+    def children(self) -> dict[str, str]:
+        """Run key -> MLflow run id of the parent's children (created or queued)."""
+        if self._ids is None:
+            self._ids = dict(self.sink.children())
+            self._before = set(self._ids)
+            self.answers.mark()
+        return self._ids
+
+    def child(self, run_key: str, point: Point, seed: int, where: dict[str, str] | None = None) -> None:
+        """Make sure the child run of (configuration, seed) exists: found by its key tag, else queued for creation."""
+        children = self.children()
+        if run_key in self._steps:
+            return
+        if run_key in children:
+            self._steps[run_key] = self.sink.steps(children[run_key])
+            return
+        tags = {PARENT: self.parent_id, ROLE: "run", RUN_KEY: run_key, "configuration": point.key,
+                "algorithm": point.algorithm, "label": point.label, "problem": point.problem,
+                "seed": str(seed), "status": "running", **{k: v for k, v in (where or {}).items() if v}}
+        if "axis" in point.coords:
+            tags["axis"] = repr(point.coords["axis"])
+        name = run_name(point.to_dict(), seed, self.axis_name)
+        axis = {}
+        if self.axis_name and ("axis" in point.coords or point.coords.get("reference")):
+            value = point.coords.get("axis")
+            axis = {f"axis.{self.axis_name}": "reference" if value is None else value}
+        params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
+                  "instance_seed": point.instance_seed, "n_evals": point.n_evals, **axis,
+                  **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
+                  **{f"problem.{k}": v for k, v in point.problem_params.items()},
+                  **{f"budget.{k}": v for k, v in point.budget.items()}}
+        self._batch.new[run_key] = NewRun(name, {k: str(v)[:8000] for k, v in tags.items()},
+                                          {k: str(v)[:6000] for k, v in params.items()}, _now_ms())
+        self._steps[run_key] = set()
+
+    def has_step(self, run_key: str, step: int) -> bool:
+        """Whether this session has logged (or buffered) the run's record at `step`."""
+        return step in self._steps.get(run_key, ())
+
+    def existed_before(self, run_key: str) -> bool:
+        """Whether the run's child was created by an earlier session (which may have missed records)."""
+        self.children()
+        return run_key in self._before
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
+
+    def add(self, run_key: str, point: Point, seed: int, record: dict[str, Any],
+            where: dict[str, str] | None = None) -> None:
+        """Buffer a record's numeric values as metrics at step = iteration (once per step)."""
+        self.child(run_key, point, seed, where)
+        step = int(record["iteration"])
+        steps = self._steps[run_key]
+        if step in steps:
+            return
+        steps.add(step)
+        ts = _now_ms()
+        self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in mlflow_metrics(record))
+
+    def finish(self, run_key: str, status: str, error: str | None = None) -> None:
+        """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED."""
+        self._batch.ended[run_key] = (status, error[:5000] if error else None)
+
+    @property
+    def buffered(self) -> int:
+        """Metric points waiting for the next flush."""
+        return self._batch.size
+
+    def flush(self, force: bool = False) -> None:
+        """Write what is buffered (every run at once) when enough has gathered or enough time has passed."""
+        if not self._batch or (not force and self._batch.size < FLUSH_METRICS
+                               and time.monotonic() - self._last_flush < FLUSH_SECONDS):
+            return
+        batch, self._batch = self._batch, Batch()
+        self.sink.write(batch, self.children())
+        self.answers.mark()
+        for key in batch.ended:  # an ended run is logged completely: forget its steps (memory stays flat)
+            self._steps.pop(key, None)
+        self._last_flush = time.monotonic()
+
+    # ---- backfill from disk ----
+    def sync(self, store: ResultStore, index: dict[str, tuple[Point, int]], synced: set[str]) -> set[str]:
+        """Log every ended run of `index` not yet in `synced` from the on-disk store; the runs done."""
+        done = set()
+        for key, status in store.ended().items():
+            if key in synced or key not in index:
+                continue
+            point, seed = index[key]
+            summary = store.summary(key) or {}
+            for rec in store.records(key):
+                self.add(key, point, seed, rec, summary.get("where"))
+            self.child(key, point, seed, summary.get("where"))
+            self.finish(key, status, summary.get("error"))
+            self.flush()
+            if status in DONE_STATUSES:
+                done.add(key)
+        self.flush(force=True)
+        return done
+
+
+class SyncLog:
+    """Run keys whose MLflow child run is complete, per parent run (a text file, one key a line)."""
+
+    def __init__(self, store: ResultStore, parent_id: str) -> None:
+        self.path = store.root / "mlflow_synced" / f"{parent_id}.txt"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.keys = set(self.path.read_text().split()) if self.path.exists() else set()
+
+    def add(self, run_key: str) -> None:
+        """Record a completely logged run."""
+        self.add_many([run_key])
+
+    def add_many(self, run_keys: list[str]) -> None:
+        """Record completely logged runs (one write)."""
+        new = [k for k in dict.fromkeys(run_keys) if k not in self.keys]
+        if new:
+            self.keys.update(new)
+            with open(self.path, "a") as fh:
+                fh.write("".join(k + "\n" for k in new))

@@ -1,0 +1,82 @@
+"""The lazy dispatch of a session's runs: trial sizes from run durations, the tail, and runs handed back."""
+import pytest
+from ray.tune.search import Searcher
+
+from sweep.execution.dispatch import MAX_RUNS_PER_TRIAL, TARGET_TRIAL_SECONDS, RunQueue, StudySearcher
+from sweep.study.model import TrialConfig
+from tests.sweep import toy_algorithms  # noqa: F401
+
+
+@pytest.fixture()
+def study(toy_study):
+    # 2 problem sizes (two shapes) x 300 step sizes x 2 seeds = 1,200 runs, configuration by configuration
+    lrs = [round(0.01 + 0.001 * i, 6) for i in range(300)]
+    return toy_study(name="q", problems=[{"name": "quadratic", "params": {"dim_x": [2, 3], "dim_y": 2}}],
+                     algorithms=[{"name": "toy_aid", "params": {"lr": lrs}}], seeds=2)
+
+
+def queue_of(study, runs_per_trial=None, slots=2):
+    runs = [(p, s) for p in study.points for s in study.seeds]
+    return RunQueue(runs, lambda key, rs: TrialConfig(key, rs), runs_per_trial, slots), runs
+
+
+def keys(cfg):
+    return list(cfg.run_keys)
+
+
+def test_a_fixed_number_of_runs_per_trial_in_order(study):
+    q, runs = queue_of(study, runs_per_trial=500)
+    sizes, got = [], []
+    while (cfg := q.next_trial()) is not None:
+        sizes.append(len(cfg.runs))
+        got += keys(cfg)
+    assert sizes == [500, 500, 200] and got == [p.run_key(s) for p, s in runs]
+    assert q.trials_made == 3 and q.remaining == 0
+
+
+def test_trials_take_about_two_seconds_of_runs_of_a_known_shape(study):
+    q, runs = queue_of(study)
+    by_key = {p.key: p for p, _ in runs}
+    small, large = (next(p for p, _ in runs if p.problem_params["dim_x"] == d) for d in (2, 3))
+    first = q.next_trial()
+    assert len(first.runs) == 1 and first.key == runs[0][0].run_key(0)  # nothing known: one run alone
+    q.observe(small, 0.03)  # the small problem's runs are known, the large one's not yet:
+    cfg = q.next_trial()    # the trial stops before the first run of the unknown shape
+    assert all(by_key[r.run_key.rsplit(".", 1)[0]].problem_params["dim_x"] == 2 for r in cfg.runs)
+    assert q._peek(0)[0].problem_params["dim_x"] == 3
+    q.observe(large, 0.03)
+    q.observe(large, 0.13)  # the estimate moves by a fifth of the difference: 0.05 s
+    est = {2: 0.03, 3: 0.05}
+    for _ in range(3):
+        cfg = q.next_trial()
+        total = sum(est[by_key[r.run_key.rsplit(".", 1)[0]].problem_params["dim_x"]] for r in cfg.runs)
+        following = est[q._peek(0)[0].problem_params["dim_x"]]
+        assert total <= TARGET_TRIAL_SECONDS < total + following + 1e-12 and len(cfg.runs) > 40
+        assert cfg.key == f"{cfg.runs[0].run_key}+{len(cfg.runs) - 1}"
+
+
+def test_the_tail_is_shared_by_every_slot_and_a_trial_is_bounded(study):
+    q, runs = queue_of(study, slots=4)
+    for p, _ in runs:
+        q.observe(p, 1e-6)  # instant runs: only the caps bound a trial
+    assert len(q.next_trial().runs) == min(MAX_RUNS_PER_TRIAL, -(-1200 // 8)) == 150
+    sizes = []
+    while (cfg := q.next_trial()) is not None:
+        sizes.append(len(cfg.runs))
+    assert sum(sizes) == 1050 and sizes[-1] == 1 and sizes == sorted(sizes, reverse=True)
+
+
+def test_runs_handed_back_are_dispatched_and_finished_only_when_nothing_is_in_flight(study):
+    runs = [(p, s) for p in study.points[:2] for s in study.seeds]
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), runs_per_trial=4)
+    searcher = StudySearcher(q)
+    only = searcher.suggest("t1")["trial"]
+    assert keys(only) == [p.run_key(s) for p, s in runs] and q.in_flight == 1
+    assert searcher.suggest("t2") is None  # the trial may fail and hand runs back: not finished yet
+    q.requeue(runs[2:])  # it failed at its third run
+    q.trial_ended()
+    again = searcher.suggest("t3")["trial"]
+    assert keys(again) == [p.run_key(s) for p, s in runs[2:]]
+    assert searcher.suggest("t4") is None
+    q.trial_ended()
+    assert searcher.suggest("t5") == Searcher.FINISHED

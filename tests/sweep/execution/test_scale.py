@@ -1,0 +1,154 @@
+"""2,000 tiny runs: the first trial starts as soon as for a 1-run study, trials group many runs, and after a
+SIGKILL of the driver the next session hands Tune nothing that had finished (exactly once, run by run); and a
+trial's BLAS computes with as many threads as the trial has CPUs."""
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+import yaml
+
+from sweep.study import spec
+from tests.sweep import toy_algorithms  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+N = 2000
+
+
+def tiny_study(tmp_path, n, trace):
+    """n configurations of toy_aid (its outer step on a grid) x 1 seed, 5 iterations on a 2x2 quadratic."""
+    lrs = [round(0.01 + 0.49 * i / max(n - 1, 1), 9) for i in range(n)]
+    path = tmp_path / f"tiny{n}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": f"tiny{n}", "imports": ["tests.sweep.toy_algorithms"], "kind": "comparison",
+        "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+        "algorithms": [{"name": "toy_aid", "params": {"lr": lrs, "trace": str(trace)}}],
+        "seeds": 1, "budget": {"iterations": 5}, "n_evals": 2}))
+    return path
+
+
+def first_run_done(res, started, proc, timeout=600):
+    """Seconds from the driver's start to its first run summary (waiting for it)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        ends = [p.stat().st_mtime for p in (res / "runs").iterdir()] if (res / "runs").exists() else []
+        if ends:
+            return min(ends) - started
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+        time.sleep(0.2)
+    raise TimeoutError("no run finished")
+
+
+def session_members(sid):
+    """Live (not zombie) processes of session sid, read from /proc."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # not a process, or it ended while we read
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(entry))
+    return pids
+
+
+def kill_session(sid, timeout=60):
+    """SIGKILL every process of the session the driver leads, until none is left alive.
+
+    Killing the driver's process group alone can leave Ray workers (in groups of their own) finishing the runs they
+    hold after the test has counted what finished; a crash of the whole node leaves nothing running."""
+    end = time.monotonic() + timeout
+    while members := session_members(sid):
+        assert time.monotonic() < end, f"processes of the killed study still alive: {members}"
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+def rng_id(seed):
+    return int(np.random.default_rng(seed).bit_generator.state["state"]["state"])
+
+
+def test_two_thousand_tiny_runs_start_at_once_and_resume_without_redoing_a_finished_run(tmp_path, repo, venv_bin):
+    bisweep = str(venv_bin / "bisweep")
+
+    def start(study, res):
+        t0 = time.time()
+        proc = subprocess.Popen([bisweep, "run", str(study), "--results-dir", str(res), "--num-cpus", "2",
+                                 "--no-report"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        return proc, t0
+
+    # The baseline: a study of one run, started the same way on the same machine now.
+    one, t0 = start(tiny_study(tmp_path, 1, tmp_path / "trace1.jsonl"), tmp_path / "one")
+    baseline = first_run_done(tmp_path / "one", t0, one)
+    assert one.wait(timeout=600) == 0
+
+    trace = tmp_path / "trace.jsonl"
+    study = tiny_study(tmp_path, N, trace)
+    st = spec.load(str(study))
+    res = tmp_path / "res"
+    proc, t0 = start(study, res)
+    try:
+        latency = first_run_done(res, t0, proc)
+        # Before trials were made lazily, 1,600 runs took 74 s to their first result against 10 s for 100.
+        assert latency < 2 * baseline + 15, (latency, baseline)
+        end = time.monotonic() + 600
+        while len(os.listdir(res / "runs")) < 300 and time.monotonic() < end:
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            time.sleep(0.2)
+    finally:
+        kill_session(proc.pid)  # the crash: the driver, its local Ray and every worker at once
+        proc.wait(timeout=30)
+    lines_before = len(trace.read_text().splitlines())
+    # A summary the kill cut short is left as a .json.tmp file: it is not a finished run.
+    finished_before = {p.name[:-5] for p in (res / "runs").iterdir() if p.name.endswith(".json")}
+    assert 300 <= len(finished_before) < N
+
+    second = subprocess.run([bisweep, "run", str(study), "--results-dir", str(res), "--num-cpus", "2", "--no-report"],
+                            cwd=repo, capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resuming: {len(finished_before)} of {N} runs already done" in second.stdout
+    assert f"running {N - len(finished_before)} runs" in second.stdout
+    assert "Trial" not in second.stdout + second.stderr  # no stray lines from Tune
+
+    # Nothing that had finished was constructed again; everything else was, once.
+    key_of = {(p.algorithm_params["lr"], rng_id(0)): p.run_key(0) for p in st.points}
+    inits = [d for d in map(json.loads, trace.read_text().splitlines()[lines_before:]) if d["event"] == "init"]
+    started_again = Counter(key_of[(d["lr"], d["rng"])] for d in inits)
+    assert not set(started_again) & finished_before
+    assert set(started_again) | finished_before == set(st.run_keys)
+    assert max(started_again.values()) == 1
+
+    session = json.loads((res / "sessions.jsonl").read_text().splitlines()[-1])
+    assert session["runs"] == N - len(finished_before) and session["trials"] <= session["runs"] / 10  # runs grouped
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{res / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(f"tiny{N}")
+    runs = client.search_runs([exp.experiment_id], max_results=5000)
+    kids = Counter(r.data.tags["bisweep.run_key"] for r in runs if r.data.tags["bisweep.role"] == "run")
+    assert len(kids) == N and set(kids.values()) == {1}
+
+
+@pytest.mark.parametrize("cpu", [1, 2])
+def test_a_trial_computes_with_as_many_blas_threads_as_it_has_cpus(tmp_path, repo, venv_bin, cpu):
+    # OMP_NUM_THREADS=2 set by the user: Ray then leaves it to the workers, and OpenBLAS starts two threads.
+    trace = tmp_path / "trace.jsonl"
+    study = tiny_study(tmp_path, 4, trace)
+    data = yaml.safe_load(study.read_text())
+    study.write_text(yaml.safe_dump({**data, "resources": {"cpu": cpu}}))
+    proc = subprocess.run([str(venv_bin / "bisweep"), "run", str(study), "--results-dir", str(tmp_path / "res"),
+                           "--num-cpus", "2", "--no-report"], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    inits = [d for d in map(json.loads, trace.read_text().splitlines()) if d["event"] == "init"]
+    assert len(inits) == 4 and all(d["blas"] and set(d["blas"]) == {cpu} for d in inits), inits

@@ -1,0 +1,250 @@
+"""MLflow tracking without Ray: idempotent parent and child runs, batched requests, backfill after a crash,
+and what a person browses: run names, the axis as a parameter, the description, metric names."""
+import pytest
+
+from sweep.execution.mlflow_writer import MlflowCallback
+from sweep.execution.trainable import META
+from sweep.results.store import ResultStore
+from sweep.tracking.mlflow_sinks import ApiSink
+from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location, mlflow_name
+from tests.sweep import toy_algorithms  # noqa: F401
+
+
+@pytest.fixture()
+def study(toy_study):
+    return toy_study(name="trk", problems=["quadratic"], algorithms=["toy_aid"], seeds=1, budget={"iterations": 10},
+                     n_evals=20)
+
+
+def records(steps, final=None):
+    out = [{"iteration": s, "status": "running", "time": 0.1 * s, "F": 10.0 - s, "calls/total": 4 * s} for s in steps]
+    if final is not None:
+        out[-1]["status"] = final
+    return out
+
+
+def tracker(root, study, api=False):
+    uri = default_tracking_uri(root)
+    t = Tracker(uri, study.name, local_artifact_location(uri))
+    t.start_study(study)
+    if api:  # the path a tracking server takes
+        t._sink = ApiSink(t.client, t.experiment_id, t.parent_id)
+    return t
+
+
+def index_of(study):
+    return {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+
+
+def history(t, run_key):
+    return sorted(m.step for m in t.client.get_metric_history(t.children()[run_key], "Metrics/F"))
+
+
+@pytest.mark.parametrize("api", [False, True], ids=["sql", "api"])
+def test_parent_and_child_runs_are_found_again_and_steps_logged_once(tmp_path, study, api):
+    point, key = study.points[0], study.run_keys[0]
+    a = tracker(tmp_path, study, api)
+    for r in records([0, 1, 2]):
+        a.add(key, point, 0, r)
+    a.finish(key, "finished")
+    a.flush(force=True)
+    b = tracker(tmp_path, study, api)  # a new driver: same parent, same child, nothing logged twice
+    assert b.parent_id == a.parent_id
+    for r in records([0, 1, 2, 3]):
+        b.add(key, point, 0, r)
+    b.finish(key, "finished")
+    b.flush(force=True)
+    assert history(b, key) == [0, 1, 2, 3]
+    runs = b.client.search_runs([b.experiment_id])
+    assert len(runs) == 2
+    child = b.client.get_run(b.children()[key])
+    assert child.data.tags["mlflow.parentRunId"] == a.parent_id and child.data.tags["status"] == "finished"
+    assert child.data.params["alg.lr"] == "0.5" and child.info.status == "FINISHED"
+    assert local_artifact_location(default_tracking_uri(tmp_path)) == (tmp_path / "mlartifacts").resolve().as_uri()
+
+
+def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
+    point, key = study.points[0], study.run_keys[0]
+    t = tracker(tmp_path, study, api=True)
+    calls = []
+    real = t.client.log_batch
+    monkeypatch.setattr(t.client, "log_batch", lambda *a, **k: (calls.append(k), real(*a, **k))[1])
+    for r in records(range(20)):
+        t.add(key, point, 0, r)
+    t.finish(key, "diverged")
+    t.flush(force=True)
+    assert len(calls) == 1  # 20 records x 4 metrics (but the zero count at step 0), the params, the status tag
+    assert len(calls[0]["metrics"]) == 79 and calls[0]["params"] and calls[0]["tags"][0].value == "diverged"
+    assert t.client.get_run(t.children()[key]).info.status == "FINISHED"
+
+
+def finish_resumed_run(t, study, store, key):
+    """The next session's writer receives the run's last record (step 13, the trial continued from a
+    checkpoint at step 8) and ends the run."""
+    synced = SyncLog(store, t.parent_id)
+    cb = MlflowCallback(lambda: (t, synced), index_of(study), store)
+    final = records([13], final="finished")[0]
+    store.append(key, final)
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": [final], "done": True}]}
+    cb.on_trial_result(0, [], None, {**final, META: meta})
+    cb.close()
+    assert cb.error is None
+
+
+def test_a_resumed_run_backfills_what_a_crashed_driver_stored_but_never_sent(tmp_path, study):
+    point, key = study.points[0], study.run_keys[0]
+    store = ResultStore(tmp_path)
+    first = tracker(tmp_path, study)
+    for r in records([0, 1, 2, 3]):
+        store.append(key, r)
+        first.add(key, point, 0, r)
+    first.flush(force=True)  # steps 0..3 sent
+    for r in records([5, 8]):  # stored on disk, then the driver died before sending them
+        store.append(key, r)
+    second = tracker(tmp_path, study)
+    finish_resumed_run(second, study, store, key)
+    assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]
+    assert key in SyncLog(store, second.parent_id).keys
+
+
+def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_study):
+    import math
+
+    st = toy_study(name="same", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=2, budget={"iterations": 10}, n_evals=20)
+    recs = records(range(6))
+    recs[2]["F"], recs[3]["F"], recs[4]["F"] = float("nan"), float("inf"), -float("inf")
+    views = []
+    for api in (False, True):
+        t = tracker(tmp_path / ("api" if api else "sql"), st, api)
+        for i, (p, s) in enumerate((p, s) for p in st.points for s in st.seeds):
+            key = p.run_key(s)
+            for r in recs[:3]:
+                t.add(key, p, s, r, {"node": "10.0.0.1"})
+            t.flush(force=True)  # a run spread over two writes
+            for r in recs[3:] if i != 3 else recs[3:5]:
+                t.add(key, p, s, r, {"node": "10.0.0.1"})
+            t.finish(key, ["finished", "diverged", "failed", "finished"][i], "boom" if i == 2 else None)
+        t.flush(force=True)
+        runs = t.client.search_runs([t.experiment_id], max_results=100)
+        kids = {r.data.tags["bisweep.run_key"]: r for r in runs if r.data.tags.get("bisweep.role") == "run"}
+        view = {}
+        for key, r in kids.items():
+            hist = {m: sorted((x.step, "nan" if math.isnan(x.value) else x.value)
+                              for x in t.client.get_metric_history(r.info.run_id, m))
+                    for m in ("Metrics/F", "time", "calls/total", "iteration")}
+            view[key] = {"tags": {k: v for k, v in r.data.tags.items() if k != "mlflow.parentRunId"},
+                         "params": r.data.params, "latest": r.data.metrics, "status": r.info.status,
+                         "name": r.info.run_name, "history": hist, "ended": r.info.end_time is not None,
+                         "parent": r.data.tags["mlflow.parentRunId"] == t.parent_id,
+                         "artifacts": r.info.artifact_uri.endswith(f"{r.info.run_id}/artifacts")}
+        views.append(view)
+    sql, api = views
+    assert sql == api and len(sql) == 4
+    one = sql[st.points[0].run_key(0)]
+    assert [v for _, v in one["history"]["Metrics/F"]] == [10.0, 9.0, "nan", 1.7976931348623157e308, -1.7976931348623157e308, 5.0]
+    assert one["latest"]["Metrics/F"] == 5.0 and one["latest"]["iteration"] == 5 and one["status"] == "FINISHED"
+    failed = sql[st.points[1].run_key(0)]
+    assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
+    assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
+    assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
+
+
+# ---------------------------------------------------------------- what a person browses
+def test_child_runs_are_named_by_what_varies_and_the_axis_is_a_param(tmp_path, toy_study):
+    st = toy_study(name="names", description="toy_aid at two step-size factors", kind="stepsize_sensitivity",
+                   axis={"factors": [0.5, 2]}, algorithms=[{"name": "toy_aid", "params": {"inner_steps": [2, 4]}}],
+                   seeds=2, budget={"iterations": 10})
+    t = tracker(tmp_path, st)
+    for p in st.points:
+        for s in st.seeds:
+            for r in records([0, 1], final="finished"):
+                t.add(p.run_key(s), p, s, r)
+            t.finish(p.run_key(s), "finished")
+    t.flush(force=True)
+    kids = [r for r in t.client.search_runs([t.experiment_id]) if r.data.tags.get("bisweep.role") == "run"]
+    assert len(kids) == 3 * 2 * 2  # factors 0.5, 2 and the unscaled reference; two grid points; two seeds
+    want = {f"toy_aid(inner_steps={n}) · {ax} · quadratic · seed {s}": ax
+            for n in (2, 4) for ax in ("step ×0.5", "step ×2", "reference") for s in (0, 1)}
+    names = {k.info.run_name: k for k in kids}
+    assert set(names) == set(want)
+    for name, kid in names.items():
+        axis = {"step ×0.5": "0.5", "step ×2": "2", "reference": "reference"}[want[name]]
+        assert kid.data.params["axis.step_size_factor"] == axis
+        assert kid.data.params["alg.inner_steps"] == name.split("=")[1][0] and kid.data.params["label"] == "toy_aid"
+    assert len({k.data.tags["bisweep.run_key"] for k in kids}) == 12  # the identity stays a unique tag
+    exp = t.client.get_experiment(t.experiment_id)
+    assert exp.tags["mlflow.note.content"] == "toy_aid at two step-size factors"
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_metric_names_put_measurements_first_and_skip_counters_while_zero(tmp_path, study):
+    point, key = study.points[0], study.run_keys[0]
+    t = tracker(tmp_path, study)
+    for s in range(3):
+        t.add(key, point, 0, {"iteration": s, "status": "running", "time": 0.1 * s, "F": 2.0 - s, "grad_F_sq": 1.0,
+                              "calls/grad_g": 3 * s, "calls/hvp": 0, "samples/hvp": 0, "diag/y_cap_hits": 0,
+                              "diag/alpha": 0.0, "gt/not_strongly_convex": 0.0, "F_gap": 0.0})
+    t.finish(key, "finished")
+    t.flush(force=True)
+    run = t.client.get_run(t.children()[key])
+    assert set(run.data.metrics) == {"iteration", "time", "Metrics/F", "Metrics/grad_F_sq", "Metrics/F_gap",
+                                     "calls/grad_g", "diag/alpha"}
+    steps = [m.step for m in t.client.get_metric_history(run.info.run_id, "calls/grad_g")]
+    assert sorted(steps) == [1, 2]  # the counter's chart starts at its first call
+    assert sorted(m.value for m in t.client.get_metric_history(run.info.run_id, "Metrics/F_gap")) == [0.0] * 3
+    # MLflow orders chart sections by name, capitals first: the measurements come before the counters.
+    assert sorted(["calls", "diag", "samples", "Metrics"])[0] == mlflow_name("F").split("/")[0] == "Metrics"
+
+
+def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_nothing_of_it(tmp_path, study):
+    # The killed driver stored steps 0..8 on disk but its writer had not yet created the run's child in
+    # MLflow; the next session continues the run from its checkpoint at step 8 and sees only 13.
+    point, key = study.points[0], study.run_keys[0]
+    store = ResultStore(tmp_path)
+    tracker(tmp_path, study)  # the first driver's parent run, nothing of this run sent
+    for r in records([0, 1, 2, 3, 5, 8]):
+        store.append(key, r)
+    second = tracker(tmp_path, study)
+    assert not second.existed_before(key)
+    finish_resumed_run(second, study, store, key)
+    assert history(second, key) == [0, 1, 2, 3, 5, 8, 13]
+
+
+def ended_result(key, steps):
+    recs = records(steps, final="finished")
+    meta = {"trial_key": "t", "runs": [{"run_key": key, "seed": 0, "index": 0, "records": recs, "done": True}]}
+    return {**recs[-1], META: meta}
+
+
+def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(tmp_path, study):
+    import threading
+
+    key, store, ready = study.run_keys[0], ResultStore(tmp_path), threading.Event()
+    t = tracker(tmp_path, study)
+
+    def connect():
+        ready.wait(10)
+        return t, SyncLog(store, t.parent_id)
+
+    cb = MlflowCallback(connect, index_of(study), store)
+    cb.on_step_begin(0, [])
+    cb.on_trial_result(0, [], None, ended_result(key, [0, 1, 2]))
+    assert cb.tracker is None and cb.backlog == 1  # queued, Tune's thread not held up
+    ready.set()
+    cb.close()
+    assert cb.error is None and history(t, key) == [0, 1, 2] and key in cb.synced.keys
+
+
+def test_a_store_that_cannot_be_used_stops_the_experiment_at_tunes_next_step(tmp_path, study):
+    from problems.validation import ParameterError
+
+    def connect():
+        raise ParameterError("tracking-uri: cannot use the MLflow store at sqlite:///x.db (broken)")
+
+    cb = MlflowCallback(connect, index_of(study), ResultStore(tmp_path))
+    cb.on_trial_result(0, [], None, ended_result(study.run_keys[0], [0, 1]))
+    cb.close()  # the queue still drains: nothing waits for a store that never came
+    with pytest.raises(ParameterError, match="^tracking-uri: cannot use the MLflow store"):
+        cb.on_step_begin(1, [])
+    assert cb.tracker is None and cb.error is cb.connect_error

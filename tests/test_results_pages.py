@@ -1,0 +1,60 @@
+"""docs/results_pages.py turns a results directory into a results page's generated part and counts the verdicts
+of every generated scorecard for the results index."""
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIELDS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
+          "discriminating")
+
+
+@pytest.fixture
+def pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    spec = importlib.util.spec_from_file_location("results_pages", REPO / "docs" / "results_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "OUT", tmp_path / "generated")
+    return module
+
+
+def results_dir(root: Path, name: str, scale: str, verdicts: list[tuple[str, str, str]]) -> Path:
+    (root / "report").mkdir(parents=True)
+    (root / "study.json").write_text(json.dumps({"name": name, "scale": scale,
+                                                 "environment": {"python": "3.11.2", "cores": 2}}))
+    (root / "report" / "claims.txt").write_text("claim text\n")
+    (root / "report" / "claim.png").write_bytes(b"\x89PNG")
+    with (root / "report" / "verdicts.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, FIELDS)
+        writer.writeheader()
+        for verdict, setting, discriminating in verdicts:
+            writer.writerow({f: "" for f in FIELDS} | {"statement": "s | t", "verdict": verdict, "setting": setting,
+                                                      "discriminating": discriminating})
+    return root
+
+
+def test_a_page_holds_the_command_environment_scorecard_claims_and_figures(pages, tmp_path: Path):
+    root = results_dir(tmp_path / "r1", "toy_study", "ci", [("agrees", "paper setting", "yes")])
+    pages.OUT.mkdir()
+    stem, text = pages.page(root)
+    assert stem == "toy_study-ci"
+    assert "`bisweep run toy_study --scale ci`" in text and "python 3.11.2; cores 2" in text
+    assert "| s \\| t | agrees | paper setting | yes |" in text  # a pipe in a cell is escaped
+    assert "```text\nclaim text\n```" in text and "![claim](toy_study-ci/claim.png)" in text
+    assert (pages.OUT / stem / "claim.png").is_file() and (pages.OUT / stem / "verdicts.csv").is_file()
+
+
+def test_the_counts_table_counts_each_studys_verdicts(pages, tmp_path: Path):
+    a = results_dir(tmp_path / "a", "alpha", "default", [("agrees", "paper setting", "yes"),
+                                                        ("disagrees", "deviating setup", "no"),
+                                                        ("not measured (no method moved)", "-", "-")])
+    b = results_dir(tmp_path / "b", "beta", "full", [("partly", "deviating setup", "-"), ("reference", "-", "-")])
+    pages.main([str(a), str(b)])
+    lines = (pages.OUT / "counts.md").read_text().splitlines()
+    assert lines[0] == ("| study | scale | agrees | disagrees | partly | not measured | reference "
+                        "| in the paper's setting | not discriminating |")
+    assert lines[2] == "| `alpha` | default | 1 | 1 | 0 | 1 | 0 | 1 | 1 |"
+    assert lines[3] == "| `beta` | full | 0 | 0 | 1 | 0 | 1 | 0 | 0 |"

@@ -27,7 +27,7 @@ from algorithms.run import Divergence
 from problems.registries import import_modules
 from problems.validation import ParameterError
 from sweep import kinds
-from sweep.execution import options
+from sweep.execution import batching, options
 from sweep.execution.disk import disk_full
 from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import NodeLost
@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         n = study.configurations
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {per}")
+              f"= {n * len(study.seeds)} runs; {per}; {batching.resolve(study).why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0

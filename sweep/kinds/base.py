@@ -43,6 +43,8 @@ class Kind:
     name: ClassVar[str]
     doc: ClassVar[str] = ""
     Axis: ClassVar[type[BaseModel] | None] = None
+    #: Its report compares compute seconds: its runs are timed one after another (`batched: auto` is off).
+    timed: ClassVar[bool] = False
 
     # ---- the schema ----
     def axis_field(self) -> tuple[Any, Any]:

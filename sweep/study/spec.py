@@ -115,7 +115,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         report=_report(spec.report, kind.default_metric(online), online),
         points=points, online=online, source=_plain({**data, "name": spec.name}), claim=spec.claim,
         scale=scale or DEFAULT_SCALE, axis_name=kind.axis_name(axis),
-        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted,
+        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted, batched=spec.batched,
     )
 
 

@@ -342,6 +342,12 @@ def _gap(per: dict[str, tuple[dict[int, float], dict[int, float]]], free: list[s
     return estimate([per["bcsr"][i][s] - max(per[a][i][s] for a in free) for s in sorted(seeds)])
 
 
+DECREASE_STATEMENT = "the upper loss F decreases at the defaults (D-TFBO, S-TFBO, BCSR)"
+#: Fig. 3's running-time statements: subject -> (statement, criterion).
+FIG3_TIMES = {"stfbo": ("S-TFBO reaches the target in less CPU time than BCSR", FASTER_C),
+              "dtfbo": (f"D-TFBO within {COMPARABLE:g}× BCSR's CPU time to the target", COMPARABLE_C)}
+
+
 def _not_run(statement: str, crit: Criterion, what: str) -> Verdict:
     """A statement whose runs the study did not make (e.g. at a reduced scale)."""
     return Verdict(statement, crit.quote, f"{what} on the balanced stream are not among the runs", "not measured",
@@ -392,11 +398,11 @@ def fig3_verdicts(runs: Sequence[RunData]) -> tuple[list[Verdict], list[dict[str
                    note="not reproducible here")]
     got = fig3_runs(runs)
     if "bcsr" not in got:
-        return out + [_not_run("Fig. 3, balanced: the upper loss F decreases at the defaults (D-TFBO, S-TFBO, BCSR)",
-                               DECREASE_C, "BCSR at its defaults")], []
+        return out + [_not_run(f"Fig. 3, balanced: {statement}", crit, "BCSR at its defaults")
+                      for statement, crit in ((DECREASE_STATEMENT, DECREASE_C), *FIG3_TIMES.values())], []
     rs = [r for by in got.values() for r in by.values()]
     starts, finals = [initial(r, "F") for r in rs], [final(r, "F") for r in rs]
-    statement = "Fig. 3, balanced: the upper loss F decreases at the defaults (D-TFBO, S-TFBO, BCSR)"
+    statement = f"Fig. 3, balanced: {DECREASE_STATEMENT}"
     if not moved(starts, finals, MOVED):
         out.append(not_moved(statement, DECREASE_C.quote, f"no method's F moved by {100 * MOVED:g}% of its start: "
                              f"starts {', '.join(num(v) for v in starts)}, finals {', '.join(num(v) for v in finals)}"))
@@ -405,9 +411,9 @@ def fig3_verdicts(runs: Sequence[RunData]) -> tuple[list[Verdict], list[dict[str
     out.append(DECREASE_C.verdict(statement, list(drops.values()),
                                   "final F / start: " + ", ".join(f"{k} {v.text()}" for k, v in drops.items())))
     rows = []
-    for subject, crit, statement in (("stfbo", FASTER_C, "S-TFBO reaches the target in less CPU time than BCSR"),
-                                     ("dtfbo", COMPARABLE_C, f"D-TFBO within {COMPARABLE:g}× BCSR's CPU time to the target")):
+    for subject, (statement, crit) in FIG3_TIMES.items():
         if subject not in got:
+            out.append(_not_run(f"Fig. 3, balanced: {statement}", crit, f"{subject} at its defaults"))
             continue
         ratio, per = time_ratios(got, subject)
         rows += [{"subject": subject, **row} for row in per]

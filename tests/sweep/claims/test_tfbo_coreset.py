@@ -219,6 +219,13 @@ def test_fig3_when_the_loss_rises_disagrees_and_has_no_target(judge, run_data):
     assert faster.label == "not measured (F did not decrease)"
 
 
+def test_fig3_without_s_tfbo_says_it_was_not_run(judge, run_data):
+    got = _by(judge(_fig3_runs(run_data, {"bcsr": 3.0, "dtfbo": 4.0})))
+    assert got["Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"].label == \
+        "not measured (not run at this scale)"
+    assert got["Fig. 3, balanced: D-TFBO within 2× BCSR's CPU time to the target"].status == "agrees"
+
+
 def test_ratio_of_seconds_to_a_target():
     assert tc._ratio(1.0, 2.0) == 0.5 and tc._ratio(math.inf, 2.0) == math.inf and tc._ratio(1.0, math.inf) == 0.0
     assert math.isnan(tc._ratio(math.inf, math.inf)) and math.isnan(tc._ratio(math.nan, 1.0))

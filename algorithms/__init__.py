@@ -7,12 +7,9 @@
 from algorithms.base import Algorithm, AlgorithmConfig, StochasticConfig, available, get, make_config, register
 from algorithms.run import Budget, Divergence, Run, run
 from algorithms.batched import BatchedRuns, batchable, run_batched
+from problems.registries import discover
 
-# Importing a family module registers its algorithms.
-from algorithms import (  # noqa: E402,F401  isort:skip
-    aid, bome, bsg, coreset, f2ba, f2csa, f2sa, implicit_constrained, neumann_sa, online, online_hypergradient, optimistic,
-    recursive_momentum, stationary_penalty, stochastic_hypergradient, tfbo, value_function, variance_reduced, vrbo,
-)
+discover(__name__, __path__)  # every module of the package, each registering its algorithms
 
 __all__ = [
     "Algorithm", "AlgorithmConfig", "StochasticConfig", "available", "get", "make_config", "register",

@@ -2,7 +2,8 @@
 
 Each outer step runs T warm-started inner gradient steps on y, estimates ∇F at (x, y_T), and takes a
 projected step x ← Proj_X(x − γ_t ∇̂F). AID solves H v = ∇y f (CG or fixed point) and uses
-∇̂F = ∇x f − J v; ITD differentiates through the inner steps in reverse mode (ALGORITHMS.md, Baselines).
+∇̂F = ∇x f − J v (Ji, Yang & Liang 2021; Grazzi et al. 2020); ITD differentiates through the inner steps in
+reverse mode (Franceschi et al. 2017).
 With `batch_size` every inner step, the outer gradient and the solve draw fresh minibatches (CG keeps
 one minibatch for its whole solve, since CG needs a fixed operator).
 Defaults follow the benchmark_bilevel conventions (all steps 0.1, 10 inner and 10 solver steps).
@@ -10,6 +11,7 @@ Defaults follow the benchmark_bilevel conventions (all steps 0.1, 10 inner and 1
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -79,6 +81,23 @@ class DoubleLoop(Algorithm):
         return {"alpha": alpha, "gamma": gamma}
 
 
+class StepSolve(DoubleLoop):
+    """A double loop whose solve takes K steps of size η, each HVP on a fresh minibatch (AID-FP, AmIGO,
+    StocBiO): η is an initial step size beside α and γ; K is the config field `solve_steps` names, tuned
+    on [1, 100]."""
+
+    step_sizes = ("alpha", "eta", "gamma")
+    solve_steps: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "solve_steps" in cls.__dict__:
+            cls.tunables = {cls.solve_steps: Range(1, 100, integer=True)}
+
+    def solve_batches(self) -> int:
+        return getattr(self.config, self.solve_steps)
+
+
 @dataclasses.dataclass(frozen=True)
 class AIDCGConfig(InnerOuterConfig):
     """AID-CG hyperparameters."""
@@ -118,24 +137,20 @@ class AIDFPConfig(InnerOuterConfig):
 
 
 @register
-class AIDFP(DoubleLoop):
+class AIDFP(StepSolve):
     """AID-FP: T inner GD steps, K fixed-point steps on H v = ∇y f, x −= γ(∇x f − J v)."""
 
     name = "aid_fp"
     draws_ahead = True
     batchable = True
     Config = AIDFPConfig
-    step_sizes = ("alpha", "eta", "gamma")
-    tunables = {"fp_steps": Range(1, 100, integer=True)}
+    solve_steps = "fp_steps"
     paper = "Grazzi et al. 2020 (fixed point); Ji, Yang & Liang 2021 (AID-BiO)"
 
     def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         v0 = self.v if c.warm_start else None
         return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.fp_steps, v0)
-
-    def solve_batches(self) -> int:
-        return self.config.fp_steps
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ from algorithms.index_stream import IndexStream, decodable, numpy_draws_as_decod
 from algorithms.minibatch_stream import MinibatchStream
 from algorithms.search_space import Range
 from problems.base import Array
+from problems.registries import Registry
 from problems.validation import ParameterError, Params, param
 
 
@@ -254,19 +255,17 @@ def _plain(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-_REGISTRY: dict[str, type[Algorithm]] = {}
+_REGISTRY: Registry[type[Algorithm]] = Registry("algorithm")
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:
     """Class decorator adding an algorithm to the registry under `cls.name`."""
-    if cls.name in _REGISTRY:
-        raise KeyError(f"algorithm '{cls.name}' registered twice")
     for s in cls.step_sizes:
         if s not in {f.name for f in dataclasses.fields(cls.Config)}:
             raise KeyError(f"{cls.name}: declared step size '{s}' is not a config field")
-    cls.Config.owner = f"algorithm '{cls.name}'"
     _check_search_space(cls)
-    _REGISTRY[cls.name] = cls
+    _REGISTRY.add(cls.name, cls)
+    cls.Config.owner = f"algorithm '{cls.name}'"
     return cls
 
 
@@ -283,15 +282,13 @@ def _check_search_space(cls: type[Algorithm]) -> None:
 
 
 def get(name: str) -> type[Algorithm]:
-    """The algorithm class `name`, or a one-line error listing the known names."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ParameterError(f"algorithm: unknown name {name!r}; allowed: {', '.join(sorted(_REGISTRY))}")
+    """The algorithm class `name`, or a one-line error naming the nearest and every known name."""
     return _REGISTRY[name]
 
 
 def available() -> dict[str, dict[str, Any]]:
     """Every registered algorithm with its description."""
-    return {n: c.describe() for n, c in sorted(_REGISTRY.items())}
+    return {n: c.describe() for n, c in _REGISTRY.items()}
 
 
 def make_config(name: str, params: dict[str, Any] | AlgorithmConfig | None = None) -> AlgorithmConfig:

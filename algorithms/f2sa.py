@@ -1,4 +1,4 @@
-"""F2SA (Kwon, Kwon, Wright & Nowak 2023): fully first-order penalty method (ALGORITHMS.md, Baselines).
+"""F2SA (Kwon, Kwon, Wright & Nowak 2023): fully first-order penalty method (ICML 2023).
 
 With penalty λ, L_λ(x, y) = f(x, y) + λ(g(x, y) − min_z g(x, z)) has
 ∇x L_λ* = ∇x f(x, y_λ) + λ(∇x g(x, y_λ) − ∇x g(x, y*)), y_λ = argmin_y f + λ g, which tends to ∇F as

@@ -1,5 +1,5 @@
 """SSIGD (Khanduri et al. 2023) and DS-BLO (Khanduri et al. 2024): implicit-gradient methods for lower
-levels with linear constraints h(x, y) = A x − B y − b ≤ 0 (ALGORITHMS.md, Baselines).
+levels with linear constraints h(x, y) = A x − B y − b ≤ 0, the baselines of the F2CSA paper (§6, Fig. 2).
 
 Both perturb the lower level to g + qᵀy with a small Gaussian q, so strict complementarity holds almost
 surely, and use the implicit gradient of the perturbed problem through its active rows a:

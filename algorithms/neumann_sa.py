@@ -10,8 +10,9 @@ is rebuilt at every iteration, so the methods differ only in how they move y and
 - SUSTAIN: STORM momentum on both directions, the HIA sharing p and its minibatches between the
   current and the previous point (single loop, single time scale).
 
-E_p[v] = M_N ∇y f with M_N = H⁻¹(I − (I − ηH)^N), so even with exact oracles the methods converge to a
-zero of ∇x f − J M_N ∇y f (the Neumann-biased point x̂_N, BASELINES.md §1), which tends to x* as N grows.
+E_p[v] = M_N ∇y f with M_N = H⁻¹(I − (I − ηH)^N) (Ghadimi & Wang 2018, Alg. 3), so even with exact oracles
+the methods converge to a zero of ∇x f − J M_N ∇y f (the Neumann-biased point x̂_N), which tends to x* as N
+grows.
 `hia_mode: expected` replaces the random p by its average (N − 1 HVPs, deterministic given the
 minibatches) for tests of that fixed point. Defaults follow benchmark_bilevel (all steps 0.1, N = 10,
 its decay exponents); the Neumann step η is a separate field here (benchmark_bilevel ties it to the

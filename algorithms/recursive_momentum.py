@@ -1,4 +1,4 @@
-"""Recursive-momentum (STORM) bilevel baselines: FSLA and MRBO (BASELINES.md §4–5).
+"""Recursive-momentum (STORM) bilevel baselines: FSLA (Li, Gu & Huang 2022) and MRBO (Yang, Ji & Liang 2021).
 
 Both track a stochastic quantity G along the iterates with the recursive-momentum estimator
 (Cutkosky & Orabona 2019)
@@ -50,7 +50,7 @@ def neumann_hypergradient(problem, x: Array, y: Array, samples: NeumannSamples, 
     """∇x f − ∇²xy g · η Σ_{q=0}^{Q} Π_{j} (I − η H_j) ∇y f on `samples` (Q = len(samples.hvp)).
 
     One grad_f, Q HVPs and one cross product. With full-batch oracles the sum is M_{Q+1} ∇y f with
-    M_N = H⁻¹(I − (I − ηH)^N), the truncated inverse of BASELINES.md §1.
+    M_N = H⁻¹(I − (I − ηH)^N), the truncated Neumann series of H⁻¹ (Ji, Yang & Liang 2021, eq. 9).
     """
     grad_x_f, grad_y_f = problem.grad_f(x, y, samples.outer)
     factors = iter(samples.hvp)
@@ -75,7 +75,7 @@ class FSLAConfig(StochasticConfig):
 class FSLA(Algorithm):
     """FSLA: one SGD step on y, one on v at the new y, and x along a STORM hypergradient direction.
 
-    Li, Gu & Huang 2022, Alg. 1 (BASELINES.md §4). Each iteration t, from (x_t, y_t, v_t):
+    Li, Gu & Huang 2022 (AAAI), Alg. 1. Each iteration t, from (x_t, y_t, v_t):
         y_{t+1} = y_t − α_t ∇y g(x_t, y_t)
         v_{t+1} = v_t − α_t (∇²yy g(x_t, y_{t+1}) v_t − ∇y f(x_t, y_{t+1}))
         d_t     = G(x_t, y_{t+1}, v_{t+1}) + (1 − ρ_t)(d_{t−1} − G(x_{t−1}, y_t, v_t)),  G = ∇x f − ∇²xy g v
@@ -151,7 +151,7 @@ class MRBOConfig(StochasticConfig):
 class MRBO(Algorithm):
     """MRBO: simultaneous y and x steps along STORM estimates of ∇y g and of a Neumann hypergradient.
 
-    Yang, Ji & Liang 2021 (NeurIPS), Alg. 1 (BASELINES.md §5). Each iteration t, from (x_t, y_t):
+    Yang, Ji & Liang 2021 (NeurIPS), Alg. 1. Each iteration t, from (x_t, y_t):
         u_t = ∇y g(x_t, y_t; B) + (1 − ρ_t)(u_{t−1} − ∇y g(x_{t−1}, y_{t−1}; B))
         w_t = ∇̂Φ(x_t, y_t; B̄) + (1 − ρ_t)(w_{t−1} − ∇̂Φ(x_{t−1}, y_{t−1}; B̄))
         y_{t+1} = y_t − α_t u_t,   x_{t+1} = x_t − γ_t w_t

@@ -8,8 +8,10 @@
 Records come at log-spaced evaluation points. Compute time (`time`, wall-clock seconds of the steps; the
 budget's seconds count it) excludes evaluation (reported separately as `eval_time`); `cpu_time` is the
 CPU seconds of the stepping thread, which other processes on a busy machine do not inflate (with
-multithreaded BLAS it misses the helper threads' work: time studies limit BLAS to one thread);
-ground-truth evaluation is never counted as oracle work. A divergence ends the run with status
+multithreaded BLAS it misses the helper threads' work: time studies limit BLAS to one thread). Both clocks
+are read once per stretch of steps between evaluation points, not per step (a CPU-clock read is a system
+call); under a seconds budget the wall clock, a cheap read, is also read after every step so the run stops
+on time. Ground-truth evaluation is never counted as oracle work. A divergence ends the run with status
 "diverged" and its last finite record: a non-finite iterate or metric, an overflow or singular solve, or
 a watched quantity (F gap or F, ‖∇F‖², ‖y − y*‖², the norms of x and y) grown past `Divergence.factor`
 (default 1e6) times its start value (floored at 1); `diverged_metric` in that record says which. A point
@@ -23,10 +25,11 @@ import dataclasses
 import functools
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from algorithms.base import Algorithm, AlgorithmConfig, get, make_config
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
@@ -119,6 +122,36 @@ def _shared_eval_points(budget: Budget, n_evals: int, horizon: int | None) -> tu
     return tuple(eval_points(budget, n_evals, horizon))
 
 
+class _SeedWords(ISeedSequence):
+    """SeedSequence(seed) whose words are computed once: a PCG64 seeded from it starts where
+    PCG64(SeedSequence(seed)) does (the words are all PCG64 reads), for a tenth of the cost (the
+    sequence's hashing and error-state switches), as the many runs of one seed (a batch, a sweep) ask."""
+
+    def __init__(self, seed: int) -> None:
+        self._sequence = np.random.SeedSequence(seed)
+        self._words: dict[tuple[int, str], Array] = {}
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> Array:
+        key = (n_words, np.dtype(dtype).str)
+        words = self._words.get(key)
+        if words is None:
+            words = self._words[key] = self._sequence.generate_state(n_words, dtype)
+        return words.copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _seed_words(seed: int) -> _SeedWords:
+    return _SeedWords(seed)
+
+
+def generator(seed: Any) -> np.random.Generator:
+    """np.random.default_rng(seed): the same stream (tests/algorithms/test_run_loop.py), made faster for an
+    int seed (its generator's seed sequence is shared and cannot spawn; nothing spawns from a run's)."""
+    if type(seed) is int and seed >= 0:
+        return np.random.Generator(np.random.PCG64(_seed_words(seed)))
+    return np.random.default_rng(seed)
+
+
 def _finite(*arrays: Array | None) -> bool:
     for a in arrays:
         if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):
@@ -173,7 +206,7 @@ class Run:
         self.divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.problem = problem
         self.view = counted(problem)
-        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), np.random.default_rng(seed))
+        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), generator(seed))
         horizon = problem.horizon if self.online else None
         if self.online and self.budget.iterations is not None:
             horizon = min(horizon, self.budget.iterations)
@@ -195,10 +228,14 @@ class Run:
         #: The metrics of the current point when computed already (for a whole batch at once); used once.
         self.ready_metrics: dict[str, float] | None = None
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
+        #: Set while a batch holds this run's state in its stack (algorithms.batched): called to write it back
+        #: before the run's state is read or replaced here.
+        self.holder: Callable[[], None] | None = None
         if "iterates" in self.divergence.metrics:
             for name, v in (("x", self.algorithm.x), ("y", self.algorithm.y)):
-                if v is not None:
-                    self.start_values[name] = float(np.linalg.norm(v))
+                if v is not None:  # np.linalg.norm's value, its cost (~3 µs) spared where _checked_norm can
+                    norm = _checked_norm(v)
+                    self.start_values[name] = norm if norm is not None else float(np.linalg.norm(v))
         self._iterate_limits = self._limits_of_iterates()
 
     # ---- stopping ----
@@ -228,6 +265,8 @@ class Run:
 
     def advance(self) -> dict[str, Any] | None:
         """Run to the next evaluation point (or the end) and return its record."""
+        if self.holder is not None:
+            self.holder()
         if self.done:
             return None
         if self.algorithm.iteration == 0 and self.last_record is None:
@@ -461,6 +500,8 @@ class Run:
     # ---- checkpoints ----
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume, without the problem (rebuilt from its seed)."""
+        if self.holder is not None:
+            self.holder()
         keep = ("next_point", "compute_time", "cpu_time", "eval_time", "status", "last_record", "cumulative_regret",
                 "last_regret_term", "start_values", "diverged_metric")
         state = {k: copy.deepcopy(getattr(self, k)) for k in keep}
@@ -471,6 +512,8 @@ class Run:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from `state_dict()` output."""
+        if self.holder is not None:
+            self.holder()
         for k, v in state.items():
             if k not in ("algorithm", "counter", "iteration"):
                 setattr(self, k, copy.deepcopy(v))

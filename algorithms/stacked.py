@@ -34,23 +34,30 @@ def _fields(cls: type[Algorithm]) -> tuple[str, ...]:
     return _FIELDS[cls]
 
 
+_VARYING: dict[type, frozenset[str]] = {}
+_FIXED: dict[tuple[type, type], tuple[str, ...]] = {}
+
+
 def varying_fields(cls: type[Algorithm]) -> frozenset[str]:
     """Config fields whose values may differ within a batch: those that only scale arithmetic.
 
     The class's `batch_params` when declared, else its step sizes and their decays (`<step>_decay`).
     """
-    declared = getattr(cls, "batch_params", None)
-    if declared is not None:
-        return frozenset(declared)
-    names = {f.name for f in dataclasses.fields(cls.Config)}
-    return frozenset(cls.step_sizes) | {f"{s}_decay" for s in cls.step_sizes if f"{s}_decay" in names}
+    if cls not in _VARYING:
+        declared = getattr(cls, "batch_params", None)
+        names = {f.name for f in dataclasses.fields(cls.Config)}
+        _VARYING[cls] = frozenset(declared) if declared is not None else \
+            frozenset(cls.step_sizes) | {f"{s}_decay" for s in cls.step_sizes if f"{s}_decay" in names}
+    return _VARYING[cls]
 
 
 def group_key(cls: type[Algorithm], config: Any) -> tuple:
     """What runs in one batch must share: every config field that may not vary (as text, hashable)."""
-    varying = varying_fields(cls)
-    return tuple((f.name, repr(getattr(config, f.name))) for f in dataclasses.fields(config)
-                 if f.name not in varying)
+    fixed = _FIXED.get((cls, type(config)))
+    if fixed is None:
+        varying = varying_fields(cls)
+        fixed = _FIXED[cls, type(config)] = tuple(f.name for f in dataclasses.fields(config) if f.name not in varying)
+    return tuple((name, repr(getattr(config, name))) for name in fixed)
 
 
 class StackedConfig:

@@ -1,4 +1,5 @@
-"""Stochastic hypergradient baselines: SOBA, AmIGO and StocBiO (ALGORITHMS.md, Baselines).
+"""Stochastic hypergradient baselines: SOBA (Dagréou, Ablin, Vaiter & Moreau 2022), AmIGO (Arbel & Mairal
+2022) and StocBiO (Ji, Yang & Liang 2021).
 
 All three estimate ∇F = ∇x f − J H⁻¹ ∇y f on minibatches (`batch_size`; null runs them full batch):
 SOBA moves y, v and x together, one step each per iteration; AmIGO and StocBiO run T warm-started
@@ -8,16 +9,29 @@ SGD steps on y, then approximate H⁻¹∇y f by T warm SGD steps on v (AmIGO) o
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
-from algorithms.aid import DoubleLoop, InnerOuterConfig
+from algorithms.aid import InnerOuterConfig, StepSolve
 from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
 from algorithms.hypergradient import fixed_point_solve, neumann_series
 from algorithms.schedules import decaying
-from algorithms.search_space import Range
 from problems.base import Array
 from problems.validation import param
+
+
+Directions = tuple[Array, Array, Array]
+
+
+def soba_directions(p: Any, x: Array, y: Array, v: Array, batch_g: Any, batch_f: Any) -> Directions:
+    """(D_y, D_v, D_x) = (∇y g, H v + ∇y f, J v + ∇x f) at (x, y, v): g's terms on batch_g, f's on batch_f
+    (None: full batch): the directions of Dagréou, Ablin, Vaiter & Moreau 2022, Algorithm 1."""
+    grad_y_g = p.grad_y_g(x, y, batch_g)
+    hvp = p.hvp_yy_g(x, y, v, batch_g)
+    cross = p.cross_xy_g(x, y, v, batch_g)
+    grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
+    return grad_y_g, hvp + grad_y_f, cross + grad_x_f
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,16 +69,12 @@ class SOBA(Algorithm):
         return decaying(c.rho, c.rho_decay, t), decaying(c.gamma, c.gamma_decay, t)
 
     def step(self) -> None:
-        p, x, y, v = self.problem, self.x, self.y, self.v
         rho, gamma = self.steps_now()
         batch_g, batch_f = self.batches(2)  # one minibatch for ∇y g, H v and J v; another for ∇f
-        grad_y_g = p.grad_y_g(x, y, batch_g)
-        hvp = p.hvp_yy_g(x, y, v, batch_g)
-        cross = p.cross_xy_g(x, y, v, batch_g)
-        grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
-        self.y = y - rho * grad_y_g
-        self.v = v - rho * (hvp + grad_y_f)
-        self.x = p.project_x(x - gamma * (cross + grad_x_f))
+        d_y, d_v, d_x = soba_directions(self.problem, self.x, self.y, self.v, batch_g, batch_f)
+        self.y = self.y - rho * d_y
+        self.v = self.v - rho * d_v
+        self.x = self.problem.project_x(self.x - gamma * d_x)
 
     def diagnostics(self) -> dict[str, float]:
         rho, gamma = self.steps_now()
@@ -80,23 +90,19 @@ class AmIGOConfig(InnerOuterConfig):
 
 
 @register
-class AmIGO(DoubleLoop):
+class AmIGO(StepSolve):
     """AmIGO: T SGD steps on y, warm-started SGD steps on v for the linear system, one outer step."""
 
     name = "amigo"
     draws_ahead = True
     batchable = True
     Config = AmIGOConfig
-    step_sizes = ("alpha", "eta", "gamma")
-    tunables = {"v_steps": Range(1, 100, integer=True)}
+    solve_steps = "v_steps"
     paper = "Arbel & Mairal 2022"
 
     def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         return fixed_point_solve(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.v_steps, self.v)
-
-    def solve_batches(self) -> int:
-        return self.config.v_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,20 +114,16 @@ class StocBiOConfig(InnerOuterConfig):
 
 
 @register
-class StocBiO(DoubleLoop):
+class StocBiO(StepSolve):
     """StocBiO: T SGD steps on y, v = η Σ_{q=0}^{Q} Π (I − ηH_j) ∇y f, one outer step."""
 
     name = "stocbio"
     draws_ahead = True
     batchable = True
     Config = StocBiOConfig
-    step_sizes = ("alpha", "eta", "gamma")
-    tunables = {"neumann_terms": Range(1, 100, integer=True)}
+    solve_steps = "neumann_terms"
     paper = "Ji, Yang & Liang 2021 (eq. 9, the paper's formula)"
 
     def solve(self, x: Array, grad_y_f: Array, draw: BatchSource) -> Array:
         p, y, c = self.problem, self.y, self.config
         return neumann_series(lambda v: p.hvp_yy_g(x, y, v, draw()), grad_y_f, c.eta, c.neumann_terms)
-
-    def solve_batches(self) -> int:
-        return self.config.neumann_terms

@@ -22,20 +22,9 @@ import numpy as np
 
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
+from algorithms.stochastic_hypergradient import Directions, soba_directions
 from problems.base import Array
 from problems.validation import ParameterError, param
-
-Directions = tuple[Array, Array, Array]
-
-
-def soba_directions(p: Any, x: Array, y: Array, v: Array, batch_g: Any, batch_f: Any) -> Directions:
-    """(D_y, D_v, D_x) at (x, y, v): g's terms on batch_g, f's on batch_f (None: full batch). Eqs. 10a–c."""
-    grad_y_g = p.grad_y_g(x, y, batch_g)
-    hvp = p.hvp_yy_g(x, y, v, batch_g)
-    cross = p.cross_xy_g(x, y, v, batch_g)
-    grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
-    return grad_y_g, hvp + grad_y_f, cross + grad_x_f
-
 
 @dataclasses.dataclass(frozen=True)
 class VarianceReducedConfig(StochasticConfig):

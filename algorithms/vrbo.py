@@ -1,4 +1,4 @@
-"""VRBO: SPIDER/SARAH recursive estimators with a periodic large-batch refresh (BASELINES.md §6).
+"""VRBO: SPIDER/SARAH recursive estimators with a periodic large-batch refresh (Yang, Ji & Liang 2021).
 
 Yang, Ji & Liang 2021 (NeurIPS), Alg. 2. Two directions are carried along the iterates: u ≈ ∇y g and
 w ≈ ∇̂Φ, the Neumann hypergradient of algorithms/recursive_momentum.py. Every `period` (q) outer
@@ -12,7 +12,7 @@ So u and w always estimate the directions at the current point, and with full-ba
 exact: VRBO then takes one x step along the Neumann hypergradient followed by m gradient steps on y,
 for any period, and converges to the Neumann-biased x̂_{Q+1}. benchmark_bilevel's inner loop differs:
 its differences are taken at the new x only and its previous y is not reset at a refresh, so the x
-move is never tracked (BASELINES.md §6); without refreshes its full-batch iterates drift away from x̂.
+move is never tracked (its solvers/vrbo.py); without refreshes its full-batch iterates drift away from x̂.
 """
 from __future__ import annotations
 

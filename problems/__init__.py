@@ -9,13 +9,13 @@
 from problems.base import BilevelProblem, LinearConstraints, OnlineProblem, gradient_mapping
 from problems.counting import CountingProblem, OracleCounter, counted
 from problems.ground_truth import GroundTruth, ground_truth
+from problems.registries import discover
 from problems.registry import available, make
 from problems.validation import ParameterError
 
-# Importing a family module registers its problems.
-from problems import (  # noqa: E402,F401  isort:skip
-    constrained, coreset, logistic, online, quadratic, simulated, streaming, toys,
-)
+# Every module of the package, each registering its problems; the [jax] extra's modules (an optional
+# install) are imported on first use, so `import problems` stays NumPy/SciPy.
+discover(__name__, __path__, skip=("examples", "functional"))
 
 __all__ = [
     "BilevelProblem", "OnlineProblem", "LinearConstraints", "gradient_mapping",

@@ -274,8 +274,8 @@ class BilevelProblem(ABC):
         """y*(x) of each row: (K, dim_y)."""
         return np.array([self.y_star(x) for x in X])
 
-    def grad_F_rows(self, X: Array) -> Array:
-        """∇F(x) of each row: (K, dim_x)."""
+    def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
+        """∇F(x) of each row: (K, dim_x); `Ys`, y_star_rows(X) when the caller has it (a family may use it)."""
         return np.array([self.grad_F(x) for x in X])
 
     def metrics_rows(self, X: Array, Y: Array) -> list[dict[str, float]]:

@@ -24,6 +24,7 @@ from problems.base import Array, Batch
 from problems.datasets import SOURCES, DataParams, Split, prepare
 from problems.gather import RowCache
 from problems.registry import register
+from problems.rowwise import index_rows, level_indices, row_combinations, row_products
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
 from problems.validation import param
 
@@ -213,36 +214,80 @@ class RegularizationSelection(LogisticBilevel):
     def cross_xy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
         return np.exp(x) * y * v  # the regulariser is the only x–y coupling, and it is not sampled
 
-    # ---- stacked oracles, full batch (rows: one run each; algorithms.stacked) ----
+    # ---- stacked oracles (rows: one run each; algorithms.stacked): the whole data for the full batch (D 2-D),
+    # each run's minibatch rows (D: (K, batch, p), signs (K, batch)) in batched products otherwise ----
+    def _train_stack(self, idx: Array | None) -> tuple[Array, Array]:
+        return (self.D, self.b) if idx is None else (self.D[idx], self.b[idx])
+
+    def _val_stack(self, idx: Array | None) -> tuple[Array, Array]:
+        return (self.Dv, self.bv) if idx is None else (self.Dv[idx], self.bv[idx])
+
     @staticmethod
-    def _loss_grad_rows(D: Array, b: Array, Y: Array) -> Array:
+    def _products(D: Array, V: Array) -> Array:
+        """d_iᵀv of each run's samples: (K, n) for the whole data, (K, batch) for minibatch rows."""
+        return V @ D.T if D.ndim == 2 else row_products(D, V)
+
+    @staticmethod
+    def _combine(R: Array, D: Array) -> Array:
+        """Σ_i R[k, i] d_i per run: (K, p)."""
+        return R @ D if D.ndim == 2 else row_combinations(R, D)
+
+    def _loss_rows(self, D: Array, b: Array, Y: Array) -> Array:
+        """Each row's mean log(1 + exp(−b_i d_iᵀy)): (K,)."""
+        return -np.mean(log_expit(b * self._products(D, Y)), axis=-1)
+
+    def _loss_grad_rows(self, D: Array, b: Array, Y: Array) -> Array:
         """Each row's mean ∇ log(1 + exp(−b_i d_iᵀy)): (K, dim_y)."""
-        return (-b * expit(-b * (Y @ D.T))) @ D / len(b)
+        return self._combine(-b * expit(-b * self._products(D, Y)), D) / b.shape[-1]
+
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        return self._loss_rows(*self._val_stack(level_indices(batches)[1]), Y)
+
+    def g_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        return self._loss_rows(*self._train_stack(level_indices(batches)[0]), Y) \
+            + 0.5 * np.einsum("ij,ij->i", np.exp(X), Y * Y)
 
     def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().grad_y_f_rows(X, Y, batches)
-        return self._loss_grad_rows(self.Dv, self.bv, Y)
+        return self._loss_grad_rows(*self._val_stack(level_indices(batches)[1]), Y)
 
     def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
         return np.zeros_like(X), self.grad_y_f_rows(X, Y, batches)
 
     def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().grad_y_g_rows(X, Y, batches)
-        return self._loss_grad_rows(self.D, self.b, Y) + np.exp(X) * Y
+        return self._loss_grad_rows(*self._train_stack(level_indices(batches)[0]), Y) + np.exp(X) * Y
 
     def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
         return 0.5 * np.exp(X) * Y * Y, self.grad_y_g_rows(X, Y, batches)
 
     def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().hvp_yy_g_rows(X, Y, V, batches)
-        Z = self.b * (Y @ self.D.T)
-        return (expit(Z) * expit(-Z) * (V @ self.D.T)) @ self.D / len(self.b) + np.exp(X) * V
+        D, b = self._train_stack(level_indices(batches)[0])
+        Z = b * self._products(D, Y)
+        return self._combine(expit(Z) * expit(-Z) * self._products(D, V), D) / b.shape[-1] + np.exp(X) * V
 
     def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
         return np.exp(X) * Y * V  # not sampled: the same for every minibatch
+
+    # Per-sample oracles of each run (idx: (K, batch), or one batch for all): the single ones' rows, stacked.
+    def _loss_grads_rows(self, D: Array, b: Array, Y: Array) -> Array:
+        return (-b * expit(-b * row_products(D, Y)))[..., None] * D
+
+    def grad_f_samples_rows(self, X: Array, Y: Array, idx: Array) -> tuple[Array, Array]:
+        idx = index_rows(idx, len(X))
+        return np.zeros((*idx.shape, self.dim_x)), self._loss_grads_rows(self.Dv[idx], self.bv[idx], Y)
+
+    def grad_y_g_samples_rows(self, X: Array, Y: Array, idx: Array) -> Array:
+        idx = index_rows(idx, len(X))
+        return self._loss_grads_rows(self.D[idx], self.b[idx], Y) + (np.exp(X) * Y)[:, None, :]
+
+    def hvp_yy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        idx = index_rows(idx, len(X))
+        D, b = self.D[idx], self.b[idx]
+        z = b * row_products(D, Y)
+        return (expit(z) * expit(-z) * row_products(D, V))[..., None] * D + (np.exp(X) * V)[:, None, :]
+
+    def cross_xy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        idx = index_rows(idx, len(X))
+        return np.repeat((np.exp(X) * Y * V)[:, None, :], idx.shape[1], axis=1)  # the regulariser, in every sample
 
     # ---- per-sample oracles (rows: one sample each) ----
     @staticmethod

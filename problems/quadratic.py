@@ -22,6 +22,7 @@ from problems import matrices as mx
 from problems.base import Array, Batch, BilevelProblem, stacked_indices
 from problems.gather import RowCache
 from problems.registry import register
+from problems.rowwise import row_combinations, row_products
 from problems.validation import Params, param
 
 
@@ -239,8 +240,8 @@ class Quadratic(BilevelProblem):
             return Y @ self.A.T - X @ self.C.T + self.a
         idx = stacked_indices(batches)
         Ub, n = self._stacked_block("U", idx), idx.shape[1]
-        t = _row_products(Ub, Y) - _row_products(self._stacked_block("V", idx), X)
-        return self.mu0 * Y + _row_combinations(t, Ub) / n + self.a_i[idx].sum(1) / n
+        t = row_products(Ub, Y) - row_products(self._stacked_block("V", idx), X)
+        return self.mu0 * Y + row_combinations(t, Ub) / n + self.a_i[idx].sum(1) / n
 
     def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
         R = Y - self.e
@@ -248,7 +249,7 @@ class Quadratic(BilevelProblem):
             return R @ self.P.T
         idx = stacked_indices(batches)
         Sb = self._stacked_block("S", idx)
-        return self.p0 * R + _row_combinations(_row_products(Sb, R), Sb) / idx.shape[1]
+        return self.p0 * R + row_combinations(row_products(Sb, R), Sb) / idx.shape[1]
 
     def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
         return self.m * X + self.c, self.grad_y_f_rows(X, Y, batches)
@@ -261,14 +262,14 @@ class Quadratic(BilevelProblem):
             return V @ self.A.T
         idx = stacked_indices(batches)
         Ub = self._stacked_block("U", idx)
-        return self.mu0 * V + _row_combinations(_row_products(Ub, V), Ub) / idx.shape[1]
+        return self.mu0 * V + row_combinations(row_products(Ub, V), Ub) / idx.shape[1]
 
     def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
         if batches is None:
             return -(V @ self.C)
         idx = stacked_indices(batches)
-        uv = _row_products(self._stacked_block("U", idx), V)
-        return -_row_combinations(uv, self._stacked_block("V", idx)) / idx.shape[1]
+        uv = row_products(self._stacked_block("U", idx), V)
+        return -row_combinations(uv, self._stacked_block("V", idx)) / idx.shape[1]
 
     def _stacked_block(self, name: str, idx: Array) -> Array:
         """Each run's minibatch rows of U, V or S: (K, batch · r, d)."""
@@ -300,8 +301,8 @@ class Quadratic(BilevelProblem):
     def y_star_rows(self, X: Array) -> Array:
         return sla.cho_solve(self._A_chol, self.C @ X.T - self.a[:, None]).T
 
-    def grad_F_rows(self, X: Array) -> Array:
-        Ys = self.y_star_rows(X)
+    def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
+        Ys = self.y_star_rows(X) if Ys is None else Ys
         return self.m * X + self.c + (self.C.T @ sla.cho_solve(self._A_chol, self.P @ (Ys - self.e).T)).T
 
     def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
@@ -326,16 +327,6 @@ class Quadratic(BilevelProblem):
 def _flat(rows: Array) -> Array:
     """Samples' rows (batch, r, d) as one (batch · r) × d matrix (a view)."""
     return rows.reshape(-1, rows.shape[-1])
-
-
-def _row_products(blocks: Array, V: Array) -> Array:
-    """blocks[k] @ V[k] for each run k: (K, m)."""
-    return np.matmul(blocks, V[:, :, None])[:, :, 0]
-
-
-def _row_combinations(coef: Array, blocks: Array) -> Array:
-    """coef[k] @ blocks[k] for each run k: (K, d)."""
-    return np.matmul(coef[:, None, :], blocks)[:, 0, :]
 
 
 def _per_sample(coef: Array, rows: Array) -> Array:

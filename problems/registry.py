@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from problems.base import BilevelProblem, OnlineProblem
+from problems.registries import Registry
 from problems.validation import ParameterError, Params
 
 Builder = Callable[[Any, int], "BilevelProblem | OnlineProblem"]
@@ -22,27 +23,23 @@ class ProblemEntry:
     doc: str
 
 
-_REGISTRY: dict[str, ProblemEntry] = {}
+_REGISTRY: Registry[ProblemEntry] = Registry("problem")
 
 
 def register(name: str, params: type[Params], online: bool = False) -> Callable[[Builder], Builder]:
     """Decorator registering `build(params, seed)` under `name`."""
 
     def deco(build: Builder) -> Builder:
-        if name in _REGISTRY:
-            raise KeyError(f"problem '{name}' registered twice")
-        params.owner = f"problem '{name}'"
         doc = (build.__doc__ or "").strip().splitlines()[0] if build.__doc__ else ""
-        _REGISTRY[name] = ProblemEntry(name, params, build, online, doc)
+        _REGISTRY.add(name, ProblemEntry(name, params, build, online, doc))
+        params.owner = f"problem '{name}'"
         return build
 
     return deco
 
 
 def entry(name: str) -> ProblemEntry:
-    """The registered entry, or a one-line error listing the known names."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ParameterError(f"problem: unknown name {name!r}; allowed: {', '.join(sorted(_REGISTRY))}")
+    """The registered entry, or a one-line error naming the nearest and every known name."""
     return _REGISTRY[name]
 
 
@@ -67,5 +64,5 @@ def available() -> dict[str, dict[str, Any]]:
     """Every problem with its description, online flag and parameters (default, check, doc)."""
     return {
         n: {"doc": e.doc, "online": e.online, "params": e.params.describe()}
-        for n, e in sorted(_REGISTRY.items())
+        for n, e in _REGISTRY.items()
     }

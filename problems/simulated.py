@@ -28,6 +28,7 @@ import scipy.linalg as sla
 from problems.base import Array, Batch
 from problems.gather import RowCache
 from problems.registry import register
+from problems.rowwise import index_rows, level_indices, row_combinations, row_products
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
 from problems.validation import ParameterError, Params, param
 
@@ -265,42 +266,89 @@ class Simulated(TwoSetFiniteSum):
             return self.inner.C @ v
         return (self._rows(self.inner, idx, "e") @ v) @ self._rows(self.inner, idx, "c") / len(idx)
 
-    # ---- stacked oracles, full batch (rows: one run each; algorithms.stacked) ----
-    def _grad_y_rows(self, q: SampleQuadratics, X: Array, Y: Array) -> Array:
-        return Y @ q.H_yy.T + X @ q.C + q.l_mean
+    # ---- stacked oracles (rows: one run each; algorithms.stacked): the dense means for the full batch, each
+    # run's gathered sample rows (K, batch, d) in batched products for minibatches (idx: (K, batch)) ----
+    @staticmethod
+    def _sum_rows(u: Array, idx: Array) -> Array:
+        return u[idx].sum(1, dtype=np.float64)  # float64 even over float32 samples
 
-    def _grad_x_rows(self, q: SampleQuadratics, X: Array, Y: Array) -> Array:
-        return X @ q.H_xx.T + Y @ q.C.T + q.m_mean
+    def _value_rows(self, q: SampleQuadratics, X: Array, Y: Array, idx: Array | None) -> Array:
+        if idx is None:
+            rows = lambda A, B: np.einsum("ij,ij->i", A, B)  # noqa: E731
+            return (0.5 * rows(Y @ q.H_yy.T, Y) + 0.5 * rows(X @ q.H_xx.T, X) + rows(X @ q.C, Y)
+                    + Y @ q.l_mean + X @ q.m_mean)
+        ay, bx = row_products(q.a[idx], Y), row_products(q.b[idx], X)
+        per = (0.5 * ay * ay + 0.5 * bx * bx + row_products(q.c[idx], X) * row_products(q.e[idx], Y)
+               + row_products(q.l[idx], Y) + row_products(q.m[idx], X))
+        return per.mean(1)
+
+    def _grad_y_rows(self, q: SampleQuadratics, X: Array, Y: Array, idx: Array | None) -> Array:
+        if idx is None:
+            return Y @ q.H_yy.T + X @ q.C + q.l_mean
+        a, e, n = q.a[idx], q.e[idx], idx.shape[1]
+        return (row_combinations(row_products(a, Y), a) + row_combinations(row_products(q.c[idx], X), e)) / n \
+            + self._sum_rows(q.l, idx) / n
+
+    def _grad_x_rows(self, q: SampleQuadratics, X: Array, Y: Array, idx: Array | None) -> Array:
+        if idx is None:
+            return X @ q.H_xx.T + Y @ q.C.T + q.m_mean
+        b, c, n = q.b[idx], q.c[idx], idx.shape[1]
+        return (row_combinations(row_products(b, X), b) + row_combinations(row_products(q.e[idx], Y), c)) / n \
+            + self._sum_rows(q.m, idx) / n
+
+    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        return self._value_rows(self.outer, X, Y, level_indices(batches)[1])
+
+    def g_rows(self, X: Array, Y: Array, batches=None) -> Array:
+        return self._value_rows(self.inner, X, Y, level_indices(batches)[0])
 
     def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
-        if batches is not None:
-            return super().grad_f_rows(X, Y, batches)
-        return self._grad_x_rows(self.outer, X, Y), self._grad_y_rows(self.outer, X, Y)
+        idx = level_indices(batches)[1]
+        return self._grad_x_rows(self.outer, X, Y, idx), self._grad_y_rows(self.outer, X, Y, idx)
 
     def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
-        if batches is not None:
-            return super().grad_g_rows(X, Y, batches)
-        return self._grad_x_rows(self.inner, X, Y), self._grad_y_rows(self.inner, X, Y)
+        idx = level_indices(batches)[0]
+        return self._grad_x_rows(self.inner, X, Y, idx), self._grad_y_rows(self.inner, X, Y, idx)
 
     def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().grad_y_f_rows(X, Y, batches)
-        return self._grad_y_rows(self.outer, X, Y)
+        return self._grad_y_rows(self.outer, X, Y, level_indices(batches)[1])
 
     def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().grad_y_g_rows(X, Y, batches)
-        return self._grad_y_rows(self.inner, X, Y)
+        return self._grad_y_rows(self.inner, X, Y, level_indices(batches)[0])
 
     def hvp_yy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().hvp_yy_g_rows(X, Y, V, batches)
-        return V @ self.inner.H_yy.T
+        idx = level_indices(batches)[0]
+        if idx is None:
+            return V @ self.inner.H_yy.T
+        a = self.inner.a[idx]
+        return row_combinations(row_products(a, V), a) / idx.shape[1]
 
     def cross_xy_g_rows(self, X: Array, Y: Array, V: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().cross_xy_g_rows(X, Y, V, batches)
-        return V @ self.inner.C.T
+        idx = level_indices(batches)[0]
+        if idx is None:
+            return V @ self.inner.C.T
+        return row_combinations(row_products(self.inner.e[idx], V), self.inner.c[idx]) / idx.shape[1]
+
+    # Per-sample oracles of each run (idx: (K, batch), or one batch for all): the single ones' rows, stacked.
+    def grad_f_samples_rows(self, X: Array, Y: Array, idx: Array) -> tuple[Array, Array]:
+        o, idx = self.outer, index_rows(idx, len(X))
+        b, c, a, e = o.b[idx], o.c[idx], o.a[idx], o.e[idx]
+        gx = row_products(b, X)[..., None] * b + row_products(e, Y)[..., None] * c + o.m[idx]
+        gy = row_products(a, Y)[..., None] * a + row_products(c, X)[..., None] * e + o.l[idx]
+        return gx, gy
+
+    def grad_y_g_samples_rows(self, X: Array, Y: Array, idx: Array) -> Array:
+        q, idx = self.inner, index_rows(idx, len(X))
+        a, e = q.a[idx], q.e[idx]
+        return row_products(a, Y)[..., None] * a + row_products(q.c[idx], X)[..., None] * e + q.l[idx]
+
+    def hvp_yy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        a = self.inner.a[index_rows(idx, len(X))]
+        return row_products(a, V)[..., None] * a
+
+    def cross_xy_g_samples_rows(self, X: Array, Y: Array, V: Array, idx: Array) -> Array:
+        idx = index_rows(idx, len(X))
+        return row_products(self.inner.e[idx], V)[..., None] * self.inner.c[idx]
 
     # ---- per-sample oracles (rows: one sample each) ----
     def grad_f_samples(self, x: Array, y: Array, idx: Array) -> tuple[Array, Array]:
@@ -348,18 +396,11 @@ class Simulated(TwoSetFiniteSum):
         gx, gy = self.grad_f(x, ys)
         return gx - self.inner.C @ sla.cho_solve(self._H_chol, gy)
 
-    def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        if batches is not None:
-            return super().f_rows(X, Y, batches)
-        q, rows = self.outer, lambda A, B: np.einsum("ij,ij->i", A, B)  # noqa: E731
-        return (0.5 * rows(Y @ q.H_yy.T, Y) + 0.5 * rows(X @ q.H_xx.T, X) + rows(X @ q.C, Y)
-                + Y @ q.l_mean + X @ q.m_mean)
-
     def y_star_rows(self, X: Array) -> Array:
         return -sla.cho_solve(self._H_chol, self.inner.C.T @ X.T + self.inner.l_mean[:, None]).T
 
-    def grad_F_rows(self, X: Array) -> Array:
-        gx, gy = self.grad_f_rows(X, self.y_star_rows(X))
+    def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
+        gx, gy = self.grad_f_rows(X, self.y_star_rows(X) if Ys is None else Ys)
         return gx - (self.inner.C @ sla.cho_solve(self._H_chol, gy.T)).T
 
     def hessian_F(self, cross_weight: float = 1.0) -> Array:

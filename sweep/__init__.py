@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sweep.execution.runner import run_study
-    from sweep.execution.trainable import trainable_for
+    from sweep.execution.user_api import trainable_for
     from sweep.report.build import build_report
     from sweep.report.frames import Results, load_results
     from sweep.study.model import Study
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 #: Public name → (module, attribute).
 _LAZY = {"Results": ("sweep.report.frames", "Results"), "load_results": ("sweep.report.frames", "load_results"),
          "Study": ("sweep.study.model", "Study"), "build_report": ("sweep.report.build", "build_report"),
-         "load_study": ("sweep.study.spec", "load"), "trainable_for": ("sweep.execution.trainable", "trainable_for"),
+         "load_study": ("sweep.study.spec", "load"), "trainable_for": ("sweep.execution.user_api", "trainable_for"),
          "run_study": ("sweep.execution.runner", "run_study")}
 
 

@@ -24,9 +24,10 @@ import yaml
 import algorithms
 import problems
 from algorithms.run import Divergence
+from problems.registries import import_modules
 from problems.validation import ParameterError
 from sweep import kinds
-from sweep.execution import options
+from sweep.execution import batching, options
 from sweep.execution.disk import disk_full
 from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import NodeLost
@@ -36,7 +37,7 @@ from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.study.model import scale_names
-from sweep.study.sources import builtin_studies, import_plugins, results_dir, study_name
+from sweep.study.sources import builtin_studies, results_dir, study_name
 from sweep.tracking import ui_server
 from sweep.tracking.masking import mask
 from sweep.tracking.tracker import Tracker, default_tracking_uri, local_artifact_location
@@ -59,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         n = study.configurations
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {per}")
+              f"= {n * len(study.seeds)} runs; {per}; {batching.resolve(study).why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
@@ -79,7 +80,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
-    _import_named(args.imports or [])  # only what the user names: a results directory never runs code
+    import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
@@ -91,16 +92,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     return 0
-
-
-def _import_named(modules: list[str]) -> None:
-    """`report --import`: the modules the user named, from the current directory as for `python -m`."""
-    if modules and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
-    try:
-        import_plugins(modules)
-    except ImportError as exc:
-        raise ParameterError(f"import: cannot import module {exc.name or modules!r}: {exc}") from None
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

@@ -18,9 +18,9 @@ from problems.validation import ParameterError
 REPO = Path(__file__).resolve().parents[1]
 #: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
 STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py", "test_docs.py",
-               *(f"test_{name}.py" for name in ("benchmark_integration", "cli_errors", "cluster", "deadlines",
-                                                "integration", "lock_processes", "postgres", "ray_cluster", "readme",
-                                                "report", "resume", "rough_edges", "scale", "studies"))}
+               *(f"test_{name}.py" for name in ("batched_resume", "benchmark_integration", "cli_errors", "cluster",
+                                                "deadlines", "integration", "lock_processes", "postgres", "ray_cluster",
+                                                "readme", "report", "resume", "rough_edges", "scale", "studies"))}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -31,6 +31,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(item.path)
         group = "studies" if path.name in STUDY_FILES else str(path.relative_to(REPO))
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture
+def registries_restored(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The four registries put back as they were after the test, and the installed plugins (entry points)
+    loaded afresh on the test's first read, from the sys.path it sets."""
+    import algorithms.base
+    import problems.registry
+    from problems import registries
+    from sweep import claims, kinds
+
+    held = [algorithms.base._REGISTRY, problems.registry._REGISTRY, kinds.KINDS, claims.CLAIMS]
+    saved = [dict(r._items) for r in held]
+    monkeypatch.setattr(registries, "INSTALLED", registries._Installed())
+    yield
+    for registry, items in zip(held, saved):
+        registry._items.clear()
+        registry._items.update(items)
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,17 @@
 """CONTRIBUTING.md is true: its algorithm, problem, kind and claim files work as written, their tests pass,
-and the study using all four validates, runs through the trial body and reports."""
+the study using all four validates, runs through the trial body and reports, and the package installed with
+the page's entry points serves the same study without `imports:`."""
 from __future__ import annotations
 
 import importlib.util
 import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.installed import bisweep, install
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +39,8 @@ def mypackage(tmp_path_factory):
 
 def test_the_page_shows_four_modules_two_tests_and_a_study():
     assert sorted(blocks()) == ["mypackage/instance_claim.py", "mypackage/instances.py", "mypackage/my_gd.py",
-                                "mypackage/my_scalar.py", "study.yaml", "test_my_gd.py", "test_my_scalar.py"]
+                                "mypackage/my_scalar.py", "pyproject.toml", "study.yaml", "test_my_gd.py",
+                                "test_my_scalar.py"]
 
 
 @pytest.mark.parametrize("test_file", ["test_my_gd.py", "test_my_scalar.py"])
@@ -73,3 +78,17 @@ def test_the_recipe_study_runs_and_reports(mypackage, tmp_path, run_through_plat
     assert [v["verdict"] for v in rep.tables["verdicts"]] == [
         "agrees" if measured[a]["spread"] <= 10 else "disagrees" for a in ("my_gd", "soba")]
     assert np.isfinite(measured["soba"]["spread"]) and (rep.directory / "instances.png").exists()
+
+
+def test_the_installed_recipe_serves_the_study_without_imports(tmp_path):
+    files = blocks()
+    points = tomllib.loads(files["pyproject.toml"])["project"]["entry-points"]["bisweep.plugins"]
+    assert sorted(points.values()) == sorted(n[:-3].replace("/", ".") for n in files if n.startswith("mypackage/"))
+    modules = {n.removeprefix("mypackage/"): code for n, code in files.items() if n.startswith("mypackage/")}
+    site = install(tmp_path / "site", "mypackage", {"__init__.py": "", **modules}, points)
+    study = re.sub(r"^imports: .*\n", "", files["study.yaml"], flags=re.M)
+    assert "imports" not in study
+    (tmp_path / "study.yaml").write_text(study)
+    code, out, err = bisweep(["run", "study.yaml", "--validate-only"], site, tmp_path)
+    assert (code, err) == (0, [])  # 2 algorithms x 3 instances
+    assert "study 'contributing' (scale default) is valid: 6 configurations x 2 seeds = 12 runs" in out

@@ -17,7 +17,7 @@ HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas"
 # optuna (0.16 s): only a benchmark study's model-based tuning rounds
 HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
-DISCOVERING = ("sweep.kinds", "sweep.claims")
+DISCOVERING = ("problems", "algorithms", "sweep.kinds", "sweep.claims")
 MAX_LINES = 400
 #: The folders of sweep/ and the folders each may import (sweep's __init__ and cli.py, its only modules at the top,
 #: may import any). The core runs one way: study → results → tracking → report → execution. The plugin folders
@@ -226,3 +226,11 @@ def test_no_kind_name_is_tested_outside_the_kinds_package():
 @pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("sweep")])
 def test_sweep_modules_stay_small(module):
     assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+
+
+def test_the_code_cites_papers_not_files_outside_the_repository():
+    """The specification files stay outside the repository: a docstring cites the paper (author, year, section)."""
+    outside = ("ALGORITHMS.md", "BASELINES.md", "PROBLEMS.md", "DESIGN.md")
+    cited = [f"{m}: {name}" for m, p in MODULES.items() for name in outside if name in p.read_text()]
+    assert not cited, cited
+    assert not any((REPO / name).exists() for name in outside)

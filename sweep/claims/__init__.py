@@ -8,7 +8,9 @@ One module per paper in this package, each registering its claims with `@claim` 
                    Fig. 1 (f2csa.py; its setup table and oracle accuracy in f2csa_setup.py)
     noise_scaling  no paper claim: final error against minibatch size and noise σ (σ²/b reference)
     f2obo_regret   F2OBO paper §4.3 (online.py): regret exponents in the horizon T, inner iteration counts
-    tfbo_table2    TFBO paper §5, Table 2, offline proxy: relative average change over initial values 2, 4, 6, 8
+    f2obo_regret_bound  F2OBO Theorem 3.4 (f2obo_regret.py): regret against V_T, H_2,T; AF2OBO vs static methods
+    tfbo_table2    extension of TFBO Table 2's question to its other two problems (tfbo.py; not the paper's task)
+    tfbo_coreset   TFBO paper §5.3, Tables 1-2 and Fig. 3: coreset selection for continual learning on Split-digits
     tfbo_fig1      TFBO paper §5, Figs. 1-2 (tfbo_comparison.py): iterations and running time to a target
 
 Each claim's `setup` sets the paper's setting beside the study's; every verdict is judged by one rule from the
@@ -16,14 +18,11 @@ measurement and says separately whether it was earned in the paper's setting or 
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from problems.registries import discover
 from sweep.claims.base import (CLAIMS, CSV_COLUMNS, FIELDS, SETTINGS, STATUSES, Claim, ClaimReport, Criterion, Estimate,
                                Measured, Setting, Verdict, chosen, claim, estimate, evaluate, place, setting)
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")
+discover(__name__, __path__)  # every module of the package, each registering itself
 
 __all__ = ["CLAIMS", "CSV_COLUMNS", "FIELDS", "SETTINGS", "STATUSES", "Claim", "ClaimReport", "Criterion", "Estimate",
            "Measured", "Setting", "Verdict", "chosen", "claim", "estimate", "evaluate", "place", "setting"]

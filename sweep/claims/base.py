@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 
+from problems.registries import Registry
 from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  setting, unstated)
@@ -99,6 +100,7 @@ class Claim:
     evaluate: Evaluator
     setup: SetupFn | None = None
     criteria: tuple[Criterion, ...] = ()
+    timed: bool = False  # its verdicts read compute seconds: its study's runs are timed one after another
 
     def settings(self, meta: dict[str, Any]) -> list[Setting]:
         """The setup table of a study (from its configuration alone)."""
@@ -114,21 +116,19 @@ class Claim:
         return ClaimReport(self.name, self.title, self.statement, m.setup, tables, m.verdicts, m.plots, settings)
 
 
-CLAIMS: dict[str, Claim] = {}
+CLAIMS: Registry[Claim] = Registry("claim")
 
 
 def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | None = None,
-          criteria: Sequence[Criterion] = ()) -> Callable[[Evaluator], Claim]:
+          criteria: Sequence[Criterion] = (), timed: bool = False) -> Callable[[Evaluator], Claim]:
     """Register `fn(meta, runs, directory) -> Measured` as claim `name`, for studies of `kind`.
 
     `setup(meta) -> [Setting]` builds the claim's setup table from the study's configuration; `criteria` are the
-    thresholds its verdicts are judged by (a test holds each to flip between agrees and disagrees).
+    thresholds its verdicts are judged by (a test holds each to flip between agrees and disagrees); `timed`, that
+    its verdicts read compute seconds (its study then runs unbatched by default, see sweep.batching).
     """
     def wrap(fn: Evaluator) -> Claim:
-        if name in CLAIMS:
-            raise KeyError(f"claim '{name}' registered twice")
-        CLAIMS[name] = Claim(name, kind, title, statement, fn, setup, tuple(criteria))
-        return CLAIMS[name]
+        return CLAIMS.add(name, Claim(name, kind, title, statement, fn, setup, tuple(criteria), timed))
 
     return wrap
 

@@ -137,6 +137,7 @@ def bome_setup(meta: dict[str, Any]) -> list[Setting]:
 
 
 @claim("bome_fig1", kind="comparison", title="BOME paper §5, Figs. 1-3 (toys)", setup=bome_setup, criteria=CRITERIA,
+       timed=True,
        statement="BOME converges to the optimum on the coreset (from every start), minimax and non-unique toys; "
                  "BSG-1, BVFSM and Penalty do not, even with their hyperparameters grid-searched over "
                  "{0.001, 0.01, 0.1}; naive gradient descent ascent diverges on the minimax game, optimistic GD is "

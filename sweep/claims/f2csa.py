@@ -9,7 +9,10 @@ stated, so both readings are measured: seconds per iteration, and seconds (and o
 ⌈c κ_g ln(1/δ)⌉ (`remark41_length`); their accuracy is measured at report time (`oracle_accuracy`); both
 and the setup table live in sweep.claims.f2csa_setup. Fig. 1's runs all converged in the paper, so a budget
 that ends one of the paper's configurations at d = 50 before ‖∇F‖² reaches TARGET_FRACTION of its start is an
-iteration-counts deviation (`_fig1_budget`), named beside the Fig. 1 verdict whichever way it goes.
+iteration-counts deviation (`fig1_budget`), named beside the Fig. 1 verdict whichever way it goes; Fig. 1 lives in
+sweep.claims.f2csa_fig1 and is judged per problem (the `fig1` scale runs the text's box and the file name's 10 linear
+rows). Remark 4.1's constant c is open: each F2CSA entry is paired with the baselines of its own c (labels
+'<method>_c<c>', the `inner_c` scale) and the crossover is reported for each c (`crossover_by_c`).
 
 Re-examined: F2CSA's Fig. 1 stall at the paper's η = 1e-5 is the step size — Alg. 2's Δ_{t+1} = clip_D(Δ_t − η g_t)
 integrates the gradient without damping, so x orbits the minimiser (noise-free runs do the same; η = 1e-3 at the
@@ -18,6 +21,7 @@ same α converges): tests/sweep/claims/test_f2csa.py holds the numbers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from sweep.report import analysis as an, figures
-from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, claim, clock, estimate, exponent, final,
-                               growth, initial, num, setting)
-from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, TARGET_FRACTION, f2csa_setup,
-                                      oracle_accuracy)
-from sweep.results.runs import RunData, config_label, group
+from sweep.claims.base import (Criterion, Estimate, Measured, Verdict, claim, clock, estimate, exponent, growth, initial,
+                               num)
+from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
+from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, REMARK41_C, TARGET_FRACTION,
+                                      f2csa_setup, oracle_accuracy)
+from sweep.results.runs import RunData, config_label, group, problem_label
 
 F2CSA_PAPER = {"f2csa": 7.7, "dsblo": 22.6, "ssigd": 22.0}  # seconds at d = 4000 (Fig. 2)
 F2CSA_BASELINES = ("ssigd", "dsblo")
@@ -37,9 +42,10 @@ LINEAR = (0.7, 1.3)  # a "near-linear" fitted exponent; above the upper end is "
 CROSSOVER_NEAR = (500.0, 2000.0)  # "near d = 1000"
 SPEEDUP = 2.0  # "about 3× faster" counts from 2×
 TARGET_SCALE = "target"  # the study's scale that times the target with an iteration budget
-FIG1_SIMILAR = 0.1  # final F values within 10% of the largest decrease F(x0) − F count as "similar"
+
+C_SUFFIX = re.compile(r"_c(\d+(?:\.\d+)?)$")  # an entry run at another inner-loop constant c: 'f2csa_c0.5'
 TIMING = ("problem and data", "dimensions", "constraints", "noise", "what is timed", "inner-loop policy")
-FIG1_DEPS = ("problem and data", "constraints", "noise", "step sizes", "iteration counts")
+
 CROSS_C = Criterion("f2csa_crossover", "§6.4: 'a crossover point around d = 1000: for d < 1000, Hessian-based methods "
                     "(DSBLO and SSIGD) are faster, while for d > 1000, F2CSA becomes increasingly advantageous'",
                     CROSSOVER_NEAR[0], "range", CROSSOVER_NEAR[1], looser="'around 1000' read as within a factor 2",
@@ -53,10 +59,6 @@ LINEAR_C = Criterion("f2csa_linear", "§6.4: 'F2CSA maintains near-linear growth
                      LINEAR[1], looser="'near-linear' read as an exponent in [0.7, 1.3]", depends=TIMING, comparative=True)
 SUPER_C = Criterion("f2csa_superlinear", "§6.4: 'Hessian-based methods exhibit super-linear growth': their exponents, "
                     "fitted and between the two largest d", LINEAR[1], "min", depends=TIMING)
-FIG1_C = Criterion("f2csa_fig1", "§6.3: 'All three methods converge to similar final loss values' (Fig. 1, d = 50): the "
-                   "spread of final F over the largest decrease F(x0) − F", FIG1_SIMILAR, "max",
-                   looser="the paper gives no number; 10% of the largest decrease is this study's reading",
-                   depends=FIG1_DEPS)
 CRITERIA = (CROSS_C, SPEEDUP_C, LINEAR_C, SUPER_C, FIG1_C)
 
 
@@ -123,15 +125,17 @@ def power_law_at(ds: Sequence[float], ts: Sequence[float], d: float) -> float:
 
 # ---------------------------------------------------------------- the claim
 @claim("f2csa_fig2", kind="dimension_scaling", title="F2CSA paper §6, Fig. 2 (cost vs d) and Fig. 1 (d = 50)",
-       setup=f2csa_setup, criteria=CRITERIA,
+       setup=f2csa_setup, criteria=CRITERIA, timed=True,
        statement="crossover near d = 1000 (Hessian-based methods faster below); at d = 4000 F2CSA 7.7 s vs "
                  "DS-BLO 22.6 s and SSIGD 22.0 s (≈3× speed-up); F2CSA grows near-linearly, the Hessian-based "
                  "methods super-linearly; at d = 50 all three converge to similar final loss values (Fig. 1).")
 def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
     """Seconds per iteration and to a target vs d, exponents, crossover, speed-ups; Fig. 1; oracle accuracy."""
     dim = lambda r: float(r.point["coords"]["axis"])  # noqa: E731
-    labels = group(runs, lambda r: config_label(r.point))
-    ds_all = sorted({dim(r) for r in runs})
+    variants = group(runs, lambda r: problem_label(r.point))  # one, or Fig. 1's two readings (box, 10 linear rows)
+    scaling = next((rs for name, rs in variants.items() if "linear" not in name), runs)
+    labels = group(scaling, lambda r: config_label(r.point))
+    ds_all = sorted({dim(r) for r in scaling})
     ds = [d for d in ds_all if d >= PAPER_D[0]] or ds_all  # Fig. 2's range
     algo = {lab: rs[0].point["algorithm"] for lab, rs in labels.items()}
     at = {lab: {d: [r for r in rs if dim(r) == d] for d in ds_all} for lab, rs in labels.items()}
@@ -143,12 +147,15 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
                       for k in seeds] for lab in labels}
     rows = _scaling_rows(ds, per_it, target)
     verdicts = _scaling_verdicts(ds, algo, per_it, per_seed)
+    by_c = _crossover_by_c(meta, ds, algo, per_it, verdicts)
     verdicts += _target_verdicts(ds, algo, per_it, target)
-    fig1 = _fig1(labels, dim)
-    verdicts.append(fig1["verdict"])
-    budget_row = _fig1_budget(meta, fig1["rows"])
+    named = len(variants) > 1
+    fig1 = [judge_fig1(group(rs, lambda r: config_label(r.point)), dim, name if named else "") for name, rs in variants.items()]
+    verdicts += [f["verdict"] for f in fig1]
+    fig1_rows = [row for f in fig1 for row in f["rows"]]
+    budget_row = fig1_budget(meta, fig1_rows)
     acc = [oracle_accuracy(meta, int(d)) for d in _accuracy_dims(ds_all)]
-    plots = [_plot(ds, per_it, target, labels, dim, directory / "claim.png")] if ds else []
+    plots = [_plot(ds, per_it, target, group(runs, lambda r: config_label(r.point)), dim, directory / "claim.png")] if ds else []
     budget = meta["points"][0]["budget"]
     notes = (f"medians over {len(meta['seeds'])} seeds. Seconds per iteration over Fig. 2's d ≥ {PAPER_D[0]}; "
              f"to target: compute seconds (CPU seconds of the stepping thread where recorded), oracle calls (every kind) and iterations until ‖∇F‖² ≤ {TARGET_FRACTION:g} × its "
@@ -157,29 +164,37 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
              f"does not give. Seconds per iteration leave out the first step (a warm-up). Near-linear: a fitted exponent in [{LINEAR[0]}, {LINEAR[1]}]; 'near d = 1000': a "
              f"crossover in [{CROSSOVER_NEAR[0]:g}, {CROSSOVER_NEAR[1]:g}]; '≈3×': at least {SPEEDUP:g}×. Oracle accuracy: "
              f"{ACCURACY_CALLS} warm-started calls at one random x (first two dropped), computed at report time.")
+    if len(by_c) > 1:
+        notes += " Crossover against the inner-loop constant c (each c's F2CSA against the baselines of the same c): " + \
+            "; ".join(f"c = {r['c']}: d ≈ " + ", ".join(num(v) for k, v in r.items() if k.startswith("crossover_vs_"))
+                      + f" → {r['verdict']}" for r in by_c) + "."
     inner = next(s for s in f2csa_setup(meta) if s.field == "inner-loop policy")
     inner.study += "; measured error at that length: " + "; ".join(
         f"d = {a['d']:g}: " + ", ".join(f"{lab} bias {100 * a[f'{lab}_bias']:.1f}% (rms {100 * a[f'{lab}_rms']:.1f}%)"
                                          for lab in PAPER_LABELS if f"{lab}_bias" in a) for a in acc)
-    return Measured(notes, {"measured": rows, f"fig1_d{FIG1_D}": fig1["rows"], "oracle_accuracy": acc}, verdicts, plots,
-                    [inner, *budget_row])
+    tables = {"measured": rows, f"fig1_d{FIG1_D}": fig1_rows, "oracle_accuracy": acc}
+    if len(by_c) > 1:
+        tables["crossover_by_c"] = by_c
+    return Measured(notes, tables, verdicts, plots, [inner, *budget_row])
 
 
-def _fig1_budget(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[Setting]:
-    """The iteration-counts row as the d = 50 runs show it: the paper's Fig. 1 runs all converged, so a budget that
-    ends a paper configuration before ‖∇F‖² reaches TARGET_FRACTION × its start is a deviation (no row: no runs)."""
-    ratio = {r["algorithm"]: r["grad_F_sq_ratio"] for r in rows if r["algorithm"] in PAPER_LABELS}
-    if not ratio:
-        return []
-    short = {lab: v for lab, v in ratio.items() if not v <= TARGET_FRACTION}
-    paper = "not stated (Fig. 1: all three converged; the run length is not given)"
-    study = (f"budget {meta['points'][0]['budget']}; at d = {FIG1_D} the final ‖∇F‖² is "
-             + ", ".join(f"{lab} {num(v)}" for lab, v in ratio.items()) + " × its start")
-    if not short:
-        return [setting("iteration counts", paper, study)]
-    return [setting("iteration counts", paper, study,
-                    f"the budget ends {', '.join(short)} at d = {FIG1_D} before ‖∇F‖² ≤ {TARGET_FRACTION:g} × its start "
-                    f"(the paper's runs converged)")]
+def _crossover_by_c(meta: dict[str, Any], ds: list[float], algo: dict[str, str], per_it: dict[str, list[float]],
+                    verdicts: list[Verdict]) -> list[dict[str, Any]]:
+    """One row per F2CSA entry: its inner-loop constant c, loop lengths, crossover d against each baseline of the same
+    c, and the crossover verdict (read from `verdicts`)."""
+    params = {p["label"]: p["algorithm_params"] for p in meta["points"]}
+    out = []
+    for s, bases in _paper_labels(algo).items():
+        c = inner_c(s)
+        cfg = params.get(s, {})
+        v = next((v for v in verdicts if v.criterion == CROSS_C.name and v.claim.startswith(f"{s}:")), None)
+        row = {"entry": s, "c": c or (f"{REMARK41_C:g}" if c == "" else "?"),
+               "steps": f"{cfg.get('lower_max_iter')} + {cfg.get('inner_max_iter')}",
+               "baseline_steps": ", ".join(str(params.get(b, {}).get("pd_max_iter")) for b in bases)}
+        row.update({f"crossover_vs_{b.split('_c')[0]}": crossover(ds, per_it[s], per_it[b])[0] for b in bases})
+        row["verdict"] = v.status if v else "not measured"
+        out.append(row)
+    return sorted(out, key=lambda r: float(r["c"]) if r["c"].replace(".", "", 1).isdigit() else math.inf)
 
 
 def _accuracy_dims(ds: Sequence[float]) -> list[float]:
@@ -209,21 +224,37 @@ def _scaling_rows(ds: list[float], per_it: dict[str, list[float]],
     return rows
 
 
-def _paper_labels(algo: dict[str, str]) -> tuple[list[str], list[str]]:
-    """F2CSA entries and the baselines with the paper's settings (label = algorithm name) when present."""
-    subjects = [lab for lab, a in algo.items() if a == "f2csa"]
-    bases = [lab for lab, a in algo.items() if a in F2CSA_BASELINES and lab == a] or \
-        [lab for lab, a in algo.items() if a in F2CSA_BASELINES]
-    return subjects, bases
+def inner_c(label: str) -> str | None:
+    """The inner-loop constant an entry's label names ('f2csa_c0.5' → '0.5'); '' for the paper's labels (c = 1);
+    None for any other entry (e.g. ssigd_fast)."""
+    m = C_SUFFIX.search(label)
+    return m.group(1) if m else ("" if label in PAPER_LABELS else None)
+
+
+def _paper_labels(algo: dict[str, str]) -> dict[str, list[str]]:
+    """Each F2CSA entry with its baselines: those of the same inner-loop constant (label suffix '_c<c>'; the paper's
+    labels for c = 1), else the baselines with the paper's settings (label = algorithm name), else every baseline."""
+    out = {}
+    for s in (lab for lab, a in algo.items() if a == "f2csa"):
+        c = inner_c(s)
+        same_c = [lab for lab, a in algo.items() if a in F2CSA_BASELINES and c is not None and inner_c(lab) == c
+                  and lab.startswith(a)]
+        out[s] = (same_c or [lab for lab, a in algo.items() if a in F2CSA_BASELINES and lab == a]
+                  or [lab for lab, a in algo.items() if a in F2CSA_BASELINES])
+    return out
+
+
+def _all_bases(pairs: dict[str, list[str]]) -> list[str]:
+    return list(dict.fromkeys(b for bs in pairs.values() for b in bs))
 
 
 def _scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, list[float]],
                       per_seed: dict[str, list[list[float]]]) -> list[Verdict]:
-    subjects, bases = _paper_labels(algo)
-    grow = {lab: growth(ds, per_seed[lab]) for lab in [*subjects, *bases]}
+    pairs = _paper_labels(algo)
+    grow = {lab: growth(ds, per_seed[lab]) for lab in [*pairs, *_all_bases(pairs)]}
     shown = lambda labs: ", ".join(f"{lab} {grow[lab][0].text()} ({grow[lab][1].text()})" for lab in labs)  # noqa: E731
     out = []
-    for s in subjects:
+    for s, bases in pairs.items():
         cross = {b: crossover(ds, per_it[s], per_it[b]) for b in bases}
         out.append(CROSS_C.verdict(f"{s}: per iteration, a crossover with the Hessian-based methods near d = 1000",
                                    [Estimate.point(c) for c, _ in cross.values()],
@@ -234,6 +265,7 @@ def _scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, l
         out.append(LINEAR_C.verdict(f"{s}: near-linear growth of the cost per iteration in d",
                                     list(grow[s]), "exponents fitted over all d (between the two largest d): "
                                     + shown([s, *bases]), [e for b in bases for e in grow[b]] or None))
+    bases = _all_bases(pairs)
     if bases:
         out.append(SUPER_C.verdict("the Hessian-based methods' cost per iteration grows super-linearly in d",
                                    [e for b in bases for e in grow[b]],
@@ -270,9 +302,8 @@ def _projected_seconds(ds: list[float], per_it: list[float], iters: list[tuple[f
 def _target_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, list[float]],
                      target: dict[str, dict[str, list[tuple[float, bool]]]]) -> list[Verdict]:
     """Fig. 2 read as total seconds to a target accuracy: who gets there first at the largest d."""
-    subjects, bases = _paper_labels(algo)
     out = []
-    for s in subjects:
+    for s, bases in _paper_labels(algo).items():
         t_s, ok_s = target[s]["time"][-1]
         parts, checks, known, ratios = [], [], True, []
         for b in bases:
@@ -322,39 +353,6 @@ def _largest_both(ds: list[float], s: str, b: str, target: dict[str, dict[str, l
             f"({num(target[b]['iteration'][k][0])} iterations)")
 
 
-def _fig1(labels: dict[str, list[RunData]], dim: Callable[[RunData], float]) -> dict[str, Any]:
-    rows, finals, starts = [], {}, []
-    for lab, rs in labels.items():
-        at = [r for r in rs if dim(r) == FIG1_D]
-        if not at:
-            continue
-        f0 = an.median([initial(r, "F") for r in at])
-        fF = an.median([final(r, "F") for r in at])
-        f_min = an.median([min((rec["F"] for rec in r.records if "F" in rec), default=math.nan) for r in at])
-        row = {"algorithm": lab, "F_start": f0, "F_final": fF, "F_min": f_min,
-               "grad_F_sq_ratio": an.median([final(r, "grad_F_sq") / initial(r, "grad_F_sq") for r in at]),
-               "iterations": an.median([float((r.final or {}).get("iteration", math.nan)) for r in at]),
-               "seconds": an.median([float((r.final or {}).get(clock(r), math.nan)) for r in at])}
-        if any("block_average/F" in (r.final or {}) for r in at):
-            row["block_average_F"] = an.median([final(r, "block_average/F") for r in at])
-        rows.append(row)
-        finals[lab] = fF
-        starts.append(f0)
-    paper = [lab for lab in finals if lab in PAPER_LABELS]
-    if len(paper) < 2:
-        return {"rows": rows, "verdict": FIG1_C.verdict(f"Fig. 1: similar final loss at d = {FIG1_D}", [],
-                                                        f"fewer than two of {', '.join(PAPER_LABELS)} ran at d = {FIG1_D}")}
-    vals = [finals[lab] for lab in paper]
-    best, worst, f0 = min(vals), max(vals), an.median(starts)
-    spread = (worst - best) / (f0 - best) if f0 > best else math.inf
-    return {"rows": rows, "verdict": FIG1_C.verdict(
-        f"Fig. 1 (d = {FIG1_D}): the paper's three configurations reach similar final F "
-        f"(spread ≤ {FIG1_SIMILAR:g} × the largest decrease)", [Estimate.point(spread)],
-        f"F(x0) = {num(f0)}; final F " + ", ".join(f"{lab} {num(finals[lab])}" for lab in paper)
-        + f"; spread = {num(spread)} × the largest decrease; lowest F along the run "
-        + ", ".join(f"{r['algorithm']} {num(r['F_min'])}" for r in rows if r["algorithm"] in paper))}
-
-
 def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dict[str, list[tuple[float, bool]]]],
           labels: dict[str, list[RunData]], dim: Callable[[RunData], float], path: Path) -> Path:
     plt = figures.pyplot()
@@ -382,7 +380,9 @@ def _plot(ds: list[float], per_it: dict[str, list[float]], target: dict[str, dic
         for k, r in enumerate(r for r in rs if dim(r) == FIG1_D):
             pts = [(rec["iteration"], rec["F"]) for rec in r.records if "F" in rec and rec["iteration"] > 0]
             if pts:
-                a3.plot(*zip(*pts), color=color[lab], label=lab if k == 0 else None)
+                lin = r.point["problem_params"].get("constraints") == "linear"
+                a3.plot(*zip(*pts), "--" if lin else "-", color=color.get(lab, "k"),
+                        label=(lab + (" (10 linear rows)" if lin else "")) if k == 0 or lin else None)
     if not a3.lines:  # a scale without Fig. 1's d (e.g. --scale target): say so rather than draw empty axes
         a3.text(0.5, 0.5, f"no runs at d = {FIG1_D} at this scale", ha="center", va="center", transform=a3.transAxes)
     a3.set_xscale("log")

@@ -69,6 +69,13 @@ def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
                     + ", ".join(f"{s} ({n} steps)" if s == "primal_dual" else str(s) for s, n in baseline_ll),
                     f"not ⌈κ_g ln(1/δ)⌉ = {length} steps, or the baselines' lower level not F2CSA's solver")
     inner.chosen = f"c = {REMARK41_C:g}, κ_g = {KAPPA_G:g} → {length} steps" if inner.deviation is None else None
+    others = other_c(pts)
+    if others:  # Remark 4.1's constant run both ways: the crossover for each c is in the claim's table
+        inner.study += "; also at other constants c, all methods alike: " + "; ".join(
+            f"c = {c}: {_steps(m)} steps" for c, m in sorted(others.items(), key=lambda kv: float(kv[0])))
+        cs = sorted([REMARK41_C, *map(float, others)])
+        inner.chosen = (f"c ∈ {{{', '.join(f'{c:g}' for c in cs)}}}, κ_g = {KAPPA_G:g}" if inner.deviation is None
+                        else None)
     problem = compare("problem and data", ["constrained_quadratic"], names,
                 "§6.1, (8)–(9): quadratic bilevel problem, Q_u, Q_l, P, c_u, c_l 'sampled from zero-mean Gaussians' "
                 "(scale not stated)",
@@ -91,10 +98,7 @@ def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
                 f"§6.4: Fig. 2: d = {PAPER_D[0]}…{PAPER_D[1]}; §6.3: Fig. 1: d = {FIG1_D}",
                 f"d = {', '.join(f'{d:g}' for d in ds)}",
                 f"d only up to {ds[-1]:g} (`--scale full` reaches {PAPER_D[1]})"),
-        compare("constraints", "box", pp.get("constraints"), "(9), §6.1: box y ∈ [−1, 1]^d (Fig. 1's file name "
-                "'compare3_dim50_cons10_seed1234' suggests 10 linear constraints there)",
-                "box y ∈ [−1, 1]^d" if pp.get("constraints") == "box" else f"{pp.get('p')} random linear rows",
-                "not the paper's box"),
+        _constraints_row(pts),
         noise,
         chosen("metric", "seconds per iteration; seconds, oracle calls and iterations until ‖∇F‖² ≤ "
                          f"{TARGET_FRACTION:g} × its start; F along iterations at d = {FIG1_D}",
@@ -116,6 +120,33 @@ def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
     return out
 
 
+def _constraints_row(pts: list[dict[str, Any]]) -> Setting:
+    """(9)'s box; Fig. 1's file name reads as 10 linear rows: a study may run both (the `fig1` scale)."""
+    kinds = {p["problem_params"].get("constraints") for p in pts}
+    rows = sorted({p["problem_params"].get("p") for p in pts if p["problem_params"].get("constraints") == "linear"})
+    linear = f"{', '.join(map(str, rows))} random linear rows"
+    study = {frozenset({"box"}): "box y ∈ [−1, 1]^d", frozenset({"linear"}): linear}.get(
+        frozenset(kinds), f"both: box y ∈ [−1, 1]^d, and {linear} (Fig. 1's file name), side by side")
+    return compare("constraints", True, "box" in kinds, "(9), §6.1: box y ∈ [−1, 1]^d (Fig. 1's file name "
+                   "'compare3_dim50_cons10_seed1234' suggests 10 linear constraints there)", study, "not the paper's box")
+
+
+def other_c(pts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The entries run at another inner-loop constant c (labels '<method>_c<c>'): c -> method -> loop lengths."""
+    by_c: dict[str, dict[str, Any]] = {}
+    for p in pts:
+        label, cfg = p["label"], p["algorithm_params"] or {}
+        c = label.rsplit("_c", 1)[1] if "_c" in label else ""
+        if c.replace(".", "", 1).isdigit():
+            n = (cfg.get("lower_max_iter"), cfg.get("inner_max_iter")) if p["algorithm"] == "f2csa" else cfg.get("pd_max_iter")
+            by_c.setdefault(c, {})[p["algorithm"]] = n
+    return by_c
+
+
+def _steps(m: dict[str, Any]) -> str:
+    return ", ".join(f"{a} {n[0]} + {n[1]}" if isinstance(n, tuple) else f"{a} {n}" for a, n in sorted(m.items()))
+
+
 def oracle_accuracy(meta: dict[str, Any], d: int) -> dict[str, float]:
     """Relative error of F2CSA's oracle and of the baselines' implicit gradient at the study's loop lengths.
 
@@ -128,7 +159,8 @@ def oracle_accuracy(meta: dict[str, Any], d: int) -> dict[str, float]:
     x = 0.5 * np.random.default_rng(1).standard_normal(d)
     truth = p.grad_F(x)
     out: dict[str, float] = {"d": float(d), "grad_F_norm": float(np.linalg.norm(truth))}
-    for label in PAPER_LABELS:
+    others = [p["label"] for p in meta["points"] if p["label"].split("_c")[0] in PAPER_LABELS and p["label"] not in PAPER_LABELS]
+    for label in dict.fromkeys([*PAPER_LABELS, *others]):  # the paper's entries, then those at other constants c
         cfg = _params(meta, label)
         if cfg is None:
             continue

@@ -18,8 +18,8 @@ of a finite sum draws n, a minibatch one its batch) or compute seconds ("seconds
 every oracle call by `GRADIENT_EQUIVALENTS`: 1 for a gradient pair (∇x, ∇y) of f or g, 1 for an HVP
 ∇²yy g·v and 1 for a cross product ∇²xy g·v. Reverse-mode differentiation computes an HVP or a
 cross product for a small constant times the cost of a gradient, and the oracle-complexity convention of
-the bilevel literature and of benchmark_bilevel (BASELINES.md's tables) counts each as one oracle call;
-weight 1 also keeps the axis equal to the `oracle_calls` budget that stops runs (`calls/total`).
+the bilevel literature (Ji, Yang & Liang 2021; Dagréou et al. 2022) and of benchmark_bilevel counts each
+as one oracle call; weight 1 also keeps the axis equal to the `oracle_calls` budget that stops runs (`calls/total`).
 Function values and dense Hessian/Jacobian calls count 1 as well; dense calls cost up to dim_y HVPs,
 so for SSIGD/DS-BLO read the seconds axis (or pass other weights).
 

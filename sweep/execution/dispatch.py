@@ -9,7 +9,9 @@ deep copies are the same object, its text is its key), so Tune's tags and copies
 A trial takes consecutive runs of the queue (configuration by configuration): `runs_per_trial` of them,
 or, when that is not set, as many as take about `TARGET_TRIAL_SECONDS` by the durations of finished runs
 of the same shape (algorithm, problem and its parameters, budget), and a single run of a shape not seen
-yet. Near the end trials shrink so that the last ones end together on every slot. When a trial fails for
+yet. Runs that batch (`batch_key`, sweep.batching) go together: a trial takes consecutive runs of one batch,
+as many as take about `BATCH_TRIAL_SECONDS` by their observed shares of a batch's time (`FIRST_BATCH` of a
+shape not seen yet). Near the end trials shrink so that the last ones end together on every slot. When a trial fails for
 good, only the run that raised has failed: the runs after it go back to the queue for another trial, so
 the searcher says FINISHED only once no trial is in flight.
 """
@@ -28,17 +30,23 @@ from sweep.study.model import Point, RunSpec, TrialConfig
 TARGET_TRIAL_SECONDS = 2.0
 #: Most runs one trial takes (its config and its report stay small).
 MAX_RUNS_PER_TRIAL = 1000
+#: Wall time a trial of batched runs aims at: a larger batch steps each run faster.
+BATCH_TRIAL_SECONDS = 10.0
+#: Runs of a batch whose shape has not been seen yet that one trial takes.
+FIRST_BATCH = 32
 #: Weight of the newest duration in a shape's running estimate.
 SMOOTHING = 0.2
 
 MakeConfig = Callable[[str, tuple[RunSpec, ...]], TrialConfig]
+#: batch_key(point, seed) -> what the runs of one batch share (None: the run cannot be batched).
+BatchKey = Callable[[Point, int], "str | None"]
 
 
 class RunQueue:
     """The pending runs of a session, cut into trials on demand and sized by the durations observed."""
 
     def __init__(self, runs: Sequence[tuple[Point, int]], make: MakeConfig, runs_per_trial: int | None = None,
-                 slots: int = 1) -> None:
+                 slots: int = 1, batch_key: BatchKey | None = None) -> None:
         self._runs = runs
         self._next = 0
         self._again: list[tuple[Point, int]] = []  # runs of failed trials that never started, handed out first
@@ -49,6 +57,7 @@ class RunQueue:
         self.trials_made = 0
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
         self._shapes: dict[str, str] = {}  # configuration key -> shape
+        self.batch_key = batch_key
 
     @property
     def remaining(self) -> int:
@@ -95,6 +104,8 @@ class RunQueue:
         if self.runs_per_trial is not None:
             return min(self.runs_per_trial, cap)
         cap = min(cap, max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
+        if self.batch_key is not None and (key := self.batch_key(*self._peek(0))) is not None:
+            return self._batch_size(key, cap)
         total, k = 0.0, 0
         while k < cap:
             est = self._seconds.get(self.shape(self._peek(k)[0]))
@@ -105,6 +116,15 @@ class RunQueue:
                 break
             k += 1
         return max(k, 1)
+
+    def _batch_size(self, key: str, cap: int) -> int:
+        """How many consecutive runs of batch `key` the next trial takes (at most `cap`)."""
+        est = self._seconds.get(self.shape(self._peek(0)[0]))
+        cap = min(cap, FIRST_BATCH if est is None else max(1, int(BATCH_TRIAL_SECONDS / max(est, 1e-9))))
+        k = 1
+        while k < cap and self.batch_key(*self._peek(k)) == key:
+            k += 1
+        return k
 
     def next_trial(self) -> TrialConfig | None:
         """The config of the next trial, or None when every run has been handed out."""

@@ -15,7 +15,7 @@ from ray import tune
 from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, Stopper, TuneConfig
 from ray.tune.stopper import CombinedStopper
 
-from sweep.execution import options
+from sweep.execution import batching, options
 from sweep.execution.background import Background
 from sweep.execution.ctrl_c import CtrlC
 from sweep.execution.dispatch import RunQueue, StudySearcher
@@ -46,7 +46,11 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     slots = max(1, int(cpus // study.resources["cpu"]))
     if study.max_concurrent:
         slots = min(slots, study.max_concurrent)
-    queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints()), study.runs_per_trial, slots)
+    mode = batching.resolve(study)
+    if mode.on:  # the runs of one batch next to each other, so that a trial takes them together
+        pending = batching.grouped(pending)
+    queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints(), mode.on), study.runs_per_trial,
+                     slots, batching.batch_key if mode.on else None)
     writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store,
                             session.answers)
     recorder = StoreCallback(store, session.index, registry, queue)
@@ -54,7 +58,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
                  TimelineCallback(session.timeline), Slim()]
     if "://" not in session.exp_path and Path(session.exp_path).exists():
         _drop_old_trials(session.exp_path, store)
-    progress.message(f"bisweep: running {len(pending)} runs")
+    progress.message(f"bisweep: running {len(pending)} runs ({mode.why})")
     session.timeline.mark("tune_started")
     ctrl_c = CtrlC(progress.message)
     watch = NodeWatch(local_raylet())
@@ -96,12 +100,12 @@ def _marked(work: Callable[[], Any], timeline: Timeline, name: str) -> Callable[
     return marked
 
 
-def _config_maker(study: Study, registry: str, checkpoints: dict[str, str]) -> Any:
+def _config_maker(study: Study, registry: str, checkpoints: dict[str, str], batched: bool = False) -> Any:
     """make(key, runs) -> the TrialConfig of a trial (with the midway checkpoints of its runs, if any)."""
     def make(key: str, runs: tuple[RunSpec, ...]) -> TrialConfig:
         resume = {r.run_key: checkpoints[r.run_key] for r in runs if r.run_key in checkpoints}
         return TrialConfig(key, runs, study.checkpoint_seconds, study.report_seconds, tuple(study.imports), registry,
-                           resume)
+                           resume, batched)
 
     return make
 

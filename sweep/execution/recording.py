@@ -36,7 +36,7 @@ class StoreCallback(Callback):
         self.index = index
         self.registry = registry
         self.queue = queue
-        self._current: dict[str, str] = {}  # trial id -> run key of its latest record
+        self._current: dict[str, list[str]] = {}  # trial id -> the runs its next checkpoint holds
         self.failed: dict[str, list[str]] = {}  # trial id -> the runs its failure failed
 
     def __getstate__(self) -> dict[str, Any]:
@@ -54,8 +54,8 @@ class StoreCallback(Callback):
             if chunk["done"]:
                 ended.append((key, self._summary(key, chunk, meta["trial_key"], where)))
         self.store.finish_many(ended)  # the summaries, then ended.txt in one write
-        if trial is not None:
-            self._current[trial.trial_id] = chunks(result)[-1]["run_key"]
+        if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
+            self._current[trial.trial_id] = meta.get("checkpointed") or [chunks(result)[-1]["run_key"]]
         if ended and self.registry is not None:
             self.registry.add_all.remote([key for key, _ in ended])
 
@@ -63,14 +63,13 @@ class StoreCallback(Callback):
         """The summary of a run that ended with this chunk (its duration goes to the queue that sizes trials)."""
         point, seed = self.index[key]
         final = chunk["records"][-1]
-        if self.queue is not None and chunk.get("span"):
-            self.queue.observe(point, chunk["span"][1] - chunk["span"][0])
+        if self.queue is not None and chunk.get("span"):  # a batched run: its share of the batch's wall time
+            self.queue.observe(point, chunk.get("seconds", chunk["span"][1] - chunk["span"][0]))
         return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
                 "where": where, "span": chunk.get("span"), "point": point.to_dict()}
 
     def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
-        key = self._current.get(trial.trial_id)
-        if key is not None:  # the checkpoint came with this run's latest report
+        for key in self._current.get(trial.trial_id, ()):  # the checkpoint came with these runs' latest report
             self.store.note_checkpoint(key, checkpoint_uri(checkpoint))
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
+from problems.registries import Registry
 from sweep.results.runs import RunData
 from sweep.study.checks import invalid
 from sweep.study.errors import shown
@@ -42,6 +43,8 @@ class Kind:
     name: ClassVar[str]
     doc: ClassVar[str] = ""
     Axis: ClassVar[type[BaseModel] | None] = None
+    #: Its report compares compute seconds: its runs are timed one after another (`batched: auto` is off).
+    timed: ClassVar[bool] = False
 
     # ---- the schema ----
     def axis_field(self) -> tuple[Any, Any]:
@@ -208,22 +211,20 @@ def _duplicate(probs: list[tuple[Any, ...]], algs: list[tuple[Any, ...]]) -> tup
 
 
 # ---------------------------------------------------------------- the registry
-KINDS: dict[str, Kind] = {}
+KINDS: Registry[Kind] = Registry("kind")
 
 
 def register(cls: type[Kind]) -> type[Kind]:
     """Class decorator adding a kind to the registry under `cls.name`."""
-    if cls.name in KINDS:
-        raise KeyError(f"study kind '{cls.name}' registered twice")
-    KINDS[cls.name] = cls()
+    KINDS.add(cls.name, cls())
     return cls
 
 
 def get(name: str) -> Kind:
-    """The registered kind `name` (KeyError when there is none)."""
+    """The registered kind `name`, or a one-line error naming the nearest and every known kind."""
     return KINDS[name]
 
 
 def names() -> list[str]:
     """Every registered kind, built-in ones first."""
-    return list(KINDS)
+    return KINDS.names()

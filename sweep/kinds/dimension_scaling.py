@@ -39,6 +39,7 @@ class DimensionScaling(ParamAxisKind):
     name = "dimension_scaling"
     doc = "param (or [dim_x, dim_y]), values (>= 2): a dimension parameter of every problem"
     Axis = DimensionAxis
+    timed = True  # seconds per iteration and seconds to the target against d
 
     def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
         """`scaling.csv` (medians at each dimension, fitted exponents) and `scaling.png`."""

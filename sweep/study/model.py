@@ -123,7 +123,7 @@ class RunSpec:
 
 @dataclasses.dataclass(frozen=True)
 class TrialConfig:
-    """What one trial runs (several runs, one after another): built on the driver, read back as-is by the worker.
+    """What one trial runs (several runs, one after another or batched): built on the driver, read back as-is by the worker.
 
     It travels through Ray Tune as plain data (`to_dict`); `from_dict` checks only its shape, because
     every value came from a validated study (or a validated `trainable_for` call). `resume` maps the run
@@ -137,6 +137,7 @@ class TrialConfig:
     imports: tuple[str, ...] = ()
     done_registry: str | None = None
     resume: dict[str, str] = dataclasses.field(default_factory=dict)
+    batched: bool = False  # runs sharing an instance step as one batch (sweep.trial_batch)
 
     @property
     def run_keys(self) -> tuple[str, ...]:
@@ -160,7 +161,8 @@ class TrialConfig:
         """Plain data (lists, dicts, numbers, strings) for Tune's config and experiment state."""
         return {"key": self.key, "runs": [dataclasses.asdict(r) for r in self.runs],
                 "checkpoint_seconds": self.checkpoint_seconds, "report_seconds": self.report_seconds,
-                "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume)}
+                "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume),
+                "batched": self.batched}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialConfig:
@@ -247,6 +249,7 @@ class Study:
     runs_per_trial: int | None = None  # runs one trial runs one after another (None: sized by their duration)
     identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
     counted: int | None = None  # configurations counted without building them (`points` then holds only some)
+    batched: str = "auto"  # auto | off: whether runs sharing an instance step as one batch (sweep.batching)
 
     @property
     def configurations(self) -> int:

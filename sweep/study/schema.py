@@ -217,6 +217,9 @@ Divergence = before(_divergence, dict[str, Any] | None)
 NEvals = checked(f"an integer from 2 to {MAX_EVALS:,}", lambda v: is_int(v) and 2 <= v <= MAX_EVALS)
 Imports = before(_imports, list[str])
 ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v, str))
+# YAML 1.1 reads a bare `off` as false: that is `off` too.
+BatchedMode = checked("one of auto, off", lambda v: v is False or v in ("auto", "off"),
+                      lambda v: "off" if v is False else v)
 
 
 class StudyBase(Block):
@@ -239,6 +242,9 @@ class StudyBase(Block):
     resources: Resources = Field(Resources(), examples=[{"cpu": 2}],  description="{cpu}: CPUs per trial")
     max_concurrent: OptionalPositiveInt = Field(None, examples=[4],  description="limit on concurrently running trials")
     max_failures: NonNegativeInt = Field(2, examples=[0],  description="retries of a failed trial")
+    batched: BatchedMode = Field(
+        "auto", examples=["off"], description="auto: runs sharing an algorithm, problem instance and budget step "
+        "together as one batch (off where runs are timed: dimension_scaling, a seconds budget, a target); off: one by one")
     blas_threads: OptionalPositiveInt = Field(
         None, examples=[1], description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
     checkpoint_seconds: NonNegativeSeconds = Field(10.0, examples=[30],  description="seconds between checkpoints of a running trial")

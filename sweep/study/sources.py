@@ -7,9 +7,7 @@ is refused without recursing into it). libyaml parses it (the pure-Python parser
 from __future__ import annotations
 
 import codecs
-import importlib
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +116,6 @@ def read(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         fail("study", f"{path} must hold a mapping of study fields, got {shown(data)}")
     return data
-
-
-def import_plugins(modules: Sequence[str]) -> None:
-    """Import modules that register further algorithms, problems, kinds or claims."""
-    for m in modules:
-        importlib.import_module(m)
 
 
 # ---------------------------------------------------------------- where a study's results are

@@ -19,15 +19,13 @@ so a bad `kind` or `seeds` hides no parameter error.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import algorithms
 from algorithms.run import Budget, Divergence
+from problems.registries import import_modules
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError, did_you_mean
 from sweep import claims, kinds
@@ -117,7 +115,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         report=_report(spec.report, kind.default_metric(online), online),
         points=points, online=online, source=_plain({**data, "name": spec.name}), claim=spec.claim,
         scale=scale or DEFAULT_SCALE, axis_name=kind.axis_name(axis),
-        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted,
+        runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted, batched=spec.batched,
     )
 
 
@@ -174,15 +172,10 @@ def _import_plugins(mods: Any) -> None:
     """Import the study's plugin modules (they register algorithms, problems, kinds, claims)."""
     if not isinstance(mods, list) or not all(isinstance(m, str) for m in mods):
         fail("imports", f"must be a list of module names, got {shown(mods)}")
-    if mods and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())  # study plugins live in the user's project, as for `python -m`
-    errors = Errors()
-    for i, m in enumerate(mods):
-        try:
-            importlib.import_module(m)
-        except ImportError as exc:
-            errors.add(f"imports[{i}]", f"cannot import module {m!r}: {exc}")
-    errors.raise_if_any()
+    try:
+        import_modules(mods)
+    except ParameterError as exc:  # one line per module that failed
+        raise SpecError(str(exc).splitlines()) from exc
 
 
 def _budget(budget: dict[str, Any], errors: Errors, path: str = "budget") -> dict[str, Any]:

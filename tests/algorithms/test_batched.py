@@ -35,13 +35,17 @@ PROBLEMS = {
     "quadratic_sum": dict(seed=1, dim_x=5, dim_y=4, n_samples=20, rank=2),
     "simulated": dict(seed=1, dim_x=5, dim_y=4, n_samples_inner=32, n_samples_outer=24),
     "regularization_selection": dict(seed=0, dataset="breast_cancer"),
+    "logistic_minibatch": dict(seed=0, dataset="breast_cancer"),  # regularization_selection on minibatches
 }
+NAMES = {"quadratic_sum": "quadratic", "logistic_minibatch": "regularization_selection"}
+STOCHASTIC = ("quadratic_sum", "simulated", "logistic_minibatch")
+LOGISTIC = ("regularization_selection", "logistic_minibatch")
 SEEDS = [0, 1, 2]
 
 
 def make(name):
     kwargs = dict(PROBLEMS[name])
-    return problems.make("quadratic" if name == "quadratic_sum" else name, **kwargs)
+    return problems.make(NAMES.get(name, name), **kwargs)
 
 
 def assert_same(got, want, where=""):
@@ -70,21 +74,25 @@ def batched(algorithm, name, configs, budget, seeds=SEEDS, divergence=None):
 
 
 def configs_for(algorithm, name):
-    stochastic = name in ("quadratic_sum", "simulated")
+    stochastic = name in STOCHASTIC
     full = None if algorithms.get(algorithm).Config().batch_size is None else 64  # SABA's default is 64
-    return [dict(c, batch_size=4) if stochastic else dict(c, batch_size=full) for c in CONFIGS[algorithm]]
+    # On logistic minibatches the diverging config overflows exp(x) inside a step before any stored value is
+    # non-finite: alone that step raises, stacked it computes on (algorithms.batched): not a case of equality.
+    chosen = CONFIGS[algorithm][:2] if name == "logistic_minibatch" else CONFIGS[algorithm]
+    return [dict(c, batch_size=4) if stochastic else dict(c, batch_size=full) for c in chosen]
 
 
 @pytest.mark.parametrize("algorithm,name", [(a, n) for a in CONFIGS for n in PROBLEMS
                                             if not (algorithms.get(a).finite_sum and n == "quadratic")])
 def test_batched_runs_equal_sequential_runs(algorithm, name):
-    budget = {"iterations": 6 if name == "regularization_selection" else 25}
+    budget = {"iterations": 6 if name in LOGISTIC else 25}
     configs = configs_for(algorithm, name)
-    got, want = batched(algorithm, name, configs, budget), sequential(algorithm, name, configs, budget)
+    seeds = SEEDS[:len(configs)]
+    got, want = batched(algorithm, name, configs, budget, seeds), sequential(algorithm, name, configs, budget, seeds)
     for k in range(len(configs)):
         assert_same(got[k], want[k], f"{algorithm} {name} run {k}")
         assert all(r["time_mode"] == "batched" for r in got[k])
-    if name != "regularization_selection" and algorithm != "stfbo":  # too few iterations there; S-TFBO adapts
+    if name not in LOGISTIC and algorithm != "stfbo":  # too few iterations there; S-TFBO adapts
         assert want[2][-1]["status"] == "diverged", algorithm
 
 
@@ -93,12 +101,16 @@ def test_the_fourteen_algorithms_are_batchable_and_others_are_not():
     assert not algorithms.get("bsa").batchable
 
 
-@pytest.mark.parametrize("algorithm", ["soba", "aid_cg", "stfbo", "ttsa"])
-def test_an_oracle_budget_ends_runs_between_evaluation_points(algorithm):
+@pytest.mark.parametrize("algorithm,name", [("soba", "quadratic_sum"), ("aid_cg", "quadratic_sum"),
+                                            ("stfbo", "quadratic_sum"), ("ttsa", "quadratic_sum"),
+                                            ("saba", "simulated"), ("mrbo", "simulated"),
+                                            ("stocbio", "logistic_minibatch"), ("f2sa", "logistic_minibatch")])
+def test_an_oracle_budget_ends_runs_between_evaluation_points(algorithm, name):
     budget = {"oracle_calls": 333}
-    configs = configs_for(algorithm, "quadratic_sum")
-    got, want = batched(algorithm, "quadratic_sum", configs, budget), sequential(algorithm, "quadratic_sum", configs, budget)
-    for k in range(3):
+    configs = configs_for(algorithm, name)
+    seeds = SEEDS[:len(configs)]
+    got, want = batched(algorithm, name, configs, budget, seeds), sequential(algorithm, name, configs, budget, seeds)
+    for k in range(len(configs)):
         assert_same(got[k], want[k], f"run {k}")
     assert want[0][-1]["calls/total"] >= 333 and want[0][-1]["status"] == "finished"
 
@@ -116,7 +128,8 @@ def test_a_divergence_between_evaluation_points_leaves_the_others_undisturbed():
 
 
 @pytest.mark.parametrize("algorithm,name", [("soba", "quadratic_sum"), ("saba", "simulated"), ("amigo", "simulated"),
-                                            ("bome", "quadratic")])
+                                            ("bome", "quadratic"), ("ttsa", "quadratic_sum"), ("fsla", "simulated"),
+                                            ("itd", "quadratic"), ("dtfbo", "quadratic")])
 def test_a_batch_resumes_from_a_state_saved_mid_batch(algorithm, name, tmp_path):
     configs, budget = configs_for(algorithm, name), {"iterations": 40}
     first = BatchedRuns(algorithm, make(name), configs, SEEDS, budget, n_evals=8)
@@ -212,7 +225,7 @@ def test_a_points_records_are_made_together_and_equal_the_per_run_records(monkey
     evaluate = Run._evaluate
     monkeypatch.setattr(Run, "_evaluate", lambda self: alone.append(1) or evaluate(self))
     got = batched("soba", "quadratic", configs, budget, seeds)
-    assert len(alone) == 6  # the starts only: every later point's six records were made at once
+    assert not alone  # every point's six records, the start's included, were made at once
     for k in range(6):
         assert_same(got[k], want[k], f"run {k}")
         assert [[key for key in a if key != "time_mode"] for a in got[k]] == [list(b) for b in want[k]]
@@ -230,25 +243,55 @@ def test_a_metric_past_its_limit_ends_its_run_as_it_would_alone():
     assert got[0][-1]["status"] == "finished" and got[0][-1]["iteration"] == 200
 
 
-def test_a_stack_is_kept_between_rounds_and_dropped_when_the_runs_state_is_loaded():
+def test_a_cohort_keeps_the_runs_state_in_its_stack_until_a_run_is_asked_for_it():
     configs = [{"rho": 0.1, "gamma": g} for g in (0.05, 0.1, 0.2)]
-    runs = BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
+
+    def fresh():
+        return BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
+
+    whole = [[] for _ in configs]
+    for k, rec in fresh().records():
+        whole[k].append(rec)
+    runs, got = fresh(), [[] for _ in configs]
     for _ in range(3):
-        runs.advance()
-    kept = runs._kept
-    assert kept is not None and kept[0] == (0, 1, 2)
-    assert all(r.algorithm.x is row for r, row in zip(runs.runs, kept[2]["x"]))  # the runs hold the stack's rows
-    runs.runs[1].algorithm.x = runs.runs[1].algorithm.x.copy()  # a run's state replaced: the stack is not its state
-    runs.advance()
-    assert runs._kept is not None and runs._kept[1] is not kept[1]
-    kept = runs._kept
-    state = runs.state_dict()
-    rest = runs.advance()
-    assert runs._kept[1] is kept[1]  # stepped on, not built again
-    rest += list(runs.records())
-    runs.load_state_dict(state)
-    assert runs._kept is None
-    again = list(runs.records())
-    assert [k for k, _ in again] == [k for k, _ in rest] and len(rest) == 12  # four points left per run
-    untimed = [[{key: v for key, v in rec.items() if key not in TIMES} for _, rec in recs] for recs in (again, rest)]
-    assert untimed[0] == untimed[1]  # the same steps from the same state: equal to the bit
+        for k, rec in runs.advance():
+            got[k].append(rec)
+    cohort = runs._cohort
+    assert cohort is not None and all(r.holder is not None for r in runs.runs)
+    assert runs.runs[0].algorithm.iteration == 0 < cohort.stacked.iteration == got[0][-1]["iteration"] == 3
+    state = runs.runs[1].state_dict()  # one run's state asked for: every run's is written back
+    assert runs._cohort is None and all(r.holder is None and r.algorithm.iteration == 3 for r in runs.runs)
+    assert state["iteration"] == 3 and state["counter"][0] == {"grad_g": 3, "hvp": 3, "cross": 3, "grad_f": 3}
+    assert all(r.algorithm.x is row for r, row in zip(runs.runs, runs._kept[2]["x"]))  # rows of the kept stack
+    for _ in range(2):
+        for k, rec in runs.advance():
+            got[k].append(rec)
+    assert runs._cohort is not None and runs._cohort.stacked is cohort.stacked  # stepped on, not built again
+    runs.runs[2].load_state_dict(runs.runs[2].state_dict())  # a run's state replaced: the stack is built again
+    for k, rec in runs.records():
+        got[k].append(rec)
+    assert runs._cohort is None and all(r.done for r in runs.runs)
+    untimed = [[[{key: v for key, v in rec.items() if key not in TIMES} for rec in run] for run in recs]
+               for recs in (got, whole)]
+    assert untimed[0] == untimed[1] and [len(r) for r in got] == [9, 9, 9]  # equal to the bit
+
+
+@pytest.mark.parametrize("name", ["logistic_minibatch", "simulated"])
+def test_a_batch_resumes_from_a_state_saved_while_a_cohort_holds_it(name, tmp_path):
+    """Saved between rounds while the runs' state sits in their stack: the checkpoint holds it all."""
+    configs, budget = configs_for("soba", name)[:2], {"iterations": 12}
+    first = BatchedRuns("soba", make(name), configs, SEEDS[:2], budget, n_evals=8)
+    got = [[] for _ in configs]
+    for _ in range(3):
+        for k, rec in first.advance():
+            got[k].append(rec)
+    assert first._cohort is not None and first.runs[0].algorithm.iteration == 0  # not yet written back
+    save_state(first.state_dict(), str(tmp_path))
+    resumed = BatchedRuns("soba", make(name), configs, SEEDS[:2], budget, n_evals=8)
+    resumed.load_state_dict(load_state(str(tmp_path)))
+    for k, rec in resumed.records():
+        got[k].append(rec)
+    want = sequential("soba", name, configs, budget, seeds=SEEDS[:2])
+    for k in range(2):
+        assert_same(got[k], want[k], f"run {k}")
+    assert [len(r) for r in got] == [len(r) for r in want] and got[0][-1]["iteration"] == 12

@@ -286,3 +286,12 @@ def test_cpu_time_counts_the_stepping_threads_cpu_seconds_only():
     busy = list(algorithms.run("f2csa", problems.make("constrained_quadratic", seed=0, d=40, constraints="box"), {},
                                budget={"iterations": 5}, n_evals=2))[-1]
     assert 0 < busy["cpu_time"] <= busy["time"] * 1.05 + 1e-3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**40 + 3, np.int64(5)])
+def test_a_runs_generator_is_numpys_default_generator_of_its_seed(seed):
+    from algorithms.run import generator
+    got, want = generator(seed), np.random.default_rng(seed)
+    assert got.bit_generator.state == want.bit_generator.state
+    assert got.integers(0, 1000, 20).tolist() == want.integers(0, 1000, 20).tolist()
+    assert generator(seed).random() == np.random.default_rng(seed).random()  # a second one starts afresh

@@ -1,4 +1,4 @@
-"""Stacked oracles (row k: one run's point and minibatch) equal the single oracles row by row, for the
+"""Stacked oracles (row k: one run's point and minibatch) equal the single oracles row by row (rtol 1e-12), for the
 families with stacked products (quadratic, simulated, regularization_selection) and the loop fallback."""
 import numpy as np
 import pytest
@@ -76,3 +76,55 @@ def test_per_sample_oracles_stack_with_a_shared_or_a_per_row_index():
     close(p.hvp_yy_g_samples_rows(X, Y, V, idx[0])[3], p.hvp_yy_g_samples(X[3], Y[3], V[3], idx[0]))
     close(p.cross_xy_g_samples_rows(X, Y, V, idx)[1], p.cross_xy_g_samples(X[1], Y[1], V[1], idx[1]))
     assert p.grad_y_g_samples_rows(X, Y, idx).shape == (K, 6, p.dim_y)
+
+
+@pytest.mark.parametrize("name", ["simulated", "regularization_selection"])
+def test_stacked_minibatch_oracles_are_batched_products_not_the_loop(name, monkeypatch):
+    """The families' stacked minibatch and per-sample oracles never call the single ones (the fallback loop)."""
+    p = make(name)
+    X, Y, V = points(p)
+    B = batches(p, True)
+    idx = np.random.default_rng(4).integers(0, min(p.sample_counts()), size=(K, 6))
+    want = {"g": p.g_rows(X, Y, B), "hvp": p.hvp_yy_g_rows(X, Y, V, B),
+            "samples": p.grad_y_g_samples_rows(X, Y, idx)}
+    for single in ("f", "g", "grad_f", "grad_g", "grad_y_f", "grad_y_g", "hvp_yy_g", "cross_xy_g", "grad_f_samples",
+                   "grad_y_g_samples", "hvp_yy_g_samples", "cross_xy_g_samples"):
+        monkeypatch.setattr(p, single, None)  # a call would raise
+    for stacked in (p.grad_f_rows, p.grad_g_rows, p.grad_y_f_rows, p.grad_y_g_rows):
+        stacked(X, Y, B)
+    p.cross_xy_g_rows(X, Y, V, B)
+    p.f_rows(X, Y, B)
+    close(p.g_rows(X, Y, B), want["g"])
+    close(p.hvp_yy_g_rows(X, Y, V, B), want["hvp"])
+    close(p.grad_y_g_samples_rows(X, Y, idx), want["samples"])
+    p.grad_f_samples_rows(X, Y, idx[0])
+    p.hvp_yy_g_samples_rows(X, Y, V, idx)
+    p.cross_xy_g_samples_rows(X, Y, V, idx)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("name", ["quadratic_sum", "simulated", "regularization_selection"])
+def test_stacked_per_sample_oracles_equal_the_single_ones(name, shared):
+    p = make(name)
+    X, Y, V = points(p)
+    idx = np.random.default_rng(3).integers(0, min(p.sample_counts()), size=(K, 6))
+    idx = idx[0] if shared else idx
+    rows = [idx] * K if shared else idx
+    gx, gy = p.grad_f_samples_rows(X, Y, idx)
+    want = [p.grad_f_samples(x, y, i) for x, y, i in zip(X, Y, rows)]
+    close(gx, [w[0] for w in want])
+    close(gy, [w[1] for w in want])
+    close(p.grad_y_g_samples_rows(X, Y, idx), [p.grad_y_g_samples(x, y, i) for x, y, i in zip(X, Y, rows)])
+    close(p.hvp_yy_g_samples_rows(X, Y, V, idx), [p.hvp_yy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, rows)])
+    close(p.cross_xy_g_samples_rows(X, Y, V, idx),
+          [p.cross_xy_g_samples(x, y, v, i) for x, y, v, i in zip(X, Y, V, rows)])
+
+
+def test_the_float32_simulated_instance_stacks_in_float64():
+    p = problems.make("simulated", **CASES["simulated"], sample_dtype="float32")
+    X, Y, V = points(p)
+    B = batches(p, True)
+    got = p.grad_y_g_rows(X, Y, B)
+    assert got.dtype == np.float64
+    close(got, [p.grad_y_g(x, y, b) for x, y, b in zip(X, Y, B)])
+    close(p.f_rows(X, Y, B), [p.f(x, y, b) for x, y, b in zip(X, Y, B)])

@@ -23,7 +23,7 @@ def test_table2_study_follows_the_papers_protocol_and_names_the_proxy():
     assert rows["problem and data"].deviation == tfbo.PROXY
     # App. B.2: coreset selection (Table 2's task) uses 5/3 sub-loops; 10/10 belongs to the proxy problems.
     assert rows["inner-loop policy"].deviation == "not coreset selection's 5/3 sub-loops (App. B.2's 10/10 for the proxy problems)"
-    assert rows["step sizes"].deviation == "BCSR, Table 2's baseline, is not available: other tuned methods stand in"
+    assert rows["step sizes"].deviation == "BCSR, Table 2's baseline, runs only on coreset selection: other tuned methods stand in"
     # Batch 64 and 2048/512 iterations are Figs. 1–2's (App. B.3); Table 2's task leaves them to Hao et al.'s defaults.
     assert rows["batch sizes"].status == "chosen: 64 (App. B.3's batch size for Figs. 1–2)"
     assert rows["iteration counts"].status.startswith("chosen: regularization_selection: 2048, hyper_cleaning: 512")
@@ -39,7 +39,10 @@ def test_table2_study_follows_the_papers_protocol_and_names_the_proxy():
     assert vals == pytest.approx([2, 4, 6, 8])
     assert all(p["problem_params"].get("max_samples") is None for p in pts)
     assert "359 test samples" in rows["problem and data"].study  # 20% of the 1,797 digits (rounded down)
-    assert meta["report"]["metric"] == "test_accuracy" and "offline proxy" in claims.CLAIMS["tfbo_table2"].statement
+    assert meta["report"]["metric"] == "test_accuracy"
+    # Table 2 itself is tfbo_coreset's: this claim says it is an extension, not the paper's task.
+    assert claims.CLAIMS["tfbo_table2"].statement.startswith("Not the paper's experiment.")
+    assert "not the paper's task" in claims.CLAIMS["tfbo_table2"].title
 
 
 def test_fig1_study_follows_the_papers_protocol_with_bundled_stand_ins():
@@ -179,3 +182,37 @@ def test_fig1_verdicts_on_known_curves(run_data, tmp_path):
     rep = claims.CLAIMS["tfbo_fig1"](meta, _fig1_runs(run_data, curves), tmp_path)
     assert verdict("D-TFBO converges fastest").status == "disagrees"
     assert verdict("D-TFBO and S-TFBO comparable").status == "partly"  # S-TFBO still is
+
+
+def test_fig1_paper_scale_reads_covtype_and_mnist_from_the_cache_and_says_same(tmp_path, monkeypatch):
+    from tests.problems.test_fetched_data import write_covtype_cache, write_mnist_cache
+
+    # Small files in the fetchers' cache format (nothing downloads): the paper's data sets by name.
+    write_covtype_cache(tmp_path)
+    write_mnist_cache(tmp_path)
+    monkeypatch.setenv("BISWEEP_DATA", str(tmp_path))
+    meta = study_meta(spec.load("tfbo_comparison", scale="paper"))
+    assert {p["problem"]: p["problem_params"]["dataset"] for p in meta["points"]} == {
+        "regularization_selection": "covtype", "hyper_cleaning": "mnist"}
+    assert {p["problem"]: p["budget"]["iterations"] for p in meta["points"]} == {"regularization_selection": 2048,
+                                                                               "hyper_cleaning": 512}
+    rows = {s.field: s for s in claims.CLAIMS["tfbo_fig1"].settings(meta)}
+    data = rows["problem and data"]
+    assert (data.status, data.cited) == ("same", True) and data.paper.startswith("§5.1, §5.2, App. B.2")
+    assert "regularization_selection on covtype (54 x, 54 y" in data.study and tfbo_comparison.BINARY_COVTYPE in data.study
+    assert rows["dimensions"].status == "same"
+    assert [f for f, s in rows.items() if s.deviation] == []  # the paper's setting, field by field
+
+
+def test_fig1_paper_scale_uncached_stops_in_one_line_per_data_set_before_ray(tmp_path, monkeypatch, capsys):
+    import ray
+
+    from sweep.cli import main
+
+    monkeypatch.setenv("BISWEEP_DATA", str(tmp_path / "empty"))
+    assert main(["run", "tfbo_comparison", "--scale", "paper", "--results-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2  # one line per missing data set: what to fetch, and where to put it
+    assert f"fetch_covtype(data_home='{tmp_path / 'empty'}')" in err[0] and "nothing is downloaded here" in err[0]
+    assert f"fetch_openml(data_id=554, data_home='{tmp_path / 'empty'}')" in err[1]
+    assert not (tmp_path / "out").exists() and not ray.is_initialized()

@@ -11,7 +11,8 @@ import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
 from problems.validation import ParameterError
-from sweep.execution.trainable import META, chunks, execute_trial, trainable_for
+from sweep.execution.trainable import META, chunks, execute_trial
+from sweep.execution.user_api import trainable_for
 from sweep.study import spec
 from sweep.study.model import TrialConfig
 from tests.sweep import toy_algorithms  # noqa: F401

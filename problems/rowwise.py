@@ -1,0 +1,32 @@
+"""Products over stacked runs (row k: one run's point, its minibatch's gathered sample rows blocks[k]), the
+batched forms of the single oracles' matrix-vector products, for the families' stacked oracles."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from problems.base import Array, Batch
+
+
+def row_products(blocks: Array, V: Array) -> Array:
+    """blocks[k] @ V[k] for each run k: (K, m)."""
+    return np.matmul(blocks, V[:, :, None])[:, :, 0]
+
+
+def row_combinations(coef: Array, blocks: Array) -> Array:
+    """coef[k] @ blocks[k] for each run k: (K, d)."""
+    return np.matmul(coef[:, None, :], blocks)[:, 0, :]
+
+
+def level_indices(batches: Sequence[Batch] | None) -> tuple[Array | None, Array | None]:
+    """The runs' two-set minibatches (problems.sampling, equal sizes) as (K, batch) index arrays of g's
+    samples and of f's; (None, None) for the full batch."""
+    if batches is None:
+        return None, None
+    return np.stack([b.inner for b in batches]), np.stack([b.outer for b in batches])
+
+
+def index_rows(idx: Array, count: int) -> Array:
+    """Per-sample indices as (K, batch): idx's rows, or the one 1-D idx for every row."""
+    return np.broadcast_to(idx, (count, idx.shape[0])) if idx.ndim == 1 else idx

@@ -1,0 +1,74 @@
+"""Which runs of a study step together as one batch (`batched: auto | off`), decided on the driver.
+
+Runs batch when they share an algorithm that can be batched (`algorithms.batched`), a problem instance (the
+same problem, parameters and instance seed: a run's own seed when `instance_seed` is null), a budget, the
+evaluation points and the divergence rule; they may differ in hyperparameters and seeds. A batched run's
+compute seconds are the batch's seconds divided among the runs stepping in it, so `auto` is `off` for
+studies that time their runs: `dimension_scaling`, a seconds budget, a report `target` (time to reach it)
+and a claim whose verdicts read compute seconds.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import algorithms
+from sweep.study.model import Point, Study
+from sweep.study.timing import timed_by
+
+#: The values of the study field `batched`.
+MODES = ("auto", "off")
+
+
+class Batching(NamedTuple):
+    """Whether a study's trials batch runs, and why (the running line says it)."""
+
+    on: bool
+    why: str
+
+
+def resolve(study: Study) -> Batching:
+    """`study.batched` resolved: `auto` is on unless the study times its runs."""
+    if study.batched == "off":
+        return Batching(False, "batched: off")
+    reason = timed_by(study)
+    if reason:
+        return Batching(False, f"unbatched: {reason}, so each run is timed alone")
+    return Batching(True, "batched: runs sharing an algorithm, problem instance and budget step together")
+
+
+def algorithm_batchable(name: str) -> bool:
+    """Whether the algorithm declares it can be batched (`algorithms.batched.batchable`, its problem aside)."""
+    return bool(algorithms.get(name).__dict__.get("batchable", False))
+
+
+def instance_seed(point: Point, seed: int) -> int:
+    """The seed that builds the run's problem instance."""
+    return seed if point.instance_seed is None else point.instance_seed
+
+
+def batch_key(point: Point, seed: int) -> str | None:
+    """What runs of one batch share (None: the algorithm cannot be batched, the run goes alone)."""
+    part = _PARTS.get(point.key)
+    if part is None:
+        if len(_PARTS) >= _PARTS_MAX:
+            _PARTS.clear()
+        part = _PARTS[point.key] = "" if not algorithm_batchable(point.algorithm) else json.dumps(
+            [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals, point.divergence,
+             point.blas_threads], sort_keys=True, default=repr)
+    return f"{part}|{instance_seed(point, seed)}" if part else None
+
+
+#: point key -> its part of the batch key ("" when its algorithm cannot be batched), made once per point.
+_PARTS: dict[str, str] = {}
+_PARTS_MAX = 100_000
+
+
+def grouped(runs: Sequence[tuple[Point, int]]) -> list[tuple[Point, int]]:
+    """`runs` with the runs of one batch next to each other (in the order their batches first appear)."""
+    groups: dict[object, list[tuple[Point, int]]] = {}
+    for i, (point, seed) in enumerate(runs):
+        key = batch_key(point, seed)
+        groups.setdefault(i if key is None else key, []).append((point, seed))
+    return [run for group in groups.values() for run in group]

@@ -1,0 +1,78 @@
+"""A batched study killed mid-batch resumes its unfinished runs only, each run recorded once, its values equal
+to the run made alone (rtol 1e-10)."""
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+import yaml
+
+import algorithms
+import problems
+from sweep.study import spec
+from tests.sweep.execution.test_resume import midway_of
+
+pytestmark = pytest.mark.integration
+VOLATILE = ("time", "cpu_time", "eval_time", "time_mode")
+
+
+def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, repo, venv_bin):
+    study_file = tmp_path / "batches.yaml"
+    study_file.write_text(yaml.safe_dump({
+        "name": "batches", "kind": "stepsize_sensitivity", "axis": {"factors": [0.25, 0.5, 0.75]},
+        "problems": [{"name": "quadratic", "params": {"dim_x": 40, "dim_y": 40}}], "algorithms": ["soba"],
+        "seeds": 3, "budget": {"iterations": 20000}, "n_evals": 8, "checkpoint_seconds": 0.3,
+        "runs_per_trial": 4, "max_concurrent": 1, "batched": "auto"}))  # 3 batches of 4 (a seed each), in turn
+    st = spec.load(str(study_file))
+    res = tmp_path / "res"
+    cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "2",
+           "--no-report"]
+    first = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and first.poll() is None:
+            done = {p.stem for p in (res / "runs").glob("*.json")} if (res / "runs").exists() else set()
+            if len(done) >= 4 and midway_of(res) - done:  # a batch done, another checkpointed midway
+                break
+            time.sleep(0.1)
+        assert first.poll() is None, first.stdout.read().decode()[-3000:]
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the crash: the driver and its local Ray at once
+        first.wait(timeout=30)
+    finished = {p.stem: p.read_text() for p in (res / "runs").glob("*.json")}
+    assert 4 <= len(finished) < 12 and midway_of(res) - set(finished)
+    time.sleep(3)  # let the orphaned Ray workers notice their raylet is gone
+
+    second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"running {12 - len(finished)} runs (batched:" in second.stdout
+    for key, text in finished.items():  # finished runs were not run again
+        assert (res / "runs" / f"{key}.json").read_text() == text
+
+    p = problems.make("quadratic", seed=0, dim_x=40, dim_y=40)
+    for point in st.points:
+        for seed in st.seeds:
+            key = point.run_key(seed)
+            records = [json.loads(line) for line in (res / "records" / f"{key}.jsonl").read_text().splitlines()]
+            assert Counter(r["iteration"] for r in records).most_common(1)[0][1] == 1  # each record once
+            assert records[-1]["status"] == "finished" and records[-1]["time_mode"] == "batched"
+            if seed == 0:  # the same values as the run made alone
+                alone = list(algorithms.run("soba", p, point.algorithm_params, seed=0, budget=point.budget,
+                                            n_evals=point.n_evals))
+                assert len(alone) == len(records)
+                for a, r in zip(alone, records):
+                    for k, v in a.items():
+                        if k not in VOLATILE and isinstance(v, float):
+                            np.testing.assert_allclose(r[k], v, rtol=1e-10, atol=0, err_msg=f"{key} {k}")
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{res / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("batches").experiment_id], max_results=1000)
+    assert Counter(r.data.tags.get("bisweep.role") for r in runs) == {"study": 1, "run": 12}
+    assert sorted(r.data.tags["bisweep.run_key"] for r in runs if r.data.tags["bisweep.role"] == "run") == \
+        sorted(st.run_keys)

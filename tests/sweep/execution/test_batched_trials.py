@@ -1,0 +1,177 @@
+"""Batched trials without Ray: the same records as one run after another (rtol 1e-10), each run's records and end
+exactly once, resume mid-batch, divergence and a failing batch per run; `batched: auto | off` and its resolution;
+the dispatch keeping a batch's runs together."""
+import copy
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from sweep.execution import batching
+from sweep.execution.dispatch import FIRST_BATCH, RunQueue
+from sweep.study import spec
+from sweep.study.model import RunSpec, TrialConfig
+from tests.sweep.execution.test_trainable import by_run, collect
+
+VOLATILE = ("time", "cpu_time", "eval_time", "time_mode")
+STUDY = {"name": "b", "kind": "stepsize_sensitivity", "axis": {"values": [0.01, 0.05, 0.1, 0.2]},
+         "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 5, "n_samples": 200}}],
+         "algorithms": ["soba", {"name": "saba", "params": {"batch_size": 8}}], "seeds": [0, 1],
+         "budget": {"iterations": 60}, "n_evals": 6, "report": {"target": None}}
+
+
+def study(**over):
+    return spec.validate({**copy.deepcopy(STUDY), **over})
+
+
+def config(st, batched=True, checkpoint_seconds=1e9, report_seconds=0.0):
+    """One trial of every run of `st`, in the order the driver hands out batched runs."""
+    pending = batching.grouped([(p, s) for p in st.points for s in st.seeds])
+    runs = tuple(RunSpec.of(p, s) for p, s in pending)
+    return TrialConfig("all", runs, checkpoint_seconds, report_seconds, tuple(st.imports), batched=batched)
+
+
+def close(got, want):
+    """Each run's records equal (deterministic values to rtol 1e-10, the rest exactly)."""
+    assert got.keys() == want.keys()
+    for key in want:
+        assert len(got[key]) == len(want[key]), key
+        for a, b in zip(got[key], want[key]):
+            assert a.keys() - {"time_mode"} == b.keys() - {"time_mode"}
+            for k in b:
+                if k in VOLATILE:
+                    continue
+                if isinstance(b[k], float):
+                    np.testing.assert_allclose(a[k], b[k], rtol=1e-10, atol=0, err_msg=f"{key} {k}")
+                else:
+                    assert a[k] == b[k], (key, k)
+
+
+@pytest.fixture(scope="module")
+def unbatched():
+    st = study()
+    results, _ = collect(config(st, batched=False))
+    return st, by_run(results)
+
+
+def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatched):
+    st, (want, want_ended) = unbatched
+    results, _ = collect(config(st))
+    got, ended = by_run(results)
+    close(got, want)
+    assert sorted(ended) == sorted(want_ended) and len(ended) == len(set(ended)) == len(st.points) * 2
+    assert all(r["time_mode"] == "batched" for recs in got.values() for r in recs)
+    assert all(r["iteration"] < s["iteration"] for recs in got.values() for r, s in zip(recs, recs[1:]))
+    done = [ch for res in results for ch in res["bisweep"]["runs"] if ch["done"]]
+    assert all(0 < ch["seconds"] <= ch["span"][1] - ch["span"][0] for ch in done)  # a share of the batch's time
+
+
+def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
+    st, (want, _) = unbatched
+    cfg = config(st, checkpoint_seconds=0.0)
+    first, states = collect(cfg, stop_after=len(st.points) * 2 + 5)
+    state = states[-1]
+    assert state.get("batch") and not state["current"]  # the midway states of the runs of the batch going on
+    rest, _ = collect(cfg, state=state)
+    redone = {ch["run_key"] for res in rest for ch in res["bisweep"]["runs"]}
+    assert redone and not redone & set(state["done"])  # finished runs are not run again
+    for res in rest:
+        for ch in res["bisweep"]["runs"]:  # the others continue from their state, not from the start
+            if ch["run_key"] in state["batch"]:
+                assert ch["records"][0]["iteration"] > state["batch"][ch["run_key"]]["iteration"] - 1 >= 0
+    got, ended = by_run(first + rest)
+    by_iteration = {k: list({(r["iteration"], r["status"]): r for r in recs}.values()) for k, recs in got.items()}
+    close(by_iteration, want)
+    assert sorted(ended) == sorted(want)
+
+
+def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others():
+    st = study(axis={"values": [0.05, 50.0]}, algorithms=["soba"], seeds=[0])
+    want, _ = by_run(collect(config(st, batched=False))[0])
+    got, ended = by_run(collect(config(st))[0])
+    close(got, want)
+    assert sorted(r[-1]["status"] for r in got.values()) == ["diverged", "finished", "finished"]
+
+
+def test_a_batch_that_raises_runs_its_runs_again_alone_and_sends_each_record_once(unbatched, monkeypatch):
+    st, (want, _) = unbatched
+    from algorithms.batched import BatchedRuns
+    real, calls = BatchedRuns.advance, []
+
+    def flaky(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("engine broke")
+        return real(self)
+
+    monkeypatch.setattr(BatchedRuns, "advance", flaky)
+    got, ended = by_run(collect(config(st))[0])
+    close(got, want)
+    assert len(ended) == len(set(ended)) == len(want)
+
+
+def test_unbatchable_algorithms_and_other_instances_run_as_before():
+    st = study(algorithms=[{"name": "toy_aid"}], imports=["tests.sweep.toy_algorithms"], axis={"factors": [0.5, 1]})
+    want, _ = by_run(collect(config(st, batched=False))[0])
+    got, _ = by_run(collect(config(st))[0])
+    assert json.dumps(got, default=repr).count("time_mode") == 0
+    close(got, want)
+
+
+def test_batched_field_and_when_auto_is_off(spec_error):
+    assert study().batched == "auto" and batching.resolve(study()).on
+    assert study(batched=False).batched == "off" and not batching.resolve(study(batched="off")).on
+    spec_error({**STUDY, "batched": "on"}, "batched", "one of auto, off", "got 'on'")
+    for over, why in (({"budget": {"iterations": 60, "seconds": 5}}, "a seconds budget"),
+                      ({"report": {"target": 1e-3}}, "report.target"),
+                      ({"kind": "dimension_scaling", "axis": {"param": "dim_x", "values": [2, 4]}}, "dimension_scaling")):
+        mode = batching.resolve(study(**over))
+        assert not mode.on and why in mode.why
+
+
+def test_the_queue_hands_out_a_batchs_runs_together():
+    st = study(seeds=3, axis={"values": [0.01 * k for k in range(1, 21)]})
+    runs = batching.grouped([(p, s) for p in st.points for s in st.seeds])
+    keys = [batching.batch_key(p, s) for p, s in runs]
+    assert len(set(keys)) == 2 * 3  # per algorithm and instance (the seed builds it: instance_seed null)
+    assert all(keys[i] != keys[j] for i in range(len(keys)) for j in range(i + 2, len(keys)) if keys[i] != keys[i + 1])
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), slots=1, batch_key=batching.batch_key)
+    sizes = []
+    while (cfg := q.next_trial()) is not None:
+        assert len({batching.batch_key(*next((p, s) for p, s in runs if p.run_key(s) == r.run_key))
+                     for r in cfg.runs}) == 1  # one batch per trial
+        sizes.append(len(cfg.runs))
+    assert sum(sizes) == len(runs) and max(sizes) <= FIRST_BATCH and sizes[0] == keys.count(keys[0])  # the whole first batch
+
+
+
+
+def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch):
+    st, (want, _) = unbatched
+    from algorithms.batched import BatchedRuns
+    from algorithms.run import Run
+    cfg = config(st)
+    bad = cfg.runs[2]
+    real_batch, real_run = BatchedRuns.advance, Run.advance
+
+    def broken_batch(self):
+        if any(r.algorithm.config.rho == bad.algorithm_params["rho"] for r in self.runs):
+            raise RuntimeError("a bad run")
+        return real_batch(self)
+
+    def broken_run(self):
+        if self.algorithm.config.rho == bad.algorithm_params["rho"] and self.algorithm.iteration > 3:
+            raise RuntimeError("a bad run")
+        return real_run(self)
+
+    monkeypatch.setattr(BatchedRuns, "advance", broken_batch)
+    monkeypatch.setattr(Run, "advance", broken_run)
+    results = []
+    with pytest.raises(RuntimeError, match="a bad run"):
+        from sweep.execution.trial import execute_trial
+        execute_trial(cfg, lambda res, ck: results.append(copy.deepcopy(res)))
+    got, ended = by_run(results)
+    assert ended == [r.run_key for r in cfg.runs[:2]]  # the runs before it finished, with every record
+    close({k: got[k] for k in ended}, {k: want[k] for k in ended})
+    assert bad.run_key in got and not set(got) - {r.run_key for r in cfg.runs[:3]}  # the rest did not start

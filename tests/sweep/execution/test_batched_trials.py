@@ -125,7 +125,8 @@ def test_batched_field_and_when_auto_is_off(spec_error):
     spec_error({**STUDY, "batched": "on"}, "batched", "one of auto, off", "got 'on'")
     for over, why in (({"budget": {"iterations": 60, "seconds": 5}}, "a seconds budget"),
                       ({"report": {"target": 1e-3}}, "report.target"),
-                      ({"kind": "dimension_scaling", "axis": {"param": "dim_x", "values": [2, 4]}}, "dimension_scaling")):
+                      ({"kind": "dimension_scaling", "axis": {"param": "dim_x", "values": [2, 4]}},
+                       "dimension_scaling")):
         mode = batching.resolve(study(**over))
         assert not mode.on and why in mode.why
 
@@ -142,7 +143,8 @@ def test_the_queue_hands_out_a_batchs_runs_together():
         assert len({batching.batch_key(*next((p, s) for p, s in runs if p.run_key(s) == r.run_key))
                      for r in cfg.runs}) == 1  # one batch per trial
         sizes.append(len(cfg.runs))
-    assert sum(sizes) == len(runs) and max(sizes) <= FIRST_BATCH and sizes[0] == keys.count(keys[0])  # the whole first batch
+    assert sum(sizes) == len(runs) and max(sizes) <= FIRST_BATCH
+    assert sizes[0] == keys.count(keys[0])  # the whole first batch
 
 
 

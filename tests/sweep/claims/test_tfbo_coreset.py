@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sweep import claims
-from sweep.claims import tfbo_coreset as tc
+from sweep.claims import tfbo_coreset as tc, tfbo_coreset_setup as tcs
 from sweep.claims.base import Measured, place
 from sweep.results.store import study_meta
 from sweep.study import spec
@@ -74,7 +74,7 @@ def test_the_papers_own_table1_agrees_with_every_rule(meta, run_data, tmp_path):
         v = got[f"Table 1, {scen}: BCSR has the highest A_T"]
         assert v.status == "agrees" and v.estimate.value == pytest.approx(gap, abs=1e-9)
     # Every verdict is earned on the stand-ins, and says so.
-    assert all(v.setting == "deviating setup" and v.deviation.startswith(f"problem and data: {tc.STAND_IN}")
+    assert all(v.setting == "deviating setup" and v.deviation.startswith(f"problem and data: {tcs.STAND_IN}")
                for v in got.values() if v.status in ("agrees", "disagrees", "partly"))
     rows = {(r["scenario"], r["algorithm"]): r for r in rep.tables["measured"]}
     assert rows[("balanced", "bcsr")]["A_T_%"] == pytest.approx(61.60) and rows[("balanced", "bcsr")]["paper_A_T_%"] == 61.60
@@ -233,7 +233,7 @@ def test_ratio_of_seconds_to_a_target():
 
 def test_setup_names_the_stand_ins_and_cites_every_same_row(meta):
     rows = {s.field: s for s in claims.CLAIMS["tfbo_coreset"].settings(meta)}
-    assert rows["problem and data"].deviation == tc.STAND_IN and rows["dimensions"].deviation == tc.MODEL
+    assert rows["problem and data"].deviation == tcs.STAND_IN and rows["dimensions"].deviation == tcs.MODEL
     assert "5 tasks of 2 digit classes" in rows["problem and data"].study
     assert [f for f, s in rows.items() if s.status == "same"] == ["metric", "inner-loop policy", "step sizes", "seeds"]
     assert all(s.cited for s in rows.values() if s.status == "same")

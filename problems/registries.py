@@ -118,6 +118,11 @@ class Registry(Generic[T]):
                                  f"allowed: {', '.join(known)}")
         return self._items[name]
 
+    def get(self, name: object, default: T | None = None) -> T | None:
+        """The item of `name`, or `default` when there is none (as a dict's `get`)."""
+        INSTALLED.load()
+        return self._items.get(name, default) if isinstance(name, str) else default
+
     def __contains__(self, name: object) -> bool:
         INSTALLED.load()
         return isinstance(name, str) and name in self._items

@@ -157,6 +157,7 @@ def test_an_unknown_name_is_one_error_with_the_nearest_and_every_known_name():
         reg[3]
     with pytest.raises(ParameterError, match=r"^gadget: 'hammer' is registered twice$"):
         reg.add("hammer", 3)
+    assert (reg.get("hammer"), reg.get("hamer"), reg.get(["x"], 0)) == (2, None, 0)
     assert reg["hammer"] == 2 and reg.pop("hammer") == 2 and reg.names() == ["spanner"]
     del reg["spanner"]
     assert len(reg) == 0

@@ -14,6 +14,12 @@ from typing import Any, TextIO
 from sweep.study.model import Study
 
 
+def print_line(out: TextIO, text: str) -> None:
+    """`text` as a line of its own on `out`, at once (a phase of the driver, before or between live lines)."""
+    out.write(text + "\n")
+    out.flush()
+
+
 def format_seconds(seconds: float) -> str:
     """H:MM:SS."""
     s = int(round(max(seconds, 0.0)))
@@ -132,8 +138,7 @@ class Progress:
         if self.tty and self._width:
             self.out.write("\r" + " " * self._width + "\r")
             self._width = 0
-        self.out.write(text + "\n")
-        self.out.flush()
+        print_line(self.out, text)
 
     def close(self) -> None:
         """Final line."""

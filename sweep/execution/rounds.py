@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sweep import kinds
-from sweep.execution.progress import Progress
+from sweep.execution.progress import print_line
 from sweep.results.store import ResultStore
 from sweep.study.model import Point, Study
 
@@ -34,8 +34,8 @@ def run_rounds(study: Study, store: ResultStore, session: Callable[[Study, bool]
         points = kind.next_points(study, store.summary)
         if points is None:
             return session(study, report)  # nothing left to run: the final sync, the report, the parent's end
-        Progress(study, 0, out).message(f"bisweep: next tuning round: {len(points) - len(study.points)} new "
-                                        f"configurations proposed from {len(study.run_keys)} runs")
+        print_line(out, f"bisweep: next tuning round: {len(points) - len(study.points)} new configurations "
+                        f"proposed from {len(study.run_keys)} runs")
         study = dataclasses.replace(study, points=points, identity=study.spec_hash)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ from sweep.execution import options, rounds
 from sweep.execution.background import Background
 from sweep.execution.lock import StudyLock
 from sweep.execution.processes import ProcessGuard
-from sweep.execution.progress import Progress
+from sweep.execution.progress import Progress, print_line
 from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
 from sweep.execution.session import Session, Timeline, process_start
 from sweep.report.build import build_report
@@ -69,6 +70,22 @@ class Outcome:
         return self.counts["failed"] == 0 and self.counts["missing"] == 0 and self.mlflow_unsent == 0
 
 
+@dataclasses.dataclass(frozen=True)
+class Driver:
+    """Where this driver runs a study and writes its results: the checked options, the same for every session."""
+
+    root: Path
+    address: str | None
+    tracking_uri: str | None
+    storage_path: str | None
+    num_cpus: int | None
+    out: TextIO
+
+    def say(self, text: str) -> None:
+        """A line of the driver's own (a phase)."""
+        print_line(self.out, text)
+
+
 # ---------------------------------------------------------------- the study
 def run_study(study: Study | str, results_dir: str | Path | None = None, *, address: str | None = None,
               tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
@@ -91,16 +108,12 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
+    driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out)
     with StudyLock(str(root)):  # one driver per results directory
         if kinds.get(study.kind).growth(study) is None:
-            return _run_locked(study, root, address, tracking_uri, storage_path, num_cpus, report, out)
-
-        def session(st: Study, with_report: bool) -> Outcome:
-            return _run_locked(st, root, address, tracking_uri, storage_path, num_cpus, with_report, out,
-                               ray_held=True)
-
-        say = Progress(study, 0, out).message
-        with _ray_up(root, address, num_cpus, say, " for every tuning round"):  # one Ray for all the rounds
+            return _run_locked(study, report, driver)
+        session = functools.partial(_run_locked, driver=driver, ray_held=True)  # (study, report) of a round
+        with _ray_up(root, address, num_cpus, driver.say, " for every tuning round"):  # one Ray for all the rounds
             return rounds.run_rounds(study, ResultStore(root), session, report, out)
 
 
@@ -128,16 +141,15 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
             guard.stop()
 
 
-def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str | None, storage_path: str | None,
-                num_cpus: int | None, report: bool, out: TextIO, ray_held: bool = False) -> Outcome:
+def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = False) -> Outcome:
     """`run_study` once the options are checked and the results directory is ours."""
     timeline = Timeline(process_start())
     timeline.mark("validated")
+    root, out, say = driver.root, driver.out, driver.say
     store = ResultStore(root)
-    storage = storage_path or str(root / "ray")
+    storage = driver.storage_path or str(root / "ray")
     written = Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
-    uri = tracking_uri or default_tracking_uri(root)
-    say = Progress(study, 0, out).message
+    uri = driver.tracking_uri or default_tracking_uri(root)
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
         f"= {len(study.run_keys)} runs; results in {root}")
     say(f"bisweep: MLflow tracking at {mask(uri)}")
@@ -151,7 +163,7 @@ def _run_locked(study: Study, root: Path, address: str | None, tracking_uri: str
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        writer = _run_pending(session, pending, len(done), connecting, address, num_cpus, report)
+        writer = _run_pending(session, pending, len(done), connecting, driver, report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
     return _finish(session, connecting, writer, written, report, len(pending))
@@ -163,7 +175,7 @@ def _finish(session: Session, connecting: Background, writer: MlflowCallback | N
     when the store stops answering (its results stay on disk for the next run); record the session."""
     study, store, timeline = session.study, session.store, session.timeline
     root, out = store.root, session.out
-    say = Progress(study, 0, out).message
+    say = functools.partial(print_line, out)
     written.result()
     counts = count_runs(store, study)
     interrupted = counts["missing"] > 0
@@ -231,17 +243,17 @@ def active_seconds(session: Session) -> float:
 
 
 def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
-                 address: str | None, num_cpus: int | None, report: bool) -> MlflowCallback:
+                 driver: Driver, report: bool) -> MlflowCallback:
     """Run the pending runs in one fresh Tune experiment; the MLflow writer."""
     progress = Progress(session.study, done_before, session.out)
     loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
-    held = contextlib.nullcontext() if session.ray_held else _ray_up(session.store.root, address, num_cpus,
+    held = contextlib.nullcontext() if session.ray_held else _ray_up(driver.root, driver.address, driver.num_cpus,
                                                                      progress.message)
     try:
         with held:
             session.timeline.mark("ray_ready")
             experiment = _loaded(loading)
-            return experiment.run(session, pending, progress, connecting, address is not None, report)
+            return experiment.run(session, pending, progress, connecting, driver.address is not None, report)
     finally:
         session.timeline.mark("ray_down")
 

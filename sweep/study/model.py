@@ -99,7 +99,8 @@ def _encoded(value: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """One run as a trial runs it: a configuration and a seed, plain data built on the driver."""
+    """One run as a trial runs it: its key and seed, then the fields of its `Point` a run needs (same names);
+    plain data built on the driver."""
 
     run_key: str
     seed: int
@@ -116,9 +117,11 @@ class RunSpec:
     @classmethod
     def of(cls, point: Point, seed: int) -> RunSpec:
         """The run of `point` with `seed`."""
-        return cls(point.run_key(seed), seed, point.algorithm, point.algorithm_params, point.problem,
-                   point.problem_params, point.instance_seed, point.budget, point.n_evals, point.divergence,
-                   point.blas_threads)
+        return cls(point.run_key(seed), seed, **{name: getattr(point, name) for name in _POINT_FIELDS})
+
+
+#: The fields a `RunSpec` takes from its `Point` (all but run_key and seed).
+_POINT_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))[2:]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,7 +36,7 @@ import atexit, json, os, resource, sys, time
 try:
     import sweep.execution.mlflow_writer as mw
 except ImportError:  # a checkout from before sweep/'s sub-packages
-    import sweep.mlflow_writer as mw
+    import sweep.execution.mlflow_writer as mw
 writer_cpu = []
 work = mw.MlflowCallback._work
 def timed(self):

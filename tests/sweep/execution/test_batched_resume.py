@@ -1,5 +1,6 @@
 """A batched study killed mid-batch resumes its unfinished runs only, each run recorded once, its values equal
 to the run made alone (rtol 1e-10)."""
+import contextlib
 import json
 import os
 import signal
@@ -25,8 +26,9 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
     study_file.write_text(yaml.safe_dump({
         "name": "batches", "kind": "stepsize_sensitivity", "axis": {"factors": [0.25, 0.5, 0.75]},
         "problems": [{"name": "quadratic", "params": {"dim_x": 40, "dim_y": 40}}], "algorithms": ["soba"],
-        "seeds": 3, "budget": {"iterations": 20000}, "n_evals": 8, "checkpoint_seconds": 0.3,
-        "runs_per_trial": 4, "max_concurrent": 1, "batched": "auto"}))  # 3 batches of 4 (a seed each), in turn
+        "seeds": 3, "budget": {"iterations": 100000}, "n_evals": 8, "checkpoint_seconds": 0.3,
+        "runs_per_trial": 4, "max_concurrent": 1, "batched": "auto"}))  # 3 batches of 4 (a seed each), in turn;
+    # 10⁵ iterations keep each batch running for seconds, so the kill lands mid-batch on a fast machine too
     st = spec.load(str(study_file))
     res = tmp_path / "res"
     cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "2",
@@ -39,10 +41,12 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
             if len(done) >= 4 and midway_of(res) - done:  # a batch done, another checkpointed midway
                 break
             time.sleep(0.1)
-        assert first.poll() is None, first.stdout.read().decode()[-3000:]
     finally:
-        os.killpg(first.pid, signal.SIGKILL)  # the crash: the driver and its local Ray at once
+        alive = first.poll() is None
+        with contextlib.suppress(ProcessLookupError):  # the group is gone if the study already ended
+            os.killpg(first.pid, signal.SIGKILL)  # the crash: the driver and its local Ray at once
         first.wait(timeout=30)
+    assert alive, "the study ended before a batch was caught midway:\n" + first.stdout.read().decode()[-3000:]
     finished = {p.stem: p.read_text() for p in (res / "runs").glob("*.json")}
     assert 4 <= len(finished) < 12 and midway_of(res) - set(finished)
     time.sleep(3)  # let the orphaned Ray workers notice their raylet is gone

@@ -1,10 +1,15 @@
 """MLflow tracking: one parent run per study, one nested child run per (configuration, seed).
 
-What a person browses: child runs are named by what varies ('soba · step ×2 · quadratic · seed 2'; the
-run key is a tag), the axis value is a parameter, the experiment's description is the study's. Metric
-names put the measured quantities first in a run's charts (MLflow sorts chart sections by name, capitals
-first): F, grad_F_sq, ... go out as 'Metrics/F', ...; oracle counters are not logged while they are zero
-(an oracle an algorithm never calls has no chart). The records on disk keep their own names.
+What a person browses, and no more (a tiny run costs MLflow ~5 KB, not ~16): child runs are named by what
+varies ('soba · step ×2 · quadratic · seed 2'; the run key is a tag). A child's parameters are those that vary
+across the study's runs (algorithm, label, problem, seed, the axis value, alg.*, problem.*, ...); those every
+run shares are parameters of the parent, and `None`s are left out. The measured
+quantities (record keys without a '/': F, grad_F_sq, ...) are curves with a point at every evaluation, named
+'Metrics/F', ... so that they come first in a run's charts (MLflow sorts chart sections by name, capitals
+first); where the run ended up (time, calls/total, samples/total, and the ground-truth flags gt/*) is one
+point at its last record; zero counters and flags are not logged. The per-oracle counters, diagnostics
+(diag/*), CPU and evaluation times stay in the records on disk and in the report, under their own names. A child carries
+`node`/`host` tags only when it ran on another host than the driver's (the parent's `host`).
 
 Child runs are written in batches across runs (sweep/tracking/mlflow_sinks.py: in bulk into MLflow's database, or
 `log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver
@@ -15,6 +20,7 @@ duplicates runs nor metric points.
 from __future__ import annotations
 
 import re
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +43,13 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 #: The section of a run's charts holding the measured quantities (record keys without a '/').
 MAIN_SECTION = "Metrics"
 #: Record keys that stay as they are: progress (the step is the iteration) and prefixed groups.
-PLAIN = ("iteration", "time", "eval_time")
+PLAIN = ("iteration", "time", "cpu_time", "eval_time")
 #: Counters and flags: a zero means "not yet", so zeros are not logged (a never-called oracle has no series).
 SPARSE = re.compile(r"^(calls|samples)/|_hits$|^gt/not_strongly_convex$")
+#: Record keys logged once, at a run's last record (where it ended up); other keys with a '/' (per-oracle
+#: counters, diagnostics) and the bookkeeping keys are not logged; the rest (the measured quantities) are curves.
+FINAL = re.compile(r"^(time|calls/total|samples/total)$|^gt/")
+NOT_CURVES = ("iteration", "cpu_time", "eval_time")
 
 
 def mlflow_name(key: str) -> str:
@@ -47,29 +57,70 @@ def mlflow_name(key: str) -> str:
     return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
 
 
-#: Record key -> (its MLflow name, whether it is sparse): a record's keys are the same run after run.
-_NAMES: dict[str, tuple[str, bool]] = {}
+#: How a record key is logged: a curve point at every record, a point at the last record only, or not at all.
+CURVE, LAST, SKIP = 0, 1, 2
+
+
+def logged_as(key: str) -> int:
+    """CURVE, LAST or SKIP for a record key (see FINAL)."""
+    if FINAL.search(key):
+        return LAST
+    return SKIP if "/" in key or key in NOT_CURVES else CURVE
+
+
+#: Record key -> (its MLflow name, whether it is sparse, how it is logged): a record's keys are the same run
+#: after run.
+_NAMES: dict[str, tuple[str, bool, int]] = {}
 MAX_NAMES = 10_000
 
 
-def _name(key: str) -> tuple[str, bool]:
+def _name(key: str) -> tuple[str, bool, int]:
     got = _NAMES.get(key)
     if got is None:
-        got = (mlflow_name(key), SPARSE.search(key) is not None)
+        got = (mlflow_name(key), SPARSE.search(key) is not None, logged_as(key))
         if len(_NAMES) < MAX_NAMES:
             _NAMES[key] = got
     return got
 
 
 def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
-    """(MLflow name, value) of every number of a record worth a chart point."""
+    """(MLflow name, value) of every number of a record worth a chart point: the curves, and at the run's last
+    record (its status no longer 'running') the final values too."""
+    last = record.get("status", "running") != "running"
     out = []
     for k, v in record.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            name, sparse = _name(k)
-            if not (sparse and v == 0):
+            name, sparse, how = _name(k)
+            if (how == CURVE or (how == LAST and last)) and not (sparse and v == 0):
                 out.append((name, float(v)))
     return out
+
+
+def child_params(point: Point, seed: int, axis_name: str | None) -> dict[str, Any]:
+    """Every parameter a child run of (configuration, seed) could carry (`None`s left out)."""
+    axis = {}
+    if axis_name and ("axis" in point.coords or point.coords.get("reference")):
+        value = point.coords.get("axis")
+        axis = {f"axis.{axis_name}": "reference" if value is None else value}
+    params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
+              "instance_seed": point.instance_seed, "n_evals": point.n_evals, **axis,
+              **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
+              **{f"problem.{k}": v for k, v in point.problem_params.items()},
+              **{f"budget.{k}": v for k, v in point.budget.items()}}
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def shared_params(study: Study) -> dict[str, str]:
+    """The parameters (as MLflow stores them) of equal value in every run of the study."""
+    shared: dict[str, str] | None = None
+    for point in study.points:
+        mine = {k: str(v)[:6000] for k, v in child_params(point, study.seeds[0], study.axis_name).items()}
+        shared = mine if shared is None else {k: v for k, v in shared.items() if mine.get(k) == v}
+        if not shared:
+            break
+    if shared and len(study.seeds) > 1:
+        shared.pop("seed", None)
+    return shared or {}
 
 
 def default_tracking_uri(results_dir: str | Path) -> str:
@@ -117,6 +168,8 @@ class Tracker:
         self._steps: dict[str, set[int]] = {}  # run key -> steps logged or buffered
         self._batch = Batch()
         self._last_flush = time.monotonic()
+        self._shared: dict[str, str] = {}  # parameters on the parent, not repeated on each child
+        self._host = socket.gethostname()  # a child that ran elsewhere says where
         self.answers.mark()
 
     def _experiment(self, name: str, artifact_location: str | None) -> str:
@@ -153,20 +206,21 @@ class Tracker:
     def start_study(self, study: Study) -> str:
         """Find (by spec hash) or create the study's parent run and mark it running."""
         self.axis_name = study.axis_name
+        self._shared = shared_params(study)
         self.describe(study.description or study.name)
         if self.find_parent(study.spec_hash):
             self.client.update_run(self.parent_id, status="RUNNING")
             self.answers.mark()
             return self.parent_id
         tags = {ROLE: "study", SPEC_HASH: study.spec_hash, "study": study.name, "kind": study.kind,
-                "mlflow.note.content": study.description or study.name,
+                "mlflow.note.content": study.description or study.name, "host": self._host,
                 **environment.flat(environment.describe())}  # where it ran: versions, commit, CPU, BLAS
         run = self.client.create_run(self.experiment_id, tags=tags, run_name=study.name)
         self.parent_id = run.info.run_id
         params = {"kind": study.kind, "axis": study.axis, "seeds": study.seeds, "n_evals": study.n_evals,
                   "configurations": len(study.points), "runs": len(study.run_keys),
                   **{f"budget.{k}": v for k, v in study.budget.items()}}
-        self._log_params(self.parent_id, params)
+        self._log_params(self.parent_id, {**self._shared, **params})
         self.answers.mark()
         return self.parent_id
 
@@ -223,22 +277,13 @@ class Tracker:
             self._steps[run_key] = self.sink.steps(children[run_key])
             return
         tags = {PARENT: self.parent_id, ROLE: "run", RUN_KEY: run_key, "configuration": point.key,
-                "algorithm": point.algorithm, "label": point.label, "problem": point.problem,
-                "seed": str(seed), "status": "running", **{k: v for k, v in (where or {}).items() if v}}
-        if "axis" in point.coords:
-            tags["axis"] = repr(point.coords["axis"])
+                "status": "running"}
+        if where and where.get("host") != self._host:
+            tags.update({k: v for k, v in where.items() if v})
         name = run_name(point.to_dict(), seed, self.axis_name)
-        axis = {}
-        if self.axis_name and ("axis" in point.coords or point.coords.get("reference")):
-            value = point.coords.get("axis")
-            axis = {f"axis.{self.axis_name}": "reference" if value is None else value}
-        params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
-                  "instance_seed": point.instance_seed, "n_evals": point.n_evals, **axis,
-                  **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
-                  **{f"problem.{k}": v for k, v in point.problem_params.items()},
-                  **{f"budget.{k}": v for k, v in point.budget.items()}}
-        self._batch.new[run_key] = NewRun(name, {k: str(v)[:8000] for k, v in tags.items()},
-                                          {k: str(v)[:6000] for k, v in params.items()}, _now_ms())
+        params = {k: str(v)[:6000] for k, v in child_params(point, seed, self.axis_name).items()}
+        params = {k: v for k, v in params.items() if self._shared.get(k) != v}
+        self._batch.new[run_key] = NewRun(name, {k: str(v)[:8000] for k, v in tags.items()}, params, _now_ms())
         self._steps[run_key] = set()
 
     def has_step(self, run_key: str, step: int) -> bool:

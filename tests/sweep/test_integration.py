@@ -73,7 +73,7 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
     parents, kids = children_of(client, "quickstart")
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(kids) == 27 and {k.data.tags["mlflow.parentRunId"] for k in kids} == {parents[0].info.run_id}
-    assert Counter(k.data.tags["algorithm"] for k in kids) == {"dtfbo": 9, "stfbo": 9, "soba": 9}
+    assert Counter(k.data.params["algorithm"] for k in kids) == {"dtfbo": 9, "stfbo": 9, "soba": 9}
     assert len({k.data.tags["bisweep.run_key"] for k in kids}) == 27
     n_points = len(eval_points(5000, 20))
     for k in kids:
@@ -81,7 +81,7 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
         hist = client.get_metric_history(k.info.run_id, "Metrics/grad_F_sq")
         if k.data.tags["status"] == "finished":
             assert sorted(m.step for m in hist) == sorted({m.step for m in hist}) and len(hist) == n_points
-        assert k.data.params["alg.alpha0" if k.data.tags["algorithm"] != "soba" else "alg.rho"]
+        assert k.data.params["alg.alpha0" if k.data.params["algorithm"] != "soba" else "alg.rho"]
     arts = {a.path for a in client.list_artifacts(parents[0].info.run_id, "report")}
     assert {"report/best.csv", "report/sensitivity.csv", "report/runs.csv", "report/sensitivity.png",
             "report/convergence_quadratic.png"} <= arts
@@ -163,10 +163,10 @@ def test_failures_and_divergence_never_stop_a_study(faults_study, eval_points):
     client = MlflowClient(outcome.tracking_uri)
     parents, kids = children_of(client, "faults")
     assert parents[0].info.status == "FAILED" and parents[0].data.tags["runs.failed"] == "2"
-    by = Counter((k.data.tags["label"], k.data.tags["status"], k.info.status) for k in kids)
+    by = Counter((k.data.params["label"], k.data.tags["status"], k.info.status) for k in kids)
     assert by == {("good", "finished", "FINISHED"): 2, ("wild", "diverged", "FINISHED"): 2,
                   ("broken", "failed", "FAILED"): 2, ("flaky", "finished", "FINISHED"): 2}
-    broken = {k.data.tags["seed"]: k for k in kids if k.data.tags["label"] == "broken"}
+    broken = {k.data.params["seed"]: k for k in kids if k.data.params["label"] == "broken"}
     for seed in ("0", "1"):
         assert "failing at iteration 5" in broken[seed].data.tags["error"]
         steps = [m.step for m in client.get_metric_history(broken[seed].info.run_id, "Metrics/F")]
@@ -282,7 +282,8 @@ def test_study_against_an_mlflow_server(tmp_path, repo, venv_bin, free_port, eva
         n_points = len(eval_points(20, 5))
         for k in kids:
             assert len(client.get_metric_history(k.info.run_id, "Metrics/F")) == n_points
-            assert k.data.params["problem.dim_x"] == "3"
+            assert "problem.dim_x" not in k.data.params  # shared by every run: the parent's
+        assert client.get_run(parents[0].info.run_id).data.params["problem.dim_x"] == "3"
         arts = {a.path for a in client.list_artifacts(parents[0].info.run_id, "report")}
         assert {"report/sensitivity.csv", "report/sensitivity.png"} <= arts
         assert not (tmp_path / "res" / "mlflow.db").exists()  # nothing went to the local default store

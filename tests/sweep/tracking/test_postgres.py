@@ -132,7 +132,8 @@ def check_children(client, name, res, eval_points):
                 .read_text().splitlines()]
         assert [s for s, _ in hist] == eval_points(20, 5) == [r["iteration"] for r in want]
         assert [v for _, v in hist] == [r["F"] for r in want]  # the numbers on disk, in PostgreSQL
-        assert k.data.metrics["Metrics/F"] == want[-1]["F"] and k.data.params["problem.dim_x"] == "3"
+        assert k.data.metrics["Metrics/F"] == want[-1]["F"] and "problem.dim_x" not in k.data.params
+    assert client.get_run(parents[0].info.run_id).data.params["problem.dim_x"] == "3"  # shared: the parent's
     return parents[0]
 
 

@@ -6,7 +6,8 @@ from sweep.execution.mlflow_writer import MlflowCallback
 from sweep.execution.trainable import META
 from sweep.results.store import ResultStore
 from sweep.tracking.mlflow_sinks import ApiSink
-from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location, mlflow_name
+from sweep.tracking.tracker import (CURVE, LAST, SKIP, SyncLog, Tracker, default_tracking_uri, local_artifact_location,
+                                   logged_as, mlflow_name)
 from tests.sweep import toy_algorithms  # noqa: F401
 
 
@@ -59,7 +60,8 @@ def test_parent_and_child_runs_are_found_again_and_steps_logged_once(tmp_path, s
     assert len(runs) == 2
     child = b.client.get_run(b.children()[key])
     assert child.data.tags["mlflow.parentRunId"] == a.parent_id and child.data.tags["status"] == "finished"
-    assert child.data.params["alg.lr"] == "0.5" and child.info.status == "FINISHED"
+    assert child.info.status == "FINISHED" and "alg.lr" not in child.data.params  # one configuration: shared
+    assert b.client.get_run(b.parent_id).data.params["alg.lr"] == "0.5"  # so the parent holds it
     assert local_artifact_location(default_tracking_uri(tmp_path)) == (tmp_path / "mlartifacts").resolve().as_uri()
 
 
@@ -69,12 +71,12 @@ def test_a_finished_run_goes_out_in_one_request(tmp_path, study, monkeypatch):
     calls = []
     real = t.client.log_batch
     monkeypatch.setattr(t.client, "log_batch", lambda *a, **k: (calls.append(k), real(*a, **k))[1])
-    for r in records(range(20)):
+    for r in records(range(20), final="diverged"):
         t.add(key, point, 0, r)
     t.finish(key, "diverged")
     t.flush(force=True)
-    assert len(calls) == 1  # 20 records x 4 metrics (but the zero count at step 0), the params, the status tag
-    assert len(calls[0]["metrics"]) == 79 and calls[0]["params"] and calls[0]["tags"][0].value == "diverged"
+    assert len(calls) == 1  # 20 points of F, then time and calls/total at the last record; the status tag
+    assert len(calls[0]["metrics"]) == 22 and calls[0]["tags"][0].value == "diverged"
     assert t.client.get_run(t.children()[key]).info.status == "FINISHED"
 
 
@@ -134,7 +136,7 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
         for key, r in kids.items():
             hist = {m: sorted((x.step, "nan" if math.isnan(x.value) else x.value)
                               for x in t.client.get_metric_history(r.info.run_id, m))
-                    for m in ("Metrics/F", "time", "calls/total", "iteration")}
+                    for m in ("Metrics/F", "time", "calls/total")}
             view[key] = {"tags": {k: v for k, v in r.data.tags.items() if k != "mlflow.parentRunId"},
                          "params": r.data.params, "latest": r.data.metrics, "status": r.info.status,
                          "name": r.info.run_name, "history": hist, "ended": r.info.end_time is not None,
@@ -145,12 +147,13 @@ def test_the_bulk_sql_writer_stores_what_the_mlflow_api_stores(tmp_path, toy_stu
     assert sql == api and len(sql) == 4
     one = sql[st.points[0].run_key(0)]
     assert [v for _, v in one["history"]["Metrics/F"]] == [10.0, 9.0, "nan", 1.7976931348623157e308, -1.7976931348623157e308, 5.0]
-    assert one["latest"]["Metrics/F"] == 5.0 and one["latest"]["iteration"] == 5 and one["status"] == "FINISHED"
+    assert one["latest"] == {"Metrics/F": 5.0} and one["status"] == "FINISHED"  # the last record said "running"
     failed = sql[st.points[1].run_key(0)]
     assert failed["status"] == "FAILED" and failed["tags"]["status"] == "failed" and failed["tags"]["error"] == "boom"
-    assert sql[st.points[1].run_key(1)]["latest"]["iteration"] == 4  # its last record was step 4
-    assert one["params"]["alg.lr"] == "0.1" and one["tags"]["node"] == "10.0.0.1" and one["parent"]
-    assert one["params"]["budget.iterations"] == "10" and one["tags"]["status"] == "finished" and one["ended"]
+    assert sql[st.points[1].run_key(1)]["history"]["Metrics/F"][-1][0] == 4  # its last record was step 4
+    assert one["params"] == {"alg.lr": "0.1", "seed": "0"}  # what varies; the rest is the parent's
+    assert one["tags"]["node"] == "10.0.0.1" and one["parent"]  # it ran on another host than the driver's
+    assert one["tags"]["status"] == "finished" and one["ended"]
 
 
 def test_run_ids_are_short_increasing_unique_and_valid_for_mlflow():
@@ -162,7 +165,7 @@ def test_run_ids_are_short_increasing_unique_and_valid_for_mlflow():
     first = [_ordered_id() for _ in range(20_000)]
     time.sleep(0.002)
     later = _ordered_id()
-    assert len(set(first)) == 20_000 and all(len(i) == 16 and re.fullmatch(r"[0-9a-z]{16}", i) for i in first)
+    assert len(set(first)) == 20_000 and all(len(i) == 13 and re.fullmatch(r"[0-9a-z]{13}", i) for i in first)
     assert later > max(first)  # a later millisecond sorts after (the metrics indexes grow at their end)
     assert sum(a < b for a, b in zip(first, first[1:])) >= 19_998  # in order but where the sequence wraps
 
@@ -188,30 +191,39 @@ def test_child_runs_are_named_by_what_varies_and_the_axis_is_a_param(tmp_path, t
     for name, kid in names.items():
         axis = {"step ×0.5": "0.5", "step ×2": "2", "reference": "reference"}[want[name]]
         assert kid.data.params["axis.step_size_factor"] == axis
-        assert kid.data.params["alg.inner_steps"] == name.split("=")[1][0] and kid.data.params["label"] == "toy_aid"
+        assert kid.data.params["alg.inner_steps"] == name.split("=")[1][0] and "label" not in kid.data.params
+    parent = t.client.get_run(t.parent_id).data.params
+    assert parent["label"] == "toy_aid" and parent["budget.iterations"] == "10"  # shared by every run
     assert len({k.data.tags["bisweep.run_key"] for k in kids}) == 12  # the identity stays a unique tag
     exp = t.client.get_experiment(t.experiment_id)
     assert exp.tags["mlflow.note.content"] == "toy_aid at two step-size factors"
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
-def test_metric_names_put_measurements_first_and_skip_counters_while_zero(tmp_path, study):
+def test_what_goes_to_mlflow_curves_of_the_measurements_and_where_the_run_ended(tmp_path, study):
     point, key = study.points[0], study.run_keys[0]
     t = tracker(tmp_path, study)
     for s in range(3):
-        t.add(key, point, 0, {"iteration": s, "status": "running", "time": 0.1 * s, "F": 2.0 - s, "grad_F_sq": 1.0,
-                              "calls/grad_g": 3 * s, "calls/hvp": 0, "samples/hvp": 0, "diag/y_cap_hits": 0,
-                              "diag/alpha": 0.0, "gt/not_strongly_convex": 0.0, "F_gap": 0.0})
+        t.add(key, point, 0, {"iteration": s, "status": "finished" if s == 2 else "running", "time": 0.1 * s,
+                              "cpu_time": 0.1 * s, "eval_time": 0.01, "F": 2.0 - s, "grad_F_sq": 1.0,
+                              "calls/grad_g": 3 * s, "calls/total": 3 * s, "samples/total": 0, "calls/hvp": 0,
+                              "diag/y_cap_hits": 0, "diag/alpha": 0.5, "gt/not_strongly_convex": 0.0,
+                              "gt/cg_residual": 1e-9, "F_gap": 0.0})
     t.finish(key, "finished")
     t.flush(force=True)
     run = t.client.get_run(t.children()[key])
-    assert set(run.data.metrics) == {"iteration", "time", "Metrics/F", "Metrics/grad_F_sq", "Metrics/F_gap",
-                                     "calls/grad_g", "diag/alpha"}
-    steps = [m.step for m in t.client.get_metric_history(run.info.run_id, "calls/grad_g")]
-    assert sorted(steps) == [1, 2]  # the counter's chart starts at its first call
-    assert sorted(m.value for m in t.client.get_metric_history(run.info.run_id, "Metrics/F_gap")) == [0.0] * 3
+    # Curves: the measurements; at the last record: time, the totals (a zero count not at all), gt/* (a zero
+    # flag not at all); per-oracle counters, diagnostics, CPU and evaluation times stay on disk.
+    assert run.data.metrics == {"Metrics/F": 0.0, "Metrics/grad_F_sq": 1.0, "Metrics/F_gap": 0.0, "time": 0.2,
+                                "calls/total": 6.0, "gt/cg_residual": 1e-9}
+    history = {m: sorted(x.step for x in t.client.get_metric_history(run.info.run_id, m)) for m in run.data.metrics}
+    assert history == {"Metrics/F": [0, 1, 2], "Metrics/grad_F_sq": [0, 1, 2], "Metrics/F_gap": [0, 1, 2],
+                       "time": [2], "calls/total": [2], "gt/cg_residual": [2]}
     # MLflow orders chart sections by name, capitals first: the measurements come before the counters.
-    assert sorted(["calls", "diag", "samples", "Metrics"])[0] == mlflow_name("F").split("/")[0] == "Metrics"
+    assert sorted(["calls", "gt", "time", "Metrics"])[0] == mlflow_name("F").split("/")[0] == "Metrics"
+    assert mlflow_name("cpu_time") == "cpu_time" and mlflow_name("diag/alpha") == "diag/alpha"
+    assert [logged_as(k) for k in ("F", "time", "gt/x", "diag/x", "calls/hvp", "iteration", "eval_time")] == \
+        [CURVE, LAST, LAST, SKIP, SKIP, SKIP, SKIP]
 
 
 def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_nothing_of_it(tmp_path, study):
@@ -295,7 +307,7 @@ def test_runs_ended_in_one_write_are_not_sent_twice_after_a_kill_before_the_sync
     cb.close()
     assert cb.error is None
     sent = table_rows(tmp_path)
-    assert sent["runs"] == 1 + 6 and sent["metrics"] == 6 * (3 * 4 - 1)  # F, time, iteration; calls/total but at 0
+    assert sent["runs"] == 1 + 6 and sent["metrics"] == 6 * (3 + 2)  # F at 3 steps; time and calls/total at the last
     shutil.rmtree(tmp_path / "mlflow_synced")  # killed after the write, before the sync log noted it
     second = tracker(tmp_path, st)
     assert second.sync(store, index, SyncLog(store, second.parent_id).keys) == set(index)

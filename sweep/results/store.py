@@ -68,6 +68,7 @@ class ResultStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
         self._seen: dict[str, set[tuple[int, str]]] = {}
+        self._listed: set[str] | None = None  # the records files there were when this store first wrote
         self._ended: dict[str, str] | None = None
         self._made: set[str] = set()  # directories this store made (or found): not asked again per run
 
@@ -128,7 +129,11 @@ class ResultStore:
     # ---- records ----
     def _seen_for(self, run_key: str) -> set[tuple[int, str]]:
         if run_key not in self._seen:
-            self._seen[run_key] = {(r["iteration"], r["status"]) for r in self._read_lines(run_key)}
+            if self._listed is None:  # one listing, not a stat per new run (the driver is this store's only writer)
+                self._listed = set(os.listdir(self.records_dir)) if self.records_dir.is_dir() else set()
+            on_disk = f"{run_key}.jsonl" in self._listed
+            self._seen[run_key] = {(r["iteration"], r["status"]) for r in self._read_lines(run_key)} if on_disk \
+                else set()
         return self._seen[run_key]
 
     def append(self, run_key: str, record: dict[str, Any]) -> bool:

@@ -57,12 +57,21 @@ os._exit(rc)
 """
 
 
+def log_grid(n: int, low: float, high: float) -> list[float]:
+    """n values from low to high, evenly spaced in log."""
+    return [float(f"{low * (high / low) ** (i / max(n - 1, 1)):.12g}") for i in range(n)]
+
+
 def tiny_study(n: int) -> dict[str, Any]:
-    """n configurations (SOBA's outer step on a log grid) x 1 seed, 2 iterations on a d = 5 quadratic."""
-    gammas = [float(f"{1e-3 * 1000 ** (i / max(n - 1, 1)):.12g}") for i in range(n)]
+    """n configurations (SOBA's outer step on a log grid, times its inner step on one when n > 10⁴, so that the
+    file stays under the 256 KB a study file may have) x 1 seed, 2 iterations on a d = 5 quadratic."""
+    inner = 1 if n <= 10_000 else next(k for k in (10, 100, 1000) if n % k == 0 and n // k <= 10_000)
+    params = {"gamma": log_grid(n // inner, 1e-3, 1.0)}
+    if inner > 1:
+        params["rho"] = log_grid(inner, 1e-2, 0.5)
     return {"name": f"tiny{n}", "kind": "comparison",
             "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 5}}],
-            "algorithms": [{"name": "soba", "params": {"gamma": gammas}}], "seeds": 1,
+            "algorithms": [{"name": "soba", "params": params}], "seeds": 1,
             "budget": {"iterations": 2}}
 
 

@@ -131,7 +131,7 @@ class MlflowCallback(Callback):
                     # sent: log them from disk (steps already logged are skipped).
                     for record in self.store.records(key):
                         self.tracker.add(key, point, seed, record, where)
-                self.tracker.finish(key, chunk["records"][-1]["status"])
+                self.tracker.finish(key, chunk["records"][-1]["status"], span=chunk.get("span"))
                 ended.append(key)
         return ended
 

@@ -34,6 +34,7 @@ class NewRun:
     tags: dict[str, str]
     params: dict[str, str]
     start_ms: int
+    end_ms: int | None = None  # a run created and ended in one write: when it ended (else the write's time)
 
 
 @dataclasses.dataclass
@@ -122,7 +123,7 @@ class ApiSink:
             metrics, params = metrics[MAX_METRICS_PER_BATCH:], params[MAX_PARAMS_PER_BATCH:]
             tags, first = tags[MAX_PARAMS_PER_BATCH:], False
         if key in batch.ended:
-            self.client.set_terminated(run_id, mlflow_status(batch.ended[key][0]))
+            self.client.set_terminated(run_id, mlflow_status(batch.ended[key][0]), end_time=new and new.end_ms)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -238,7 +239,8 @@ class SqlSink:
             run_id = ids[key]
             ended = batch.ended.get(key)
             status, end_time, final = ("RUNNING", None, {}) if ended is None else (
-                mlflow_status(ended[0]), now, {"status": ended[0], **({"error": ended[1]} if ended[1] else {})})
+                mlflow_status(ended[0]), new.end_ms or now,
+                {"status": ended[0], **({"error": ended[1]} if ended[1] else {})})
             runs.append((run_id, new.name, "UNKNOWN", "", "", "unknown", status, new.start_ms, end_time, None, "",
                          "active", self.experiment_id, f"{self.artifact_location}/{run_id}/artifacts"))
             tags += [(run_id, k, v) for k, v in {**new.tags, RUN_NAME: new.name, **final}.items()]

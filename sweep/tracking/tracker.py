@@ -314,9 +314,14 @@ class Tracker:
         ts = _now_ms()
         self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in mlflow_metrics(record))
 
-    def finish(self, run_key: str, status: str, error: str | None = None) -> None:
-        """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED."""
+    def finish(self, run_key: str, status: str, error: str | None = None, span: list[float] | None = None) -> None:
+        """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED.
+        `span`: when the run started and ended (epoch seconds), its MLflow times when it is created in the same
+        write (a run that began and ended between two writes would otherwise last 0 ms)."""
         self._batch.ended[run_key] = (status, error[:5000] if error else None)
+        new = self._batch.new.get(run_key)
+        if span and new is not None:
+            new.start_ms, new.end_ms = int(span[0] * 1000), int(span[1] * 1000)
 
     @property
     def buffered(self) -> int:
@@ -352,7 +357,7 @@ class Tracker:
             for rec in store.records(key):
                 self.add(key, point, seed, rec, summary.get("where"))
             self.child(key, point, seed, summary.get("where"))
-            self.finish(key, status, summary.get("error"))
+            self.finish(key, status, summary.get("error"), summary.get("span"))
             self.flush()
             if status in DONE_STATUSES:
                 done.add(key)

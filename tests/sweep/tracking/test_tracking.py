@@ -348,3 +348,15 @@ def test_a_write_that_fails_is_sent_whole_by_the_sync_at_the_end(tmp_path, toy_s
     kids = [t.client.get_run(t.children()[k]) for k in (first, second)]
     assert all(k.info.status == "FINISHED" and k.data.tags["status"] == "finished" for k in kids)
     assert [k.data.metrics["Metrics/F"] for k in kids] == [7.0, 8.0]
+
+
+@pytest.mark.parametrize("api", [False, True], ids=["sql", "api"])
+def test_a_run_created_and_ended_in_one_write_gets_its_own_span(tmp_path, study, api):
+    point, key = study.points[0], study.run_keys[0]
+    t = tracker(tmp_path, study, api)
+    for r in records([0, 1, 2], final="finished"):
+        t.add(key, point, 0, r)
+    t.finish(key, "finished", span=[1_700_000_000.25, 1_700_000_003.5])
+    t.flush(force=True)
+    info = t.client.get_run(t.children()[key]).info
+    assert (info.start_time, info.end_time) == (1_700_000_000_250, 1_700_000_003_500)  # 3.25 s, not 0 ms

@@ -30,6 +30,9 @@ from sweep.study.model import Point, RunSpec, TrialConfig
 TARGET_TRIAL_SECONDS = 2.0
 #: Most runs one trial takes (its config and its report stay small).
 MAX_RUNS_PER_TRIAL = 1000
+#: Most runs one trial of batched runs takes: a trial costs ~0.1-0.2 s of Tune and Ray around its runs, which
+#: 1,000 tiny batched runs (~0.1 ms each) do not amortize.
+MAX_BATCH_RUNS_PER_TRIAL = 10_000
 #: Wall time a trial of batched runs aims at: a larger batch steps each run faster.
 BATCH_TRIAL_SECONDS = 10.0
 #: Runs of a batch whose shape has not been seen yet that one trial takes.
@@ -56,7 +59,7 @@ class RunQueue:
         self.slots = max(1, slots)
         self.trials_made = 0
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
-        self._shapes: dict[str, str] = {}  # configuration key -> shape
+        self._shapes: dict[tuple, str] = {}  # what makes a shape -> its key
         self.batch_key = batch_key
 
     @property
@@ -85,9 +88,11 @@ class RunQueue:
 
     def shape(self, point: Point) -> str:
         """Runs of one shape take about the same time (the algorithm's hyperparameters aside)."""
-        shape = self._shapes.get(point.key)
+        # Keyed by what makes the shape (reprs are ~4x cheaper than the sorted JSON): few entries at any N.
+        ident = (point.algorithm, point.problem, repr(point.problem_params), repr(point.budget), point.n_evals)
+        shape = self._shapes.get(ident)
         if shape is None:
-            shape = self._shapes[point.key] = json.dumps(
+            shape = self._shapes[ident] = json.dumps(
                 [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals],
                 sort_keys=True, default=repr)
         return shape
@@ -100,11 +105,12 @@ class RunQueue:
 
     def _size(self) -> int:
         """How many runs the next trial takes."""
-        cap = min(MAX_RUNS_PER_TRIAL, self.remaining)
         if self.runs_per_trial is not None:
-            return min(self.runs_per_trial, cap)
-        cap = min(cap, max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
-        if self.batch_key is not None and (key := self.batch_key(*self._peek(0))) is not None:
+            return min(self.runs_per_trial, MAX_RUNS_PER_TRIAL, self.remaining)
+        key = self.batch_key(*self._peek(0)) if self.batch_key is not None else None
+        cap = min(MAX_RUNS_PER_TRIAL if key is None else MAX_BATCH_RUNS_PER_TRIAL, self.remaining,
+                  max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
+        if key is not None:
             return self._batch_size(key, cap)
         total, k = 0.0, 0
         while k < cap:

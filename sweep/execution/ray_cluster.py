@@ -187,6 +187,9 @@ _TUNE_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",  # the new console output prints a banner even at verbose=0
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # many short trials checkpoint often
     "TUNE_DISABLE_SIGINT_HANDLER": "1",  # Ctrl-C stops the experiment through sweep.execution.ctrl_c instead
+    # Tune's experiment state (every trial's config pickled) is saved at the end only: a session resumes from
+    # its own store and never from Tune's state, whose periodic saves took 16 % of Tune's thread at 3·10⁴ tiny runs.
+    "TUNE_GLOBAL_CHECKPOINT_S": "1e9",
 }
 
 

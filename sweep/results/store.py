@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,11 @@ def study_head(study: Study) -> dict[str, Any]:
 def study_meta(study: Study) -> dict[str, Any]:
     """The study as study.json records it and reports read it."""
     return {**study_head(study), "points": [p.to_dict() for p in study.points]}
+
+
+def records_text(records: Iterable[dict[str, Any]]) -> str:
+    """Records as the lines of a run's records file."""
+    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 def _atomic_write(path: str, text: str) -> None:
@@ -140,19 +145,25 @@ class ResultStore:
         """Store one metric record unless it is already stored; True when it was new."""
         return self.append_many(run_key, [record]) == 1
 
-    def append_many(self, run_key: str, records: Iterable[dict[str, Any]]) -> int:
-        """Store a run's records not stored yet, in one write; how many were new."""
+    def append_many(self, run_key: str, records: Sequence[dict[str, Any]], text: str | None = None) -> int:
+        """Store a run's records not stored yet, in one write; how many were new. `text`: the records' JSON
+        lines as `records_text` makes them (a trial encodes them, off the driver), written when all are new."""
         seen = self._seen_for(run_key)
-        lines = []
-        for record in records:
-            ident = (int(record["iteration"]), str(record["status"]))
-            if ident not in seen:
-                seen.add(ident)
-                lines.append(json.dumps(record) + "\n")
-        if lines:
+        idents = [(int(r["iteration"]), str(r["status"])) for r in records]
+        if text is None or seen.intersection(idents) or len(set(idents)) < len(idents):
+            new = []
+            for record, ident in zip(records, idents):
+                if ident not in seen:
+                    seen.add(ident)
+                    new.append(record)
+            text = records_text(new)
+        else:
+            new = list(records)
+            seen.update(idents)
+        if new:
             with open(os.path.join(self._dir("records"), f"{plain(run_key, 'run key')}.jsonl"), "a") as fh:
-                fh.write("".join(lines))
-        return len(lines)
+                fh.write(text)
+        return len(new)
 
     def _dir(self, name: str) -> str:
         """The path of a subdirectory, made on first use (a driver writes thousands of files into it)."""

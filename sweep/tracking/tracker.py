@@ -209,6 +209,10 @@ class Tracker:
         self._shared = shared_params(study)
         self.describe(study.description or study.name)
         if self.find_parent(study.spec_hash):
+            # A later session (a resume, a tuning round with more points): a child leaves out only what the
+            # parent already holds with the same value; its own value of a parameter overrides the parent's.
+            held = self.client.get_run(self.parent_id).data.params
+            self._shared = {k: v for k, v in self._shared.items() if held.get(k) == v}
             self.client.update_run(self.parent_id, status="RUNNING")
             self.answers.mark()
             return self.parent_id

@@ -360,3 +360,24 @@ def test_a_run_created_and_ended_in_one_write_gets_its_own_span(tmp_path, study,
     t.flush(force=True)
     info = t.client.get_run(t.children()[key]).info
     assert (info.start_time, info.end_time) == (1_700_000_000_250, 1_700_000_003_500)  # 3.25 s, not 0 ms
+
+
+def test_a_later_session_leaves_out_only_what_the_parent_holds(tmp_path, toy_study, monkeypatch):
+    import sweep.tracking.tracker as tr
+
+    st = toy_study(name="later", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.3]}}],
+                   seeds=1, budget={"iterations": 10})
+    with monkeypatch.context() as m:  # a parent made by a version that kept every parameter on the children
+        m.setattr(tr, "shared_params", lambda study: {})
+        old = tracker(tmp_path, st)
+    assert "problem.dim_x" not in old.client.get_run(old.parent_id).data.params
+    later = tracker(tmp_path, st)  # resumed: the same parent
+    assert later.parent_id == old.parent_id
+    for p in st.points:
+        for r in records([0, 1], final="finished"):
+            later.add(p.run_key(0), p, 0, r)
+        later.finish(p.run_key(0), "finished")
+    later.flush(force=True)
+    kids = [later.client.get_run(i).data.params for i in later.children().values()]
+    assert sorted(k["alg.lr"] for k in kids) == ["0.1", "0.3"]
+    assert all(k["problem.dim_x"] == str(st.points[0].problem_params["dim_x"]) for k in kids)  # the parent lacks it

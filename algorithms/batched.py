@@ -608,14 +608,14 @@ class _Rows:
             np.array([r.view.counter.total_calls for r in members], dtype=float)
         self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
         self.limits = {name: v[group] for name, v in limits.items()}
-        self.screens = _screens(self.limits)
+        self.screens, self.floors = _screens(self.limits)
 
     def keep(self, rows: np.ndarray) -> None:
         self.index = [self.index[i] for i in rows]
         self.calls = None if self.calls is None else self.calls[rows]
         self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
-        self.screens = _screens(self.limits)
+        self.screens, self.floors = _screens(self.limits)
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
         """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
@@ -630,12 +630,17 @@ class _Rows:
         """Rows that diverged at this step, and why: "" for a non-finite stored value (as if the step had
         raised), else x's or y's reason as Run._check_iterates gives it (x first)."""
         n = len(self.index)
-        squares = {name: np.einsum("ij,ij->i", v, v) for name in ("x", "y")
-                   if (v := _matrix(getattr(stacked, name), n)) is not None}
-        # The common case in one test per array: every squared norm below its screen (so x and y are finite
-        # and within their limits) and every other array's sum finite (so is every entry).
-        if all((sq < self.screens[name]).all() for name, sq in squares.items()) \
-                and all(np.isfinite(a.sum()) for a in stacked_arrays(stacked) if a is not stacked.x and a is not stacked.y):
+        iterates = {name: v for name in ("x", "y") if (v := _matrix(getattr(stacked, name), n)) is not None}
+        # The common case in one test per array: every other array's sum finite (so is every entry), and x's and
+        # y's squared norms below their screens (so x and y are finite and within their limits) ...
+        others_finite = all(np.isfinite(a.sum()) for a in stacked_arrays(stacked)
+                            if a is not stacked.x and a is not stacked.y)
+        # ... which their sum over all rows, one BLAS dot (a third of the rows' norms), shows when below the
+        # smallest screen.
+        if others_finite and all(_sum_of_squares(v) < self.floors[name] for name, v in iterates.items()):
+            return np.zeros(n, dtype=bool), []
+        squares = {name: np.einsum("ij,ij->i", v, v) for name, v in iterates.items()}
+        if others_finite and all((sq < self.screens[name]).all() for name, sq in squares.items()):
             return np.zeros(n, dtype=bool), []
         norms = {name: np.sqrt(sq) for name, sq in squares.items()}
         bad = np.zeros(n, dtype=bool)
@@ -651,10 +656,19 @@ class _Rows:
         return failed, metric
 
 
-def _screens(limits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _screens(limits: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Per iterate, squared norms below which a row is surely finite, below DIVERGENCE_NORM and within its limit
-    (a margin of 1e-12 over the rounding of the square root): one comparison per step in the common case."""
-    return {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
+    (a margin of 1e-12 over the rounding of the square root): one comparison per step in the common case; and
+    the smallest of them, less a margin of 1e-6 over the rounding of a sum of squares, against which the sum
+    over all rows is compared (a sum below it leaves every row's below its screen)."""
+    screens = {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
+    return screens, {name: float(s.min()) * (1 - 1e-6) if len(s) else 0.0 for name, s in screens.items()}
+
+
+def _sum_of_squares(v: np.ndarray) -> float:
+    """Σ v² over every entry (inf or NaN when one is not finite or the sum overflows)."""
+    flat = v.reshape(-1)
+    return float(flat @ flat)
 
 
 def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:

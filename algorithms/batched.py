@@ -311,7 +311,7 @@ class BatchedRuns:
             if not left:
                 for r in runs:
                     r.status = "finished"
-                records = [{**rec, "status": "finished"} for rec in records]
+                records = _finished(records)
             return dict(zip(ks, records))
         made = {}
         for k, r, rec in zip(ks, runs, records):
@@ -394,8 +394,9 @@ class BatchedRuns:
         """Runs `ks` become the cohort of `stacked` (their state as it is, its counts zero)."""
         runs = [self.runs[k] for k in ks]
         self._cohort = _Cohort(ks, runs, stacked, _Rows(self.runs, ks, runs[0].budget, self._iterate_limits()))
+        sync = self.sync  # one bound method for all (each is an object the garbage collector tracks)
         for r in runs:
-            r.holder = self.sync
+            r.holder = sync
 
     def sync(self) -> None:
         """Write the state a cohort's stack holds for its runs into their `Run`s (a run's `state_dict`,
@@ -506,7 +507,7 @@ class BatchedRuns:
                                                                  and snapshot["calls/total"] >= b.oracle_calls):
             for r in runs:
                 r.status = "finished"
-            records = [{**rec, "status": "finished"} for rec in records]
+            records = _finished(records)
             self.sync()
         return list(zip(c.ks, records))
 
@@ -669,6 +670,14 @@ def _sum_of_squares(v: np.ndarray) -> float:
     """Σ v² over every entry (inf or NaN when one is not finite or the sum overflows)."""
     flat = v.reshape(-1)
     return float(flat @ flat)
+
+
+def _finished(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of `records` with status "finished" ({**rec, "status": ...} of each, by a dict copy: faster)."""
+    out = [rec.copy() for rec in records]
+    for rec in out:
+        rec["status"] = "finished"
+    return out
 
 
 def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:

@@ -105,7 +105,12 @@ class BatchedRuns:
         ready: list[int] = []
         starting = [k for k, r in enumerate(self.runs) if not r.done and r.algorithm.iteration == 0
                     and r.last_record is None]
+        first = self._first_stack(starting)
+        if first is not None:  # its start records take x, y and the diagnostics from it
+            self._kept = (tuple(starting), first, {})
         started = self._records_together(starting, dict.fromkeys(starting, True)) if starting else {}
+        if first is not None:
+            self._kept = None
         self._evaluate_together([k for k in starting if k not in started])
         for k, r in enumerate(self.runs):
             if r.done:
@@ -122,12 +127,23 @@ class BatchedRuns:
                 out.append((k, r._finish()))
         groups = self._groups(ready)
         if starting and len(groups) == 1 and self._can_hold(groups[0]):  # every run from its start: a cohort now
-            self._hold(groups[0], stack([self.runs[k].algorithm for k in groups[0]], self.varying))
+            self._hold(groups[0], first if first is not None and groups[0] == starting
+                       else stack([self.runs[k].algorithm for k in groups[0]], self.varying))
             return out + self._cohort_round(self._cohort)
         for group in groups:
             self._finish_group(group, self._stretch(group), out)
         self._form_cohort()
         return out
+
+    def _first_stack(self, starting: list[int]) -> Algorithm | None:
+        """The stack of every run at its start, when they are all starting and can step as one cohort (one
+        structural config, records made at once, no seconds budget): built before their start records, which
+        then read it rather than each run (the stacked runs' state is theirs: nothing steps in between)."""
+        runs = [self.runs[k] for k in starting]
+        if (not runs or self._kept is not None or len(runs) != len(self.runs) or len({self._keys[k] for k in starting}) != 1
+                or runs[0].budget.seconds is not None or runs[0].horizon is not None or not self._stack_evaluable(runs)):
+            return None
+        return stack([r.algorithm for r in runs], self.varying)
 
     def _finish_group(self, group: list[int], ok: dict[int, bool], out: list[tuple[int, dict[str, Any]]]) -> None:
         """The records of `group`'s runs after a stretch (`ok`: not diverged), by run, into `out`."""

@@ -140,8 +140,9 @@ class BatchedRuns:
         structural config, records made at once, no seconds budget): built before their start records, which
         then read it rather than each run (the stacked runs' state is theirs: nothing steps in between)."""
         runs = [self.runs[k] for k in starting]
-        if (not runs or self._kept is not None or len(runs) != len(self.runs) or len({self._keys[k] for k in starting}) != 1
-                or runs[0].budget.seconds is not None or runs[0].horizon is not None or not self._stack_evaluable(runs)):
+        if (not runs or self._kept is not None or len(runs) != len(self.runs)
+                or len({self._keys[k] for k in starting}) != 1 or runs[0].budget.seconds is not None
+                or runs[0].horizon is not None or not self._stack_evaluable(runs)):
             return None
         return stack([r.algorithm for r in runs], self.varying)
 

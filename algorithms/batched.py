@@ -105,7 +105,12 @@ class BatchedRuns:
         ready: list[int] = []
         starting = [k for k, r in enumerate(self.runs) if not r.done and r.algorithm.iteration == 0
                     and r.last_record is None]
+        first = self._first_stack(starting)
+        if first is not None:  # its start records take x, y and the diagnostics from it
+            self._kept = (tuple(starting), first, {})
         started = self._records_together(starting, dict.fromkeys(starting, True)) if starting else {}
+        if first is not None:
+            self._kept = None
         self._evaluate_together([k for k in starting if k not in started])
         for k, r in enumerate(self.runs):
             if r.done:
@@ -122,12 +127,24 @@ class BatchedRuns:
                 out.append((k, r._finish()))
         groups = self._groups(ready)
         if starting and len(groups) == 1 and self._can_hold(groups[0]):  # every run from its start: a cohort now
-            self._hold(groups[0], stack([self.runs[k].algorithm for k in groups[0]], self.varying))
+            self._hold(groups[0], first if first is not None and groups[0] == starting
+                       else stack([self.runs[k].algorithm for k in groups[0]], self.varying))
             return out + self._cohort_round(self._cohort)
         for group in groups:
             self._finish_group(group, self._stretch(group), out)
         self._form_cohort()
         return out
+
+    def _first_stack(self, starting: list[int]) -> Algorithm | None:
+        """The stack of every run at its start, when they are all starting and can step as one cohort (one
+        structural config, records made at once, no seconds budget): built before their start records, which
+        then read it rather than each run (the stacked runs' state is theirs: nothing steps in between)."""
+        runs = [self.runs[k] for k in starting]
+        if (not runs or self._kept is not None or len(runs) != len(self.runs)
+                or len({self._keys[k] for k in starting}) != 1 or runs[0].budget.seconds is not None
+                or runs[0].horizon is not None or not self._stack_evaluable(runs)):
+            return None
+        return stack([r.algorithm for r in runs], self.varying)
 
     def _finish_group(self, group: list[int], ok: dict[int, bool], out: list[tuple[int, dict[str, Any]]]) -> None:
         """The records of `group`'s runs after a stretch (`ok`: not diverged), by run, into `out`."""
@@ -311,7 +328,7 @@ class BatchedRuns:
             if not left:
                 for r in runs:
                     r.status = "finished"
-                records = [{**rec, "status": "finished"} for rec in records]
+                records = _finished(records)
             return dict(zip(ks, records))
         made = {}
         for k, r, rec in zip(ks, runs, records):
@@ -394,8 +411,9 @@ class BatchedRuns:
         """Runs `ks` become the cohort of `stacked` (their state as it is, its counts zero)."""
         runs = [self.runs[k] for k in ks]
         self._cohort = _Cohort(ks, runs, stacked, _Rows(self.runs, ks, runs[0].budget, self._iterate_limits()))
+        sync = self.sync  # one bound method for all (each is an object the garbage collector tracks)
         for r in runs:
-            r.holder = self.sync
+            r.holder = sync
 
     def sync(self) -> None:
         """Write the state a cohort's stack holds for its runs into their `Run`s (a run's `state_dict`,
@@ -506,7 +524,7 @@ class BatchedRuns:
                                                                  and snapshot["calls/total"] >= b.oracle_calls):
             for r in runs:
                 r.status = "finished"
-            records = [{**rec, "status": "finished"} for rec in records]
+            records = _finished(records)
             self.sync()
         return list(zip(c.ks, records))
 
@@ -608,14 +626,14 @@ class _Rows:
             np.array([r.view.counter.total_calls for r in members], dtype=float)
         self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
         self.limits = {name: v[group] for name, v in limits.items()}
-        self.screens = _screens(self.limits)
+        self.screens, self.floors = _screens(self.limits)
 
     def keep(self, rows: np.ndarray) -> None:
         self.index = [self.index[i] for i in rows]
         self.calls = None if self.calls is None else self.calls[rows]
         self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
-        self.screens = _screens(self.limits)
+        self.screens, self.floors = _screens(self.limits)
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
         """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
@@ -630,12 +648,17 @@ class _Rows:
         """Rows that diverged at this step, and why: "" for a non-finite stored value (as if the step had
         raised), else x's or y's reason as Run._check_iterates gives it (x first)."""
         n = len(self.index)
-        squares = {name: np.einsum("ij,ij->i", v, v) for name in ("x", "y")
-                   if (v := _matrix(getattr(stacked, name), n)) is not None}
-        # The common case in one test per array: every squared norm below its screen (so x and y are finite
-        # and within their limits) and every other array's sum finite (so is every entry).
-        if all((sq < self.screens[name]).all() for name, sq in squares.items()) \
-                and all(np.isfinite(a.sum()) for a in stacked_arrays(stacked) if a is not stacked.x and a is not stacked.y):
+        iterates = {name: v for name in ("x", "y") if (v := _matrix(getattr(stacked, name), n)) is not None}
+        # The common case in one test per array: every other array's sum finite (so is every entry), and x's and
+        # y's squared norms below their screens (so x and y are finite and within their limits) ...
+        others_finite = all(np.isfinite(a.sum()) for a in stacked_arrays(stacked)
+                            if a is not stacked.x and a is not stacked.y)
+        # ... which their sum over all rows, one BLAS dot (a third of the rows' norms), shows when below the
+        # smallest screen.
+        if others_finite and all(_sum_of_squares(v) < self.floors[name] for name, v in iterates.items()):
+            return np.zeros(n, dtype=bool), []
+        squares = {name: np.einsum("ij,ij->i", v, v) for name, v in iterates.items()}
+        if others_finite and all((sq < self.screens[name]).all() for name, sq in squares.items()):
             return np.zeros(n, dtype=bool), []
         norms = {name: np.sqrt(sq) for name, sq in squares.items()}
         bad = np.zeros(n, dtype=bool)
@@ -651,10 +674,27 @@ class _Rows:
         return failed, metric
 
 
-def _screens(limits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _screens(limits: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Per iterate, squared norms below which a row is surely finite, below DIVERGENCE_NORM and within its limit
-    (a margin of 1e-12 over the rounding of the square root): one comparison per step in the common case."""
-    return {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
+    (a margin of 1e-12 over the rounding of the square root): one comparison per step in the common case; and
+    the smallest of them, less a margin of 1e-6 over the rounding of a sum of squares, against which the sum
+    over all rows is compared (a sum below it leaves every row's below its screen)."""
+    screens = {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
+    return screens, {name: float(s.min()) * (1 - 1e-6) if len(s) else 0.0 for name, s in screens.items()}
+
+
+def _sum_of_squares(v: np.ndarray) -> float:
+    """Σ v² over every entry (inf or NaN when one is not finite or the sum overflows)."""
+    flat = v.reshape(-1)
+    return float(flat @ flat)
+
+
+def _finished(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of `records` with status "finished" ({**rec, "status": ...} of each, by a dict copy: faster)."""
+    out = [rec.copy() for rec in records]
+    for rec in out:
+        rec["status"] = "finished"
+    return out
 
 
 def _add(into: dict[str, int], counts: list[tuple[str, int]]) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from algorithms.base import Algorithm, AlgorithmConfig, get, make_config
+from algorithms.base import Algorithm, AlgorithmConfig, get
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
 from problems.counting import counted
 from problems.validation import ParameterError, Params, param
@@ -206,7 +206,9 @@ class Run:
         self.divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.problem = problem
         self.view = counted(problem)
-        self.algorithm: Algorithm = cls(self.view, make_config(algorithm, config), generator(seed))
+        # make_config, with the class already known (no second registry read per run)
+        config = config if isinstance(config, cls.Config) else cls.Config.from_dict(config or {})
+        self.algorithm: Algorithm = cls(self.view, config, generator(seed))
         horizon = problem.horizon if self.online else None
         if self.online and self.budget.iterations is not None:
             horizon = min(horizon, self.budget.iterations)

@@ -22,7 +22,7 @@ from problems import matrices as mx
 from problems.base import Array, Batch, BilevelProblem, stacked_indices
 from problems.gather import RowCache
 from problems.registry import register
-from problems.rowwise import row_combinations, row_products
+from problems.rowwise import row_combinations, row_products, tiled
 from problems.validation import Params, param
 
 
@@ -235,16 +235,20 @@ class Quadratic(BilevelProblem):
         return -_per_sample(self._block(self._g_rows, "U", idx) @ v, self._rows(self._g_rows, "V", idx))
 
     # ---- stacked oracles (rows: one run each; algorithms.stacked): one product for every run ----
+    def _tile(self, vector: Array, rows: int) -> Array:
+        """`vector` as `rows` rows (rowwise.tiled): a stack adds it without broadcasting."""
+        return tiled(self.__dict__.setdefault("_tiles", {}), vector, rows)
+
     def grad_y_g_rows(self, X: Array, Y: Array, batches=None) -> Array:
         if batches is None:
-            return Y @ self.A.T - X @ self.C.T + self.a
+            return Y @ self.A.T - X @ self.C.T + self._tile(self.a, len(Y))
         idx = stacked_indices(batches)
         Ub, n = self._stacked_block("U", idx), idx.shape[1]
         t = row_products(Ub, Y) - row_products(self._stacked_block("V", idx), X)
         return self.mu0 * Y + row_combinations(t, Ub) / n + self.a_i[idx].sum(1) / n
 
     def grad_y_f_rows(self, X: Array, Y: Array, batches=None) -> Array:
-        R = Y - self.e
+        R = Y - self._tile(self.e, len(Y))
         if batches is None:
             return R @ self.P.T
         idx = stacked_indices(batches)
@@ -252,7 +256,7 @@ class Quadratic(BilevelProblem):
         return self.p0 * R + row_combinations(row_products(Sb, R), Sb) / idx.shape[1]
 
     def grad_f_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
-        return self.m * X + self.c, self.grad_y_f_rows(X, Y, batches)
+        return self.m * X + self._tile(self.c, len(X)), self.grad_y_f_rows(X, Y, batches)
 
     def grad_g_rows(self, X: Array, Y: Array, batches=None) -> tuple[Array, Array]:
         return self.cross_xy_g_rows(X, Y, Y, batches), self.grad_y_g_rows(X, Y, batches)
@@ -303,12 +307,14 @@ class Quadratic(BilevelProblem):
 
     def grad_F_rows(self, X: Array, Ys: Array | None = None) -> Array:
         Ys = self.y_star_rows(X) if Ys is None else Ys
-        return self.m * X + self.c + (self.C.T @ sla.cho_solve(self._A_chol, self.P @ (Ys - self.e).T)).T
+        n = len(X)
+        solved = sla.cho_solve(self._A_chol, self.P @ (Ys - self._tile(self.e, n)).T)
+        return self.m * X + self._tile(self.c, n) + (self.C.T @ solved).T
 
     def f_rows(self, X: Array, Y: Array, batches=None) -> Array:
         if batches is not None:
             return super().f_rows(X, Y, batches)
-        R = Y - self.e
+        R = Y - self._tile(self.e, len(Y))
         return 0.5 * np.einsum("ij,ij->i", R @ self.P.T, R) + 0.5 * self.m * np.einsum("ij,ij->i", X, X) + X @ self.c
 
     def hessian_F(self) -> Array:

@@ -56,9 +56,12 @@ class _Installed:
     def __init__(self) -> None:
         self.lock = threading.RLock()  # re-entrant: a plugin being loaded may read a registry
         self.started = False
+        self.loaded = False  # every plugin imported without error: later reads need not take the lock
         self.error: ParameterError | None = None
 
     def load(self) -> None:
+        if self.loaded:
+            return
         with self.lock:
             if not self.started:
                 self.started = True
@@ -66,6 +69,8 @@ class _Installed:
                     _load_entry_points()
                 except ParameterError as exc:
                     self.error = exc
+                else:
+                    self.loaded = True
             if self.error is not None:
                 raise self.error
 

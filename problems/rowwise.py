@@ -30,3 +30,17 @@ def level_indices(batches: Sequence[Batch] | None) -> tuple[Array | None, Array 
 def index_rows(idx: Array, count: int) -> Array:
     """Per-sample indices as (K, batch): idx's rows, or the one 1-D idx for every row."""
     return np.broadcast_to(idx, (count, idx.shape[0])) if idx.ndim == 1 else idx
+
+
+def tiled(cache: dict[int, tuple[Array, Array]], vector: Array, rows: int) -> Array:
+    """`vector` repeated as each of `rows` rows (read-only), kept in `cache` for the last row count asked.
+
+    Adding a (d,) vector to a (K, d) stack broadcasts it with one inner loop per row (~14 µs at K = 1000,
+    d = 10); adding its (K, d) tile is one pass (~2.5 µs) and gives the same numbers. The entry holds the
+    vector itself, so its id cannot be reused while the entry lives."""
+    entry = cache.get(id(vector))
+    if entry is None or entry[1].shape[0] != rows:
+        tile = np.tile(vector, (rows, 1))
+        tile.setflags(write=False)
+        cache[id(vector)] = entry = (vector, tile)
+    return entry[1]

@@ -124,6 +124,21 @@ def param(default: Any, check: str, doc: str = "", choices: Sequence[Any] | None
 
 #: Each parameter class's fields, kept (a sweep builds thousands of configs).
 _FIELDS: dict[type, tuple[dataclasses.Field, ...]] = {}
+#: Each parameter class's field names (`from_dict` tests a mapping's keys against them).
+_NAMES: dict[type, frozenset[str]] = {}
+#: (field, type, value) of plain values that passed their field's check as they are (nothing converted): the
+#: many configs of a sweep or batch repeat most of their values, and a check costs ~10x a lookup. A check is
+#: a function of the value alone, so a pass holds for every equal value of the same type.
+_PASSED: set[tuple[dataclasses.Field, type, Any]] = set()
+_PASSED_MAX = 1 << 14  # then forgotten at once (a sweep of many distinct values does not grow it unbounded)
+_MEMO_TYPES = frozenset({int, float, str, bool, type(None)})
+
+
+def _fields_of(cls: type) -> tuple[dataclasses.Field, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:  # dataclasses.fields walks the class's fields each call (~1.5 µs for a config)
+        fields = _FIELDS[cls] = dataclasses.fields(cls)
+    return fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,12 +148,20 @@ class Params:
     owner: ClassVar[str] = "parameters"
 
     def __post_init__(self) -> None:
-        cls = type(self)
-        fields = _FIELDS.get(cls)
-        if fields is None:  # dataclasses.fields walks the class's fields each call (~1.5 µs for a config)
-            fields = _FIELDS[cls] = dataclasses.fields(cls)
-        for f in fields:
-            self._check_field(f, getattr(self, f.name))
+        for f in _fields_of(type(self)):
+            value = getattr(self, f.name)
+            kind = type(value)
+            if kind not in _MEMO_TYPES:
+                self._check_field(f, value)
+                continue
+            key = (f, kind, value)
+            if key in _PASSED:
+                continue
+            self._check_field(f, value)
+            if getattr(self, f.name) is value:  # passed unconverted (a converted value is checked each time)
+                if len(_PASSED) >= _PASSED_MAX:
+                    _PASSED.clear()
+                _PASSED.add(key)
         self.validate()
 
     def _check_field(self, f: dataclasses.Field, value: Any) -> None:
@@ -181,11 +204,11 @@ class Params:
     def from_dict(cls: type[T], values: Mapping[str, Any] | None = None) -> T:
         """Build from a mapping, rejecting unknown names with the list of allowed ones."""
         values = dict(values or {})
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = dataclasses.fields(cls)
-        if not values.keys() <= {f.name for f in fields}:
-            names = [f.name for f in fields]
+        known = _NAMES.get(cls)
+        if known is None:
+            known = _NAMES[cls] = frozenset(f.name for f in _fields_of(cls))
+        if not values.keys() <= known:
+            names = [f.name for f in _fields_of(cls)]
             unknown = sorted(set(values) - set(names))
             raise ParameterError(f"{cls.owner}: unknown parameter '{unknown[0]}';{did_you_mean(unknown[0], names)} "
                                  f"allowed: {', '.join(names)}")

@@ -295,3 +295,46 @@ def test_a_batch_resumes_from_a_state_saved_while_a_cohort_holds_it(name, tmp_pa
     for k in range(2):
         assert_same(got[k], want[k], f"run {k}")
     assert [len(r) for r in got] == [len(r) for r in want] and got[0][-1]["iteration"] == 12
+
+
+def test_a_wide_step_size_repeats_its_column_and_follows_the_rows_kept():
+    import numpy as np
+
+    from algorithms.stacked import StackedConfig
+    from algorithms.stochastic_hypergradient import SOBAConfig
+    configs = [SOBAConfig.from_dict({"rho": r, "gamma": 0.1}) for r in (0.1, 0.2, 0.4)]
+    c = StackedConfig(configs, frozenset({"rho", "gamma", "rho_decay", "gamma_decay"}))
+    np.testing.assert_array_equal(c.wide("rho", 2), [[0.1, 0.1], [0.2, 0.2], [0.4, 0.4]])
+    assert c.wide("rho", 2) is c.wide("rho", 2) and c.wide("gamma", 5) == 0.1  # a shared value stays one number
+    c.take(np.array([2, 0]))
+    np.testing.assert_array_equal(c.wide("rho", 2), [[0.4, 0.4], [0.1, 0.1]])
+
+
+def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_sum_is_large():
+    import numpy as np
+
+    from algorithms.batched import _Rows, _screens
+
+    class Stack:  # x and y only: the screen's two iterates
+        def __init__(self, x, y):
+            self.x, self.y, self.problem = x, y, type("P", (), {"count": len(x)})()
+
+        @classmethod
+        def state_fields(cls):
+            return ("x", "y")
+
+    limits = {"x": np.array([10.0, 10.0, 10.0]), "y": np.array([10.0, 10.0, 10.0])}
+    rows = object.__new__(_Rows)
+    rows.index, rows.limits = [0, 1, 2], limits
+    rows.screens, rows.floors = _screens(limits)
+    y = np.zeros((3, 2))
+    # Each row's norm 9 < 10, their squares' sum 243 > 100: the sum does not decide, the rows do.
+    failed, metric = rows.diverged(Stack(np.full((3, 1), 9.0), y))
+    assert not failed.any() and metric == []
+    failed, metric = rows.diverged(Stack(np.array([[9.0], [10.5], [np.nan]]), y))
+    assert failed.tolist() == [False, True, True] and metric == ["", "‖x‖", ""]
+    # The sum (110.25) below the other rows' screens (100²) but not the first's (10²): the first is flagged.
+    limits["x"] = np.array([10.0, 100.0, 100.0])
+    rows.screens, rows.floors = _screens(limits)
+    failed, metric = rows.diverged(Stack(np.array([[10.5], [0.0], [0.0]]), y))
+    assert failed.tolist() == [True, False, False] and metric == ["‖x‖", "", ""]

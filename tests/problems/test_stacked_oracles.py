@@ -128,3 +128,24 @@ def test_the_float32_simulated_instance_stacks_in_float64():
     assert got.dtype == np.float64
     close(got, [p.grad_y_g(x, y, b) for x, y, b in zip(X, Y, B)])
     close(p.f_rows(X, Y, B), [p.f(x, y, b) for x, y, b in zip(X, Y, B)])
+
+
+def test_a_tile_repeats_its_vector_per_row_and_is_kept_for_its_row_count():
+    from problems.rowwise import tiled
+    cache, v = {}, np.array([1.5, -2.0, 0.25])
+    t = tiled(cache, v, 4)
+    np.testing.assert_array_equal(t, np.broadcast_to(v, (4, 3)))
+    assert not t.flags.writeable and tiled(cache, v, 4) is t  # kept: built once per row count
+    t2 = tiled(cache, v, 2)
+    assert t2.shape == (2, 3) and t2 is not t
+    np.testing.assert_array_equal(t2, np.broadcast_to(v, (2, 3)))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 7])
+def test_quadratic_stacked_oracles_with_tiles_equal_broadcast_sums_exactly(rows):
+    p = problems.make("quadratic", seed=3, dim_x=4, dim_y=3)
+    rng = np.random.default_rng(rows)
+    X, Y = rng.standard_normal((rows, 4)), rng.standard_normal((rows, 3))
+    np.testing.assert_array_equal(p.grad_y_g_rows(X, Y), Y @ p.A.T - X @ p.C.T + p.a)
+    np.testing.assert_array_equal(p.grad_y_f_rows(X, Y), (Y - p.e) @ p.P.T)
+    np.testing.assert_array_equal(p.grad_f_rows(X, Y)[0], p.m * X + p.c)

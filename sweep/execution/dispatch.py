@@ -37,6 +37,8 @@ MAX_BATCH_RUNS_PER_TRIAL = 10_000
 BATCH_TRIAL_SECONDS = 10.0
 #: Runs of a batch whose shape has not been seen yet that one trial takes.
 FIRST_BATCH = 32
+#: Near the end, a trial of batched runs still takes about this much work.
+MIN_BATCH_TRIAL_SECONDS = 1.0
 #: Weight of the newest duration in a shape's running estimate.
 SMOOTHING = 0.2
 
@@ -108,10 +110,9 @@ class RunQueue:
         if self.runs_per_trial is not None:
             return min(self.runs_per_trial, MAX_RUNS_PER_TRIAL, self.remaining)
         key = self.batch_key(*self._peek(0)) if self.batch_key is not None else None
-        cap = min(MAX_RUNS_PER_TRIAL if key is None else MAX_BATCH_RUNS_PER_TRIAL, self.remaining,
-                  max(1, -(-self.remaining // (2 * self.slots))))  # the tail: every slot gets work
         if key is not None:
-            return self._batch_size(key, cap)
+            return self._batch_size(key)
+        cap = min(MAX_RUNS_PER_TRIAL, self.remaining, self._tail())
         total, k = 0.0, 0
         while k < cap:
             est = self._seconds.get(self.shape(self._peek(k)[0]))
@@ -123,10 +124,22 @@ class RunQueue:
             k += 1
         return max(k, 1)
 
-    def _batch_size(self, key: str, cap: int) -> int:
-        """How many consecutive runs of batch `key` the next trial takes (at most `cap`)."""
+    def _tail(self) -> int:
+        """The most runs a trial takes near the end, so that every slot gets work."""
+        return max(1, -(-self.remaining // (2 * self.slots)))
+
+    def _batch_size(self, key: str) -> int:
+        """How many consecutive runs of batch `key` the next trial takes: about `BATCH_TRIAL_SECONDS` of them by
+        their observed shares (`FIRST_BATCH` of a shape not seen yet); near the end fewer, so that every slot
+        gets work, but not below `MIN_BATCH_TRIAL_SECONDS` of them (tiny runs would otherwise end in a trail of
+        ever smaller trials, each costing Tune and Ray ~0.1-0.2 s)."""
         est = self._seconds.get(self.shape(self._peek(0)[0]))
-        cap = min(cap, FIRST_BATCH if est is None else max(1, int(BATCH_TRIAL_SECONDS / max(est, 1e-9))))
+        if est is None:
+            cap = FIRST_BATCH
+        else:
+            least = int(MIN_BATCH_TRIAL_SECONDS / max(est, 1e-9))
+            cap = min(int(BATCH_TRIAL_SECONDS / max(est, 1e-9)), max(self._tail(), least))
+        cap = max(1, min(cap, MAX_BATCH_RUNS_PER_TRIAL, self.remaining))
         k = 1
         while k < cap and self.batch_key(*self._peek(k)) == key:
             k += 1

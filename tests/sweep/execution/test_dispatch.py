@@ -80,3 +80,21 @@ def test_runs_handed_back_are_dispatched_and_finished_only_when_nothing_is_in_fl
     assert searcher.suggest("t4") is None
     q.trial_ended()
     assert searcher.suggest("t5") == Searcher.FINISHED
+
+
+@pytest.mark.parametrize("share, want", [
+    (1e-4, [32, 1168]),  # tiny runs: after the first batch, the rest is under a second's work: one trial
+    (1e-2, [32, 292, 219, 165, 123, 100, 100, 100, 69]),  # the tail shrinks to a second's work (100 runs), no less
+])
+def test_batched_trials_near_the_end_keep_a_second_of_work(study, share, want):
+    from sweep.execution.dispatch import FIRST_BATCH, MIN_BATCH_TRIAL_SECONDS
+
+    runs = [(p, s) for p in study.points for s in study.seeds]
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 2, batch_key=lambda p, s: "one batch")
+    sizes = [len(q.next_trial().runs)]
+    for p, _ in runs:
+        q.observe(p, share)  # each run's share of its batch's wall time
+    while (cfg := q.next_trial()) is not None:
+        sizes.append(len(cfg.runs))
+    assert sizes == want and sizes[0] == FIRST_BATCH and sum(sizes) == 1200
+    assert all(n >= MIN_BATCH_TRIAL_SECONDS / share for n in sizes[1:-1])

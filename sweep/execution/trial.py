@@ -22,11 +22,6 @@ from sweep.study.model import RunSpec, TrialConfig
 
 __all__ = ["META", "Report", "Resume", "Skip", "chunks", "execute_trial", "make_run"]
 
-#: Most runs stepped as one stack: past ~10³ runs a larger stack steps each run no faster, while the records it
-#: gathers for its report (and the driver's memory for them) grow with it. A trial of more runs steps them in
-#: slices, each reported when it ends.
-BATCH_SLICE = 2000
-
 
 def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state: dict[str, Any] | None = None,
                   skip: Skip | None = None, resume: Resume | None = None) -> None:
@@ -46,12 +41,9 @@ def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state
             with _study_blas_limit(threads):
                 for _, group in itertools.groupby(stretch, key=lambda ir: _batch_of(ir[1], config.batched)):
                     todo = body.pending(list(group))
-                    for part in (todo[i:i + BATCH_SLICE] for i in range(0, len(todo), BATCH_SLICE)):
-                        if len(part) < 2 or not run_batch(body, part):
-                            for index, spec in part:
-                                body.run_one(index, spec)
-                        elif len(todo) > BATCH_SLICE:
-                            body.out.send()  # a slice's records go now: a report stays bounded
+                    if len(todo) < 2 or not run_batch(body, todo):
+                        for index, spec in todo:
+                            body.run_one(index, spec)
     finally:
         body.out.send()  # what was measured, also before a failure, reaches the driver
 

@@ -67,21 +67,6 @@ def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatch
     assert all(0 < ch["seconds"] <= ch["span"][1] - ch["span"][0] for ch in done)  # a share of the batch's time
 
 
-def test_a_large_batch_steps_in_slices_each_reported_when_it_ends(unbatched, monkeypatch):
-    from sweep.execution import trial
-
-    st, (want, want_ended) = unbatched
-    monkeypatch.setattr(trial, "BATCH_SLICE", 3)
-    results, _ = collect(config(st, report_seconds=1e9))  # reports only when a slice ends (and at the end)
-    got, ended = by_run(results)
-    close(got, want)  # the same records as one run after another
-    assert sorted(ended) == sorted(want_ended)
-    sizes = [len(res["bisweep"]["runs"]) for res in results]
-    # 4 batches (an algorithm and a seed: 4 runs each) in slices of 3 and 1: a report as each slice of 3 ends; a
-    # slice of one run goes alone and its records go with the next report
-    assert sizes == [3, 4, 4, 4, 1] and all(ch["done"] for res in results for ch in res["bisweep"]["runs"])
-
-
 def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
     st, (want, _) = unbatched
     cfg = config(st, checkpoint_seconds=0.0)

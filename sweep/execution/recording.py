@@ -106,8 +106,8 @@ class Slim(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
         meta = result.get(META)
-        if meta is not None:
-            result[META] = {**meta, "runs": [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]}
+        if meta is not None:  # in place: Tune keeps other references to this dict (a checkpoint's metrics)
+            meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
 
 
 def done_registry(name: str) -> Any:

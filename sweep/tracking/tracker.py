@@ -3,13 +3,13 @@
 What a person browses, and no more (a tiny run costs MLflow ~5 KB, not ~16): child runs are named by what
 varies ('soba · step ×2 · quadratic · seed 2'; the run key is a tag). A child's parameters are those that vary
 across the study's runs (algorithm, label, problem, seed, the axis value, alg.*, problem.*, ...); those every
-run shares are parameters of the parent, and `None`s are left out. The measured
-quantities (record keys without a '/': F, grad_F_sq, ...) are curves with a point at every evaluation, named
-'Metrics/F', ... so that they come first in a run's charts (MLflow sorts chart sections by name, capitals
-first); where the run ended up (time, calls/total, samples/total, and the ground-truth flags gt/*) is one
-point at its last record; zero counters and flags are not logged. The per-oracle counters, diagnostics
-(diag/*), CPU and evaluation times stay in the records on disk and in the report, under their own names. A child carries
-`node`/`host` tags only when it ran on another host than the driver's (the parent's `host`).
+run shares are parameters of the parent, and `None`s are left out. The measured quantities (record keys
+without a '/': F, grad_F_sq, ...) are curves with a point at every evaluation, named 'Metrics/F', ... so that
+they come first in a run's charts (MLflow sorts chart sections by name, capitals first); where the run ended
+up (time, calls/total, samples/total, and the ground-truth flags gt/*) is one point at its last record; zero
+counters and flags are not logged. The per-oracle counters, diagnostics (diag/*), CPU and evaluation times
+stay in the records on disk and in the report, under their own names. A child carries `node`/`host` tags only
+when it ran on another host than the driver's (the parent's `host`).
 
 Child runs are written in batches across runs (sweep/tracking/mlflow_sinks.py: in bulk into MLflow's database, or
 `log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver

@@ -23,11 +23,37 @@ from sweep.execution.trainable import META, chunks
 from sweep.results.store import ResultStore
 from sweep.study.model import Point
 from sweep.tracking.masking import mask_text
-from sweep.tracking.mlflow_store import Answers, wait_answering
+from sweep.tracking.metric_points import Points, mlflow_metrics, points_of
+from sweep.tracking.mlflow_store import STALL_SECONDS, Answers, wait_answering
 from sweep.tracking.tracker import FLUSH_SECONDS, SyncLog, Tracker
 
-#: Most queued results one write takes (a bound on its memory; the next write takes the rest).
-MAX_RESULTS_PER_WRITE = 5000
+#: Most runs one write takes (a bound on its memory; the next write takes the rest).
+MAX_RUNS_PER_WRITE = 5000
+#: Most runs queued for the writer: beyond, Tune's thread waits for it to catch up (~0.6 KB a queued tiny run).
+MAX_QUEUED_RUNS = 100_000
+#: A wait for room longer than this says so (seconds).
+SAY_WAIT_SECONDS = 10.0
+
+#: A queued run's chunk: run key, its metric points (as the text the trial encoded, else its records), done, span.
+Queued = tuple[str, "str | list[dict[str, Any]]", bool, "list[float] | None"]
+
+
+def queued(chunk: dict[str, Any]) -> Queued:
+    """What the writer needs of a reported chunk: its metric points as the trial encoded them, a few hundred
+    bytes a run rather than its records (at 10⁵ tiny runs the writer lags tens of thousands of runs behind)."""
+    return chunk["run_key"], chunk.get("points") or chunk["records"], chunk["done"], chunk.get("span")
+
+
+def steps_of(points: str | list[dict[str, Any]]) -> list[tuple[int, str, Points]]:
+    """A queued chunk's (iteration, status, metric points) by record."""
+    if isinstance(points, str):
+        return points_of(points)
+    return [(int(r["iteration"]), r.get("status", "running"), mlflow_metrics(r)) for r in points]
+
+
+def runs_in(item: tuple | None) -> int:
+    """How many runs a queued item carries (the end marker: none)."""
+    return 0 if item is None else len(item[2])
 
 
 class MlflowCallback(Callback):
@@ -47,6 +73,8 @@ class MlflowCallback(Callback):
         self.answers = answers or Answers()  # when the store last answered (the tracker marks it)
         self.stalled = False  # `close` gave up: the store stopped answering with results still queued
         self._queue: queue.Queue = queue.Queue()
+        self._queued_runs = 0  # runs in the queue (results' chunks, failed runs' keys)
+        self._room = threading.Condition()
         self._thread = threading.Thread(target=self._work, name="bisweep-mlflow", daemon=True)
         self._thread.start()
 
@@ -64,13 +92,18 @@ class MlflowCallback(Callback):
                 items = [self._queue.get(timeout=FLUSH_SECONDS)]
             except queue.Empty:
                 continue
-            while len(items) < MAX_RESULTS_PER_WRITE:
+            runs = runs_in(items[0])
+            while runs < MAX_RUNS_PER_WRITE:
                 try:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+                runs += runs_in(items[-1])
             stop = any(item is None for item in items)
             self._write([item for item in items if item is not None])
+            with self._room:
+                self._queued_runs -= runs
+                self._room.notify_all()
             for _ in items:
                 self._queue.task_done()
             if stop:
@@ -114,31 +147,49 @@ class MlflowCallback(Callback):
         meta = result.get(META)
         if meta is not None:
             where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
-            self._queue.put(("result", time.monotonic(), chunks(result), where))
+            now, runs = time.monotonic(), [queued(c) for c in chunks(result)]
+            for i in range(0, len(runs), MAX_RUNS_PER_WRITE):  # a large report in pieces: no write takes more
+                self._put(("result", now, runs[i:i + MAX_RUNS_PER_WRITE], where))
 
-    def _result(self, run_chunks: list[dict[str, Any]], where: dict[str, str]) -> list[str]:
+    def _put(self, item: tuple) -> None:
+        """Queue an item for the writer, first waiting while MAX_QUEUED_RUNS are queued (the driver's memory
+        stays bounded when results come faster than MLflow takes them), unless the writer stopped writing."""
+        with self._room:
+            since = time.monotonic()
+            said = False
+            while self._queued_runs >= MAX_QUEUED_RUNS and self.error is None and self._thread.is_alive() \
+                    and self.answers.silent_for(since) <= STALL_SECONDS:
+                if not said and time.monotonic() - since > SAY_WAIT_SECONDS:
+                    print(f"bisweep: waiting for MLflow logging to catch up ({self._queued_runs} runs queued)",
+                          file=sys.stderr)
+                    said = True
+                self._room.wait(timeout=0.5)
+            self._queued_runs += runs_in(item)
+        self._queue.put(item)
+
+    def _result(self, run_chunks: list[Queued], where: dict[str, str]) -> list[str]:
         """Buffer a result's records; the runs it ends."""
         ended = []
-        for chunk in run_chunks:
-            key = chunk["run_key"]
+        for key, points, done, span in run_chunks:
             point, seed = self.index[key]
-            for record in chunk["records"]:
-                self.tracker.add(key, point, seed, record, where)
-            if chunk["done"]:
+            steps = steps_of(points)
+            for step, _, metrics in steps:
+                self.tracker.add_points(key, point, seed, step, metrics, where)
+            if done:
                 if self.tracker.existed_before(key) or not self.tracker.has_step(key, 0):
                     # A run an earlier driver started (its child in MLflow already, or a run continued from a
                     # midway checkpoint whose start this session never saw) may have records stored but never
                     # sent: log them from disk (steps already logged are skipped).
                     for record in self.store.records(key):
                         self.tracker.add(key, point, seed, record, where)
-                self.tracker.finish(key, chunk["records"][-1]["status"], span=chunk.get("span"))
+                self.tracker.finish(key, steps[-1][1], span=span)
                 ended.append(key)
         return ended
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         # The store's callback ran first: the runs it marked failed (others went back to the queue).
         failed = [k for k in trial.config["trial"].run_keys if self.store.status(k) == "failed"]
-        self._queue.put(("failed", time.monotonic(), failed))
+        self._put(("failed", time.monotonic(), failed))
 
     def _failed(self, run_keys: list[str]) -> None:
         for key in run_keys:

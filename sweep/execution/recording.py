@@ -50,7 +50,7 @@ class StoreCallback(Callback):
         ended = []
         for chunk in chunks(result):
             key = chunk["run_key"]
-            self.store.append_many(key, chunk["records"], chunk.pop("text", None))  # written: not kept queued
+            self.store.append_many(key, chunk["records"], chunk.get("text"))
             if chunk["done"]:
                 ended.append((key, self._summary(key, chunk, meta["trial_key"], where)))
         self.store.finish_many(ended)  # the summaries, then ended.txt in one write

@@ -20,6 +20,7 @@ import problems
 from algorithms.run import Run
 from sweep.results.store import records_text
 from sweep.study.model import RunSpec, TrialConfig
+from sweep.tracking.metric_points import points_text
 
 #: Key of the run metadata in every reported result.
 META = "bisweep"
@@ -118,8 +119,9 @@ class Reporter:
         """Report what was gathered (with `checkpoint`, naming the runs whose state it holds)."""
         if not self.pending:
             return
-        for chunk in self.pending.values():  # the records file's lines, encoded here rather than on the driver
-            chunk["text"] = records_text(chunk["records"])
+        for chunk in self.pending.values():  # the records file's lines and the MLflow points, encoded here
+            chunk["text"] = records_text(chunk["records"])  # rather than on the driver
+            chunk["points"] = points_text(chunk["records"])
         meta = {"trial_key": self.config.key, "runs": Chunks(self.pending.values()), **self.where}
         if checkpoint is not None:
             meta["checkpointed"] = checkpointed(checkpoint)

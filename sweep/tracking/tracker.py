@@ -19,7 +19,6 @@ duplicates runs nor metric points.
 """
 from __future__ import annotations
 
-import re
 import socket
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from sweep.results.runs import run_name
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point, Study
 from sweep.tracking import mlflow_store
+from sweep.tracking.metric_points import Points, mlflow_metrics
 from sweep.tracking.mlflow_sinks import MAX_PARAMS_PER_BATCH, PARENT, ApiSink, Batch, NewRun, SqlSink, sink_for
 
 ROLE = "bisweep.role"
@@ -40,62 +40,6 @@ FLUSH_SECONDS = 2.0
 #: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
 DESCRIPTION = "mlflow.note.content"
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-#: The section of a run's charts holding the measured quantities (record keys without a '/').
-MAIN_SECTION = "Metrics"
-#: Record keys that stay as they are: progress (the step is the iteration) and prefixed groups.
-PLAIN = ("iteration", "time", "cpu_time", "eval_time")
-#: Counters and flags: a zero means "not yet", so zeros are not logged (a never-called oracle has no series).
-SPARSE = re.compile(r"^(calls|samples)/|_hits$|^gt/not_strongly_convex$")
-#: Record keys logged once, at a run's last record (where it ended up); other keys with a '/' (per-oracle
-#: counters, diagnostics) and the bookkeeping keys are not logged; the rest (the measured quantities) are curves.
-FINAL = re.compile(r"^(time|calls/total|samples/total)$|^gt/")
-NOT_CURVES = ("iteration", "cpu_time", "eval_time")
-
-
-def mlflow_name(key: str) -> str:
-    """The MLflow metric name of a record key: 'F' -> 'Metrics/F'; prefixed and progress keys unchanged."""
-    return key if "/" in key or key in PLAIN else f"{MAIN_SECTION}/{key}"
-
-
-#: How a record key is logged: a curve point at every record, a point at the last record only, or not at all.
-CURVE, LAST, SKIP = 0, 1, 2
-
-
-def logged_as(key: str) -> int:
-    """CURVE, LAST or SKIP for a record key (see FINAL)."""
-    if FINAL.search(key):
-        return LAST
-    return SKIP if "/" in key or key in NOT_CURVES else CURVE
-
-
-#: Record key -> (its MLflow name, whether it is sparse, how it is logged): a record's keys are the same run
-#: after run.
-_NAMES: dict[str, tuple[str, bool, int]] = {}
-MAX_NAMES = 10_000
-
-
-def _name(key: str) -> tuple[str, bool, int]:
-    got = _NAMES.get(key)
-    if got is None:
-        got = (mlflow_name(key), SPARSE.search(key) is not None, logged_as(key))
-        if len(_NAMES) < MAX_NAMES:
-            _NAMES[key] = got
-    return got
-
-
-def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
-    """(MLflow name, value) of every number of a record worth a chart point: the curves, and at the run's last
-    record (its status no longer 'running') the final values too."""
-    last = record.get("status", "running") != "running"
-    out = []
-    for k, v in record.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            name, sparse, how = _name(k)
-            if (how == CURVE or (how == LAST and last)) and not (sparse and v == 0):
-                out.append((name, float(v)))
-    return out
-
-
 def child_params(point: Point, seed: int, axis_name: str | None) -> dict[str, Any]:
     """Every parameter a child run of (configuration, seed) could carry (`None`s left out)."""
     axis = {}
@@ -309,14 +253,18 @@ class Tracker:
     def add(self, run_key: str, point: Point, seed: int, record: dict[str, Any],
             where: dict[str, str] | None = None) -> None:
         """Buffer a record's numeric values as metrics at step = iteration (once per step)."""
+        self.add_points(run_key, point, seed, int(record["iteration"]), mlflow_metrics(record), where)
+
+    def add_points(self, run_key: str, point: Point, seed: int, step: int, points: Points,
+                   where: dict[str, str] | None = None) -> None:
+        """Buffer a record's metric points (`metric_points.mlflow_metrics`) at `step` (once per step)."""
         self.child(run_key, point, seed, where)
-        step = int(record["iteration"])
         steps = self._steps[run_key]
         if step in steps:
             return
         steps.add(step)
         ts = _now_ms()
-        self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in mlflow_metrics(record))
+        self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in points)
 
     def finish(self, run_key: str, status: str, error: str | None = None, span: list[float] | None = None) -> None:
         """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED.

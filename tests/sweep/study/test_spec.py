@@ -1,5 +1,6 @@
 """Study specs: complete validation with one-line errors naming the YAML path, and trial expansion."""
 import copy
+import dataclasses
 import itertools
 
 import pytest
@@ -167,6 +168,24 @@ def test_trial_config_is_plain_data_naming_every_run():
     assert cfg["runs"][0]["algorithm_params"]["lr"] == 0.5 and cfg["imports"] == ["tests.sweep.toy_algorithms"]
     assert str(typed) == typed.key and copy.deepcopy(typed) is typed  # what keeps Tune's tags and copies O(1)
     yaml.safe_dump(cfg)  # plain data only: it travels to Ray workers and into Tune's experiment state
+
+
+def test_a_trial_config_pickles_whole_and_compressed():
+    import pickle
+
+    import cloudpickle
+
+    st = spec.validate({**BASE, "seeds": 40})
+    typed = dataclasses.replace(st.trials[1].config(5.0, st.imports, "registry"), resume={"k": "file:///c"})
+    run = typed.runs[0]
+    runs = tuple(dataclasses.replace(run, run_key=f"{run.run_key}.{i}", seed=i,
+                                     algorithm_params={**run.algorithm_params, "lr": 0.5 + i / 7}) for i in range(1000))
+    typed = dataclasses.replace(typed, runs=runs)
+    packed = cloudpickle.dumps(typed)
+    assert pickle.loads(packed) == typed and pickle.loads(packed).resume == {"k": "file:///c"}
+    plain = cloudpickle.dumps([dataclasses.asdict(r) for r in typed.runs])
+    # Tune keeps a trial's config as hex text of its pickle for the whole experiment: compressed, a fifth at most
+    assert len(packed) < len(plain) / 5, (len(packed), len(plain))
 
 
 def test_the_readme_study_example_validates():

@@ -6,8 +6,8 @@ from sweep.execution.mlflow_writer import MlflowCallback
 from sweep.execution.trainable import META
 from sweep.results.store import ResultStore
 from sweep.tracking.mlflow_sinks import ApiSink
-from sweep.tracking.tracker import (CURVE, LAST, SKIP, SyncLog, Tracker, default_tracking_uri, local_artifact_location,
-                                   logged_as, mlflow_name)
+from sweep.tracking.metric_points import CURVE, LAST, SKIP, logged_as, mlflow_name
+from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
 from tests.sweep import toy_algorithms  # noqa: F401
 
 
@@ -381,3 +381,81 @@ def test_a_later_session_leaves_out_only_what_the_parent_holds(tmp_path, toy_stu
     kids = [later.client.get_run(i).data.params for i in later.children().values()]
     assert sorted(k["alg.lr"] for k in kids) == ["0.1", "0.3"]
     assert all(k["problem.dim_x"] == str(st.points[0].problem_params["dim_x"]) for k in kids)  # the parent lacks it
+
+
+def test_a_trials_encoded_points_are_the_metrics_of_its_records():
+    import math
+
+    from sweep.tracking.metric_points import mlflow_metrics, points_of, points_text
+
+    recs = records([0, 1, 2], final="diverged")
+    recs[1].update({"F": math.inf, "grad_F_sq": math.nan, "diag/alpha": 0.5, "gt/x": 1.0, "calls/hvp": 0})
+    got = points_of(points_text(recs))
+    want = [[r["iteration"], r["status"], [list(p) for p in mlflow_metrics(r)]] for r in recs]
+    assert [s for s, _, _ in got] == [0, 1, 2] and got[2][1] == "diverged"
+    assert repr(got) == repr(want)  # inf and nan survive the text (== on nan is False)
+    assert ["Metrics/F", 10.0] in got[0][2] and ["calls/total", 8.0] in got[2][2]  # totals at the last only
+    assert all(name != "calls/total" for name, _ in got[1][2])
+
+
+def writer_results(keys, with_points):
+    """One report ending every run of `keys` (records 0..2), as a trial sends it (points encoded) or without."""
+    from sweep.tracking.metric_points import points_text
+
+    runs = []
+    for i, key in enumerate(keys):
+        recs = [{**r, "F": r["F"] + i} for r in records([0, 1, 2], final="finished")]
+        runs.append({"run_key": key, "seed": 0, "index": i, "records": recs, "done": True, "span": [1.0, 2.0],
+                     **({"points": points_text(recs)} if with_points else {})})
+    return {**runs[-1]["records"][-1], META: {"trial_key": "t", "runs": runs}}
+
+
+@pytest.mark.parametrize("with_points", [True, False], ids=["points", "records"])
+def test_a_report_larger_than_a_write_goes_out_whole_in_several(tmp_path, toy_study, monkeypatch, with_points):
+    from sweep.execution import mlflow_writer
+
+    st = toy_study(name="big", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}],
+                   seeds=3, budget={"iterations": 10}, n_evals=20)
+    monkeypatch.setattr(mlflow_writer, "MAX_RUNS_PER_WRITE", 2)
+    store, t = ResultStore(tmp_path), tracker(tmp_path, st)
+    sizes = []
+    write = t.sink.write
+    monkeypatch.setattr(t.sink, "write", lambda batch, ids: (sizes.append(len(batch.new)), write(batch, ids)))
+    cb = MlflowCallback(lambda: (t, SyncLog(store, t.parent_id)), index_of(st), store)
+    cb.on_trial_result(0, [], None, writer_results(st.run_keys, with_points))
+    assert cb.close() and cb.error is None
+    assert len(st.run_keys) == 9 and sum(sizes) == 9 and max(sizes) <= 2  # 9 runs, no write of more than 2
+    for i, key in enumerate(st.run_keys):
+        run = t.client.get_run(t.children()[key])
+        assert run.info.status == "FINISHED" and run.data.tags["status"] == "finished"
+        assert run.data.metrics == {"Metrics/F": 8.0 + i, "time": 0.2, "calls/total": 8.0}
+        assert history(t, key) == [0, 1, 2]
+    assert cb.synced.keys == set(st.run_keys)
+
+
+def test_tunes_thread_waits_while_the_writer_is_a_bound_behind(tmp_path, toy_study, monkeypatch):
+    import threading
+    import time
+
+    from sweep.execution import mlflow_writer
+
+    st = toy_study(name="wait", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=2, budget={"iterations": 10}, n_evals=20)
+    monkeypatch.setattr(mlflow_writer, "MAX_QUEUED_RUNS", 2)
+    store, t, go = ResultStore(tmp_path), tracker(tmp_path, st), threading.Event()
+    cb = MlflowCallback(lambda: (go.wait(10), (t, SyncLog(store, t.parent_id)))[1], index_of(st), store)
+    keys = st.run_keys
+    cb.on_trial_result(0, [], None, writer_results(keys[:2], True))  # 2 queued: the bound
+    waited = threading.Thread(target=cb.on_trial_result, args=(0, [], None, writer_results(keys[2:], True)))
+    waited.start()
+    time.sleep(0.5)
+    assert waited.is_alive() and cb.backlog == 1  # held while the writer has not written
+    go.set()
+    waited.join(10)
+    assert not waited.is_alive() and cb.close() and cb.synced.keys == set(keys)
+    # A writer that stopped writing (its store failed) holds nothing up: results stay on disk for the sync.
+    cb2 = MlflowCallback(lambda: (t, SyncLog(store, t.parent_id)), index_of(st), store)
+    cb2.error = RuntimeError("store gone")
+    for _ in range(3):
+        cb2.on_trial_result(0, [], None, writer_results(keys, True))
+    assert cb2.close()

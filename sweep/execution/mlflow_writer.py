@@ -1,9 +1,11 @@
 """The driver's MLflow writer: a Tune callback that hands results to one background thread, which writes
 whatever has gathered since its last write in one batch across runs.
 
-The thread never waits for a timer while results are queued: each write takes everything that arrived
-during the previous one, so batches grow with the rate and the lag stays about one write long (it is
-measured: `max_lag`, and `drain_seconds` for the end). Tune's event loop only enqueues.
+The thread never waits for a timer while results are queued: each write takes what arrived during the
+previous one, up to MAX_RUNS_PER_WRITE runs, so batches grow with the rate (the lag is measured: `max_lag`, and
+`drain_seconds` for the end). Tune's event loop only enqueues each run's metric points, as the trial encoded
+them; it waits only when MAX_QUEUED_RUNS are queued, which bounds the driver's memory when runs end faster
+than MLflow's store takes them (10⁵ tiny runs).
 
 The thread first connects (`connect()`, ~1 s of MLflow imports on a cold driver), so trials start while it
 does; if the store cannot be used, Tune's next step raises that error and the experiment stops.
@@ -29,7 +31,7 @@ from sweep.tracking.tracker import FLUSH_SECONDS, SyncLog, Tracker
 
 #: Most runs one write takes (a bound on its memory; the next write takes the rest).
 MAX_RUNS_PER_WRITE = 5000
-#: Most runs queued for the writer: beyond, Tune's thread waits for it to catch up (~0.6 KB a queued tiny run).
+#: Most runs queued for the writer: beyond, Tune's thread waits for it to catch up (~0.8 KB a queued tiny run).
 MAX_QUEUED_RUNS = 100_000
 #: A wait for room longer than this says so (seconds).
 SAY_WAIT_SECONDS = 10.0
@@ -39,8 +41,8 @@ Queued = tuple[str, "str | list[dict[str, Any]]", bool, "list[float] | None"]
 
 
 def queued(chunk: dict[str, Any]) -> Queued:
-    """What the writer needs of a reported chunk: its metric points as the trial encoded them, a few hundred
-    bytes a run rather than its records (at 10⁵ tiny runs the writer lags tens of thousands of runs behind)."""
+    """What the writer needs of a reported chunk: its metric points as the trial encoded them (~0.7 KB a tiny
+    run, its records ~5 KB): at 10⁵ tiny runs the writer lags tens of thousands of runs behind Tune."""
     return chunk["run_key"], chunk.get("points") or chunk["records"], chunk["done"], chunk.get("span")
 
 

@@ -128,11 +128,13 @@ _POINT_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))[2:]
 
 @dataclasses.dataclass(frozen=True)
 class TrialConfig:
-    """What one trial runs (several runs, one after another or batched): built on the driver, read back as-is by the worker.
+    """What one trial runs (several runs, one after another or batched): built on the driver, read back as-is by
+    the worker.
 
-    It travels through Ray Tune as plain data (`to_dict`); `from_dict` checks only its shape, because
-    every value came from a validated study (or a validated `trainable_for` call). `resume` maps the run
-    key of a run an earlier driver left midway to the checkpoint it continues from.
+    It travels through Ray Tune as itself, pickled compressed (`__reduce__`), or as plain data (`to_dict`), which
+    `from_dict` reads checking only its shape, because every value came from a validated study (or a validated
+    `trainable_for` call). `resume` maps the run key of a run an earlier driver left midway to the checkpoint it
+    continues from.
     """
 
     key: str

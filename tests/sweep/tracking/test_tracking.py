@@ -414,8 +414,8 @@ def writer_results(keys, with_points):
 def test_a_report_larger_than_a_write_goes_out_whole_in_several(tmp_path, toy_study, monkeypatch, with_points):
     from sweep.execution import mlflow_writer
 
-    st = toy_study(name="big", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}],
-                   seeds=3, budget={"iterations": 10}, n_evals=20)
+    st = toy_study(name="big", problems=["quadratic"], seeds=3, budget={"iterations": 10}, n_evals=20,
+                   algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}])
     monkeypatch.setattr(mlflow_writer, "MAX_RUNS_PER_WRITE", 2)
     store, t = ResultStore(tmp_path), tracker(tmp_path, st)
     sizes = []

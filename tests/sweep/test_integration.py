@@ -18,7 +18,7 @@ from sweep.execution.ray_cluster import start_ray, started_here
 from sweep.execution.runner import run_study
 from sweep.study import spec
 from tests.sweep import toy_algorithms  # noqa: F401
-from tests.sweep.servers import wait_http
+from tests.sweep.servers import serve
 
 pytestmark = pytest.mark.integration
 
@@ -228,13 +228,10 @@ def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
 
 def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
     outcome = faults_study[0]
-    port = free_port()
-    proc = subprocess.Popen([str(venv_bin / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir),
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc, base = serve(lambda port: subprocess.Popen(
+        [str(venv_bin / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True), free_port, stop=stop_group)
     try:
-        base = f"http://127.0.0.1:{port}"
-        wait_http(base + "/health")
         with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=faults") as r:
             exp = json.load(r)["experiment"]
         req = urllib.request.Request(base + "/api/2.0/mlflow/runs/search", method="POST",
@@ -255,16 +252,13 @@ def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
 
 # ---------------------------------------------------------------- a real mlflow server
 def test_study_against_an_mlflow_server(tmp_path, repo, venv_bin, free_port, eval_points):
-    port = free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    server = subprocess.Popen(
+    server, uri = serve(lambda port: subprocess.Popen(
         [str(venv_bin / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "art"),
          "--gunicorn-opts", "--workers 2"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True), free_port, stop=stop_group)
     try:
-        uri = f"http://127.0.0.1:{port}"
-        wait_http(uri + "/health")
         study_file = tmp_path / "served.yaml"
         study_file.write_text(yaml.safe_dump({
             "name": "served", "imports": ["tests.sweep.toy_algorithms"], "kind": "stepsize_sensitivity",

@@ -27,7 +27,7 @@ from sweep import kinds
 from sweep.execution import options, rounds
 from sweep.execution.background import Background
 from sweep.execution.lock import StudyLock
-from sweep.execution.processes import ProcessGuard
+from sweep.execution.processes import PIDS_FILE, ProcessGuard
 from sweep.execution.progress import Progress, print_line
 from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
 from sweep.execution.session import Session, Timeline, process_start
@@ -128,8 +128,12 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
              else f"starting a local Ray ({num_cpus or os.cpu_count()} CPUs)")
     say(f"bisweep: {where}{purpose}")
     guard = None if address else ProcessGuard(str(root))
-    if guard is not None and guard.start():
+    reaped = guard.start() if guard is not None else 0
+    if reaped:
         say("bisweep: stopped processes a killed earlier driver of this study left running")
+    elif reaped is None:  # a record written by hand or copied from elsewhere: data, not an instruction
+        say(f"bisweep: ignored {root / PIDS_FILE}: not written by a driver of this study on this machine; "
+            "no process stopped")
     started = False
     try:
         started = start_ray(address, num_cpus)

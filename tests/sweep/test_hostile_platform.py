@@ -1,0 +1,89 @@
+"""Data never commands the platform (issue 46): a results directory, a study file or a command line kills no
+process of anyone else's, writes nothing outside the results directory, shows no secret, and every failure is one
+line with its exit code. One table per numbered case of the issue; every case checks the one line, the exit code
+and that nothing outside the results directory changed."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sweep.cli import main
+from sweep.execution.processes import user_key
+
+TINY = {"name": "tiny", "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+        "algorithms": ["soba"], "seeds": 1, "budget": {"iterations": 4}, "n_evals": 2}
+
+
+def snapshot(top: Path, skip: Path) -> dict[str, str]:
+    """Every file and link under `top` but `skip`'s: path → what it holds (content hash, or the link's target)."""
+    out = {}
+    for dirpath, dirs, files in os.walk(top):
+        here = Path(dirpath)
+        if here == skip or skip in here.parents:
+            continue
+        for name in dirs + files:
+            path = here / name
+            if path == skip:
+                continue
+            if path.is_symlink():
+                out[str(path)] = "-> " + os.readlink(path)
+            elif path.is_file():
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def one_line(capsys) -> str:
+    """The single line a failed command printed on stderr."""
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.fixture
+def box(tmp_path, monkeypatch):
+    """A working directory with a results directory `res`, an `outside` folder holding a file that must never change,
+    and the study file tiny.yaml; its own signing key (the user's own stays untouched)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "victim.txt").write_text("precious\n")
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    (tmp_path / "res").mkdir()
+    assert user_key() is not None  # made now: a run must change nothing outside its results directory
+    return tmp_path
+
+
+# ---------------------------------------------------------------- 1: a PID file kills nobody's process
+def sleeper():
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+
+
+def start_time(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[19])
+
+
+@pytest.mark.integration
+def test_1_a_pid_file_in_the_results_directory_kills_no_unrelated_process(box, repo):
+    victim = sleeper()
+    try:
+        (box / "res" / ".processes.json").write_text(json.dumps({str(victim.pid): start_time(victim.pid)}))
+        before = snapshot(box, box / "res")
+        proc = subprocess.run([sys.executable, "-m", "sweep.cli", "run", "tiny.yaml", "--results-dir", "res",
+                               "--no-report", "--num-cpus", "1"], cwd=box, capture_output=True, text=True, timeout=240,
+                              env={**os.environ, "PYTHONPATH": str(repo), "XDG_STATE_HOME": str(box / "state")})
+        assert proc.returncode == 0, proc.stderr
+        lines = [line for line in proc.stdout.splitlines() if ".processes.json" in line]
+        assert lines == [f"bisweep: ignored {box / 'res' / '.processes.json'}: not written by a driver of this study "
+                         "on this machine; no process stopped"]
+        assert "stopped processes" not in proc.stdout
+        assert victim.poll() is None  # still alive
+        assert snapshot(box, box / "res") == before
+    finally:
+        victim.kill()
+        victim.wait()

@@ -33,6 +33,7 @@ from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import NodeLost
 from sweep.execution.runner import run_study
 from sweep.report.build import build_report
+from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
@@ -80,6 +81,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
+    check_tree(root)  # no link where the report or MLflow write (sweep/results/safe_files.py)
     import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:

@@ -32,9 +32,11 @@ from sweep.execution.progress import Progress, print_line
 from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
 from sweep.execution.session import Session, Timeline, process_start
 from sweep.report.build import build_report
+from sweep.results.safe_files import check_tree, open_file
 from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.model import Point, Study
+from sweep.study.sources import checked_dir
 from sweep.tracking import mlflow_store
 from sweep.tracking.masking import mask, mask_text
 from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
@@ -94,8 +96,9 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
     docstring."""
     study = study if isinstance(study, Study) else spec.load(study)
     out = out or sys.stdout
-    root = Path(results_dir or Path("results") / study.name).resolve()
+    root = checked_dir(results_dir or Path("results") / study.name)
     options.check_results_dir(root)
+    check_tree(root)  # no link in it, before anything is written there (sweep/results/safe_files.py)
     options.check_tracking_uri(tracking_uri)
     options.check_storage(storage_path)
     options.check_num_cpus(num_cpus)
@@ -284,7 +287,7 @@ def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallbac
     line = {"started": timeline.start, "spec_hash": spec_hash, "runs": runs, **timeline.marks}
     if writer is not None:
         line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
-    with open(store.root / "sessions.jsonl", "a") as fh:
+    with open_file(store.root / "sessions.jsonl", "a") as fh:
         fh.write(json.dumps(line) + "\n")
 
 

@@ -5,6 +5,7 @@ and that nothing outside the results directory changed."""
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,83 @@ def test_1_a_pid_file_in_the_results_directory_kills_no_unrelated_process(box, r
     finally:
         victim.kill()
         victim.wait()
+
+
+# ---------------------------------------------------------------- 2: no write through a link
+def _results(box, toy_study, write_synthetic):
+    st = toy_study(seeds=1)
+    write_synthetic(st, box / "res", lambda p, s: ("finished", {"iteration": 30, "status": "finished", "F": 1.0}))
+
+
+def _link(box, rel, target="outside/victim.txt"):
+    path = box / "res" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    path.symlink_to(Path(os.path.relpath(box / target, path.parent)))
+    return path
+
+
+def _hardlink(box, rel):
+    path = box / "res" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.link(box / "outside" / "victim.txt", path)
+    return path
+
+
+LINKED = [  # (name, command, how the results directory is planted)
+    ("report file", ["report", "x", "--results-dir", "res", "--no-mlflow", "--force"],
+     lambda box: _link(box, "report/summary.txt")),
+    ("report csv", ["report", "x", "--results-dir", "res", "--no-mlflow", "--force"],
+     lambda box: _link(box, "report/runs.csv")),
+    ("report figure", ["report", "x", "--results-dir", "res", "--no-mlflow", "--force"],
+     lambda box: _link(box, "report/convergence.png")),
+    ("report folder", ["report", "x", "--results-dir", "res", "--no-mlflow", "--force"],
+     lambda box: _link(box, "report", "outside")),
+    ("report hard link", ["report", "x", "--results-dir", "res", "--no-mlflow", "--force"],
+     lambda box: _hardlink(box, "report/summary.txt")),
+    ("runs folder", ["run", "tiny.yaml", "--results-dir", "res"], lambda box: _link(box, "runs", "outside")),
+    ("records folder", ["run", "tiny.yaml", "--results-dir", "res"], lambda box: _link(box, "records", "outside")),
+    ("mlflow store", ["run", "tiny.yaml", "--results-dir", "res"], lambda box: _link(box, "mlflow.db")),
+    ("lock file", ["run", "tiny.yaml", "--results-dir", "res"], lambda box: _link(box, ".lock")),
+    ("ray storage", ["run", "tiny.yaml", "--results-dir", "res"], lambda box: _link(box, "ray/tiny-x", "outside")),
+]
+
+
+@pytest.mark.parametrize("name, argv, plant", LINKED, ids=[c[0] for c in LINKED])
+def test_2_nothing_is_written_through_a_link_in_the_results_directory(box, toy_study, write_synthetic, capsys,
+                                                                         name, argv, plant):
+    if argv[0] == "report":
+        _results(box, toy_study, write_synthetic)
+        assert main(["report", "x", "--results-dir", "res", "--no-mlflow"]) == 0  # a report to overwrite
+        capsys.readouterr()
+    planted = plant(box)
+    before = snapshot(box, box / "res")
+    assert main(argv) == 2
+    line = one_line(capsys)
+    assert line.startswith("bisweep: error: results-dir: ") and "never writes through a link" in line
+    assert str(planted.relative_to(box)) in line or str(planted) in line
+    assert snapshot(box, box / "res") == before
+    assert (box / "outside" / "victim.txt").read_text() == "precious\n"
+
+
+def test_2_a_store_refuses_a_linked_record_or_summary_file(box, toy_study):
+    from sweep.results.safe_files import UnsafePath
+    from sweep.results.store import ResultStore
+
+    store = ResultStore(box / "res")
+    store.ensure()
+    _link(box, "records/k.s0.jsonl")
+    _link(box, "runs/k.s0.json")
+    with pytest.raises(UnsafePath, match=r"records/k.s0.jsonl is a symbolic link"):
+        store.append("k.s0", {"iteration": 1, "status": "running"})
+    with pytest.raises(UnsafePath, match=r"runs/k.s0.json is a symbolic link"):
+        store.finish("k.s0", {"status": "finished"})
+    assert (box / "outside" / "victim.txt").read_text() == "precious\n"
+    os.mkfifo(box / "res" / "ended.txt")  # a FIFO would block the writer for ever
+    (box / "res" / "runs" / "k.s0.json").unlink()
+    with pytest.raises(UnsafePath, match="ended.txt is not a regular file"):
+        store.finish("k.s0", {"status": "finished"})

@@ -13,7 +13,6 @@ import atexit
 import json
 import os
 import signal
-import subprocess
 import sys
 import webbrowser
 from pathlib import Path
@@ -113,15 +112,15 @@ def cmd_ui(args: argparse.Namespace) -> int:
             raise ParameterError(f"study: no MLflow store at {root / 'mlflow.db'}; run the study first")
         uri = default_tracking_uri(root)
     options.check_listen(args.host, args.port)
+    options.check_tracking_uri(uri)  # a database that does not answer: one line within seconds, not endless retries
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     # One worker serves one person's browser; MLflow's default of four each import MLflow first (~70 s before the
-    # first answer on a busy 2-core machine, against ~20 s).
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
-           "--port", str(args.port), "--workers", "1"]
+    # first answer on a busy 2-core machine, against ~20 s). The store's URI goes in the environment (ui_server.start).
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--host", args.host, "--port", str(args.port), "--workers", "1"]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
     print(f"bisweep: starting the MLflow UI for {mask(uri)} (Ctrl-C stops it)", flush=True)
     # A process group of its own: `mlflow ui` runs its server in worker processes, stopped with it.
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    proc, watchdog = ui_server.start(cmd, env, uri)
     previous = signal.signal(signal.SIGTERM, _terminated)  # SIGTERM stops the server too, as Ctrl-C does
     try:
         if not ui_server.wait_answering(proc, args.host, args.port):
@@ -134,7 +133,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
-        ui_server.stop_group(proc)
+        ui_server.stop_group(proc, watchdog=watchdog)
 
 
 def _terminated(signum: int, frame: Any) -> None:

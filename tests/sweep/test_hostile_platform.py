@@ -6,8 +6,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,103 @@ def test_2_a_store_refuses_a_linked_record_or_summary_file(box, toy_study):
     (box / "res" / "runs" / "k.s0.json").unlink()
     with pytest.raises(UnsafePath, match="ended.txt is not a regular file"):
         store.finish("k.s0", {"status": "finished"})
+
+
+# ---------------------------------------------------------------- 3: secrets
+MASKED = [  # (as given, as shown, the secret) in every form the issue found shown
+    ("postgresql://u:SECRET1@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db", "SECRET1"),
+    ("postgresql://u:pa/ssW0RD@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db", "pa/ssW0RD"),
+    ("postgresql+psycopg2://u:p%2Fss99@h/db?sslmode=require", "postgresql+psycopg2://u:***@h/db?sslmode=require",
+     "p%2Fss99"),
+    ("mysql+pymysql://u:p%40ss@h/db", "mysql+pymysql://u:***@h/db", "p%40ss"),
+    ("user:SECRET2@host:6379", "user:***@host:6379", "SECRET2"),
+    ("ray://user:SECRET3@host:10001", "ray://user:***@host:10001", "SECRET3"),
+    ("http://TOKEN42@host", "http://***@host", "TOKEN42"),
+    ("https://u:pa/ss55@host:5000/x", "https://u:***@host:5000/x", "pa/ss55"),
+    ("https://u:tok6@host/?token=abc7&x=1", "https://u:***@host/?token=***&x=1", "abc7"),
+]
+
+
+@pytest.mark.parametrize("given, shown, secret", MASKED, ids=[m[1] for m in MASKED])
+def test_3_every_form_of_a_secret_is_masked_by_the_uris_own_parser(given, shown, secret):
+    from sweep.tracking.masking import mask, mask_text
+
+    assert mask(given) == shown
+    text = mask_text(f"cannot connect to {given}: password {secret} rejected")
+    assert text == f"cannot connect to {shown}: password *** rejected" and secret not in text
+
+
+SECRET_LINES = [  # (command line, the one line's start)
+    (["ui", "--tracking-uri", "postgresql://u:SECRET1@127.0.0.1:1/db"], "bisweep: error: tracking-uri: no database "
+                                                                        "server answers at 127.0.0.1:1"),
+    (["ui", "--tracking-uri", "postgresql://u:pa/ssW0RD@127.0.0.1:1/db"], "bisweep: error: tracking-uri: no database "
+                                                                          "server answers at 127.0.0.1:1"),
+    (["run", "tiny.yaml", "--results-dir", "res", "--address", "user:SECRET2@127.0.0.1:1"],
+     "bisweep: error: address: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', got "
+     "'user:***@127.0.0.1:1'"),
+    (["run", "tiny.yaml", "--results-dir", "res", "--tracking-uri", "http://TOKEN42@127.0.0.1:1"],
+     "bisweep: error: tracking-uri: no MLflow server answers at http://***@127.0.0.1:1"),
+    (["run", "tiny.yaml", "--results-dir", "res", "--tracking-uri", "http://u:pa/ss55@127.0.0.1:1"],
+     "bisweep: error: tracking-uri: cannot read the host of http://u:***@127.0.0.1:1"),
+    (["run", "tiny.yaml", "--results-dir", "res", "--tracking-uri", "postgresql://u:pa/ssW0RD@127.0.0.1:1/db"],
+     "bisweep: error: tracking-uri: no database server answers at 127.0.0.1:1"),
+]
+
+
+@pytest.mark.parametrize("argv, start", SECRET_LINES, ids=[" ".join(c[0][:1] + c[0][-2:]) for c in SECRET_LINES])
+def test_3_no_secret_is_shown_and_a_dead_backend_fails_at_once(box, capsys, argv, start):
+    before = snapshot(box, box / "res")
+    began = time.monotonic()
+    assert main(argv) == 2
+    line = one_line(capsys)
+    assert time.monotonic() - began < 15
+    assert line.startswith(start), line
+    assert not any(s in line for s in ("SECRET", "pa/ss", "ssW0RD", "TOKEN42"))
+    assert snapshot(box, box / "res") == before and not list((box / "res").iterdir())
+
+
+SERVER = "import sys, time, subprocess; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); " \
+         "print(' '.join(sys.argv), flush=True); time.sleep(300)"
+UI = """
+import sys
+import time
+from sweep.tracking import ui_server
+proc, watchdog = ui_server.start([sys.executable, '-c', sys.argv[1]], {}, 'postgresql://u:SECRET9@h/db')
+print(proc.pid, flush=True)
+proc.wait()
+"""
+
+
+def group_members(pgid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_3_the_ui_servers_get_the_uri_by_environment_and_die_with_a_sigkilled_bisweep_ui(repo):
+    ui = subprocess.Popen([sys.executable, "-c", UI, SERVER], stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": str(repo)})
+    server = int(ui.stdout.readline())
+    deadline = time.monotonic() + 20
+    while len(group_members(server)) < 2 and time.monotonic() < deadline:  # the server and its worker
+        time.sleep(0.1)
+    with open(f"/proc/{server}/cmdline", "rb") as fh:
+        assert b"SECRET9" not in fh.read()
+    with open(f"/proc/{server}/environ", "rb") as fh:
+        assert b"MLFLOW_BACKEND_STORE_URI=postgresql://u:SECRET9@h/db" in fh.read().split(b"\0")
+    assert len(group_members(server)) == 2
+    os.kill(ui.pid, signal.SIGKILL)
+    ui.wait()
+    deadline = time.monotonic() + 20
+    while group_members(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert group_members(server) == []
+

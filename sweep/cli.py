@@ -35,6 +35,7 @@ from sweep.report.build import build_report
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
+from sweep.study.errors import short
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.study.model import scale_names
 from sweep.study.sources import builtin_studies, results_dir, study_name
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (ParameterError, FileNotFoundError, StudyLocked) as exc:
         for line in str(exc).splitlines():  # a study file's errors, one line each
-            print(f"bisweep: error: {line}", file=sys.stderr)
+            print(f"bisweep: error: {short(line)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bisweep: interrupted; run the same command again to resume", file=sys.stderr)

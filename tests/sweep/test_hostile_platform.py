@@ -270,3 +270,45 @@ def test_3_the_ui_servers_get_the_uri_by_environment_and_die_with_a_sigkilled_bi
         time.sleep(0.1)
     assert group_members(server) == []
 
+
+# ---------------------------------------------------------------- 4: a YAML alias grid bomb
+GRID_FIELDS = ["rho", "gamma", "rho_decay", "gamma_decay", "batch_size"]  # soba's: five grids of ten
+
+
+def alias_bomb(levels: int, width: int = 10) -> str:
+    """Each grid an alias list of the one before: `levels` grids of `width` values, nested `levels` deep."""
+    params = [f"{GRID_FIELDS[0]}: &a1 [{', '.join(str(i + 1) for i in range(width))}]"]
+    for k in range(2, levels + 1):
+        params.append(f"{GRID_FIELDS[k - 1]}: &a{k} [" + ", ".join([f"*a{k - 1}"] * width) + "]")
+    return yaml.safe_dump({k: v for k, v in TINY.items() if k != "algorithms"}) + \
+        "algorithms:\n  - name: soba\n    params: {" + ", ".join(params) + "}\n"
+
+
+def laughs(levels: int = 9) -> str:
+    """The billion laughs: nine aliases of nine ... of a short list, in a field that takes any list."""
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    for k in range(1, levels):
+        lines.append(f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 9) + "]")
+    return yaml.safe_dump(TINY) + "description: {" + ", ".join(lines) + "}\n"
+
+
+BOMBS = [  # (name, text, what the first line says)
+    ("4 levels", alias_bomb(4), "must be a"),
+    ("5 levels (111,110 values)", alias_bomb(5), "must be a"),
+    ("9 levels of 9 (billion laughs)", laughs(), "holds more than 250,000 values"),
+]
+
+
+@pytest.mark.parametrize("name, text, says", BOMBS, ids=[b[0] for b in BOMBS])
+def test_4_an_alias_bomb_is_refused_in_seconds_in_short_lines(box, capsys, name, text, says):
+    (box / "bomb.yaml").write_text(text)
+    before = snapshot(box, box / "res")
+    began = time.monotonic()
+    assert main(["run", "bomb.yaml", "--results-dir", "res"]) == 2
+    took = time.monotonic() - began
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert took < 20, took  # was more than 150 s at 5 levels
+    assert 1 <= len(lines) <= 5 and says in lines[0]
+    assert all(line.startswith("bisweep: error: ") and len(line) <= 200 for line in lines), lines
+    assert snapshot(box, box / "res") == before and not list((box / "res").iterdir())
+

@@ -6,6 +6,7 @@ allowed, so a mistyped option never turns into a hang, a traceback or a half-wri
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import re
 import socket
@@ -62,6 +63,9 @@ def ray_address(address: str | None) -> tuple[str | None, str]:
 
 def check_address(address: str | None, field: str = "address") -> None:
     """--address (or RAY_ADDRESS, `field`): host:port of a reachable Ray head (or 'auto'); refused at once otherwise."""
+    if address is not None and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise ParameterError(f"{field}: {mask(address)} is a Ray Client address, which needs the package ray[client] "
+                             "(pip install 'ray[client]'); or give the head's host:port (e.g. 127.0.0.1:6379)")
     if address is None or address == "auto" or address.startswith("ray://"):
         return
     unset = "; unset it to start a local Ray" if field == "RAY_ADDRESS" else ""
@@ -161,7 +165,9 @@ def _check_database(uri: str, scheme: str) -> None:
     try:
         url = make_url(uri)
         host, port = url.host, url.port or DATABASE_PORTS[scheme]
-    except (ArgumentError, ValueError) as exc:  # a port that is no number
+    except ValueError:  # a port that is no number
+        raise ParameterError(f"tracking-uri: cannot read {mask(uri)!r}: the port is not a number") from None
+    except ArgumentError as exc:
         raise ParameterError(f"tracking-uri: cannot read {mask(uri)!r} ({mask_text(str(exc))[:200]})") from None
     refused = host and _refused(host, port, f"database server answers at {host}:{port}")
     if refused:

@@ -29,7 +29,8 @@ from sweep.execution.background import Background
 from sweep.execution.lock import StudyLock
 from sweep.execution.processes import PIDS_FILE, ProcessGuard
 from sweep.execution.progress import Progress, print_line
-from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
+from sweep.execution.ray_cluster import (RAY_START_SECONDS, ClusterError, check_head, quiet_logs, start_ray,
+                                         stop_ray)
 from sweep.execution.session import Session, Timeline, process_start
 from sweep.report.build import build_report
 from sweep.results.safe_files import check_tree, open_file
@@ -82,6 +83,7 @@ class Driver:
     storage_path: str | None
     num_cpus: int | None
     out: TextIO
+    ray_start_timeout: float = RAY_START_SECONDS
 
     def say(self, text: str) -> None:
         """A line of the driver's own (a phase)."""
@@ -91,7 +93,8 @@ class Driver:
 # ---------------------------------------------------------------- the study
 def run_study(study: Study | str, results_dir: str | Path | None = None, *, address: str | None = None,
               tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
-              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
+              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None,
+              ray_start_timeout: float = RAY_START_SECONDS) -> Outcome:
     """Run (or finish) a study (validated, or a built-in name or YAML file) and write its report; see the module
     docstring."""
     study = study if isinstance(study, Study) else spec.load(study)
@@ -111,17 +114,18 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
-    driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out)
+    driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out, ray_start_timeout)
     with StudyLock(str(root)):  # one driver per results directory
         if kinds.get(study.kind).growth(study) is None:
             return _run_locked(study, report, driver)
         session = functools.partial(_run_locked, driver=driver, ray_held=True)  # (study, report) of a round
-        with _ray_up(root, address, num_cpus, driver.say, " for every tuning round"):  # one Ray for all the rounds
+        with _ray_up(root, address, num_cpus, driver.say, " for every tuning round", driver.ray_start_timeout):  # one Ray for all the rounds
             return rounds.run_rounds(study, ResultStore(root), session, report, out)
 
 
 @contextlib.contextmanager
-def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "") -> Iterator[None]:
+def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "",
+            start_timeout: float = RAY_START_SECONDS) -> Iterator[None]:
     """Ray started (or connected to) for the block, and for a local Ray the process guard; both stopped after.
 
     Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
@@ -139,7 +143,7 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
             "no process stopped")
     started = False
     try:
-        started = start_ray(address, num_cpus)
+        started = start_ray(address, num_cpus, start_timeout)
         yield
     finally:
         if started:
@@ -255,7 +259,7 @@ def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before
     progress = Progress(session.study, done_before, session.out)
     loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(driver.root, driver.address, driver.num_cpus,
-                                                                     progress.message)
+                                                                     progress.message, "", driver.ray_start_timeout)
     try:
         with held:
             session.timeline.mark("ray_ready")

@@ -2,7 +2,9 @@
 process of anyone else's, writes nothing outside the results directory, shows no secret, and every failure is one
 line with its exit code. One table per numbered case of the issue; every case checks the one line, the exit code
 and that nothing outside the results directory changed."""
+import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -312,3 +314,101 @@ def test_4_an_alias_bomb_is_refused_in_seconds_in_short_lines(box, capsys, name,
     assert all(line.startswith("bisweep: error: ") and len(line) <= 200 for line in lines), lines
     assert snapshot(box, box / "res") == before and not list((box / "res").iterdir())
 
+
+# ---------------------------------------------------------------- 5, 6, 8: one line and an exit code for each failure
+def raise_in_ray(exc: BaseException):
+    """A function that raises `exc` from a file under a 'ray' folder, as Ray's own code would."""
+    space: dict = {}
+    exec(compile("def run_study(*a, **k):\n    raise EXC\n", os.path.join(os.sep, "x", "ray", "worker.py"), "exec"),
+         space)
+    space["EXC"] = exc
+    return space["run_study"]
+
+
+def disk_full_in_sqlite(*args, **kwargs):
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+    raise OperationalError("INSERT INTO metrics ...", {}, sqlite3.OperationalError("database or disk is full"))
+
+
+def ray_did_not_start(*args, **kwargs):
+    from sweep.execution import ray_cluster
+
+    calls = []
+
+    def init():
+        calls.append(1)
+        raise Exception("The current node timed out during startup. This could happen because some of the raylet "
+                        "failed to startup or the GCS has become overloaded.")
+    ray_cluster._start_local(init, 300.0)
+
+
+@pytest.fixture
+def not_postgres():
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer():
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                with conn:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+RUN = ["run", "tiny.yaml", "--results-dir", "res"]
+FAILURES = [  # (name, command line, what stands in for the fault, exit code, the line's start)
+    ("5 raylet died", RUN, raise_in_ray(BrokenPipeError(32, "Broken pipe")), 1,
+     "bisweep: error: the local Ray stopped under the study (its raylet or a worker died"),
+    ("5 disk full", RUN, disk_full_in_sqlite, 1, "bisweep: error: the disk is full (no space left on device)"),
+    ("5 ray start-up timed out", RUN, ray_did_not_start, 1,
+     "bisweep: error: the local Ray did not start within 0 s (tried twice) — the machine is busy (load "),
+    ("5 results dir a link loop", ["run", "tiny.yaml", "--results-dir", "loop/res"], None, 2,
+     "bisweep: error: results-dir: loop/res cannot be resolved: a symbolic link loop"),
+    ("5 http password with /", RUN + ["--tracking-uri", "http://u:pa/ss@127.0.0.1:5000"], None, 2,
+     "bisweep: error: tracking-uri: cannot read the host of http://u:***@127.0.0.1:5000: a '/' (or ':') in the user "
+     "name or password must be percent-encoded"),
+    ("6 not a PostgreSQL server", RUN + ["--tracking-uri", "postgresql://u:pw@127.0.0.1:{port}/db"], None, 2,
+     "bisweep: error: tracking-uri: not a PostgreSQL server at 127.0.0.1:{port}"),
+    ("8 newline in results-dir", ["run", "tiny.yaml", "--results-dir", "./a\nb"], None, 2,
+     "bisweep: error: results-dir: './a\\nb' holds a control character"),
+    ("8 num-cpus abc", RUN + ["--num-cpus", "abc"], None, 2,
+     "bisweep: error: argument --num-cpus: invalid int value: 'abc' (see `bisweep run --help`)"),
+    ("8 unknown option", RUN + ["--bogus"], None, 2, "bisweep: error: unrecognized arguments: --bogus"),
+    ("8 list junk", ["list", "junk"], None, 2, "bisweep: error: argument what: invalid choice: 'junk'"),
+    ("8 no problems", ["run", "noproblems.yaml", "--results-dir", "res"], None, 2,
+     "bisweep: error: problems: is required"),
+]
+if importlib.util.find_spec("grpc") is None:
+    FAILURES.append(("5 ray:// without ray[client]", RUN + ["--address", "ray://127.0.0.1:10001"], None, 2,
+                     "bisweep: error: address: ray://127.0.0.1:10001 is a Ray Client address, which needs the "
+                     "package ray[client]"))
+
+
+@pytest.mark.parametrize("name, argv, fault, code, start", FAILURES, ids=[f[0] for f in FAILURES])
+def test_5_6_8_each_failure_is_one_line_with_its_exit_code(box, capsys, monkeypatch, not_postgres, name, argv, fault,
+                                                           code, start):
+    import sweep.cli
+
+    (box / "loop").symlink_to("loop")
+    (box / "noproblems.yaml").write_text(yaml.safe_dump({k: v for k, v in TINY.items() if k != "problems"}))
+    if fault is not None:  # after every check: a stand-in for the study's run
+        monkeypatch.setattr(sweep.cli, "run_study", fault)
+    argv = [a.format(port=not_postgres) for a in argv]
+    before = snapshot(box, box / "res")
+    try:
+        got = main(argv)
+    except SystemExit as exc:  # argparse's
+        got = exc.code
+    assert got == code
+    assert one_line(capsys).startswith(start.format(port=not_postgres))
+    assert snapshot(box, box / "res") == before and not list((box / "res").iterdir())

@@ -170,6 +170,7 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    store.repair(p.run_key(s) for p, s in pending)  # what a killed driver left half-written
     writer = None
     if pending:
         if done:

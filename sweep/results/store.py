@@ -255,6 +255,39 @@ class ResultStore:
             self._ended = ended
         return self._ended
 
+    def repair(self, rerun: Iterable[str]) -> tuple[int, int]:
+        """Before a session resumes: ended.txt gets every intact summary it does not list (a driver killed between
+        the two writes), and each run of `rerun` (runs to run again) without a midway checkpoint loses its records
+        and any torn summary, so that its new run writes them whole instead of keeping the old lines
+        where the new ones repeat an iteration. (summaries added to ended.txt, runs reset)."""
+        listed = set()
+        path = self.root / "ended.txt"
+        if path.exists():
+            listed = {key for status, _, key in (ln.partition(" ") for ln in path.read_text().splitlines()) if key}
+        missing = [(k, s) for k, s in self._load_ended().items() if k not in listed]
+        if missing:
+            with open_file(path, "a") as fh:
+                fh.write("".join(f"{status} {key}\n" for key, status in missing))
+        resumable = self.checkpoints()
+        on_disk = {name: set(os.listdir(self.root / name)) if (self.root / name).is_dir() else set()
+                   for name in ("records", "runs")}
+        reset = 0
+        for key in rerun:
+            if key in resumable:
+                continue
+            gone = False
+            for name, suffix in (("records", ".jsonl"), ("runs", ".json")):
+                if f"{key}{suffix}" in on_disk[name] and (name == "records" or self.summary(key) is None):
+                    os.unlink(self.root / name / f"{plain(key, 'run key')}{suffix}")  # a failed run's summary stays
+                    gone = True
+            if gone:
+                reset += 1
+                self._seen.pop(key, None)
+                if self._ended is not None:
+                    self._ended.pop(key, None)
+        self._listed = None
+        return len(missing), reset
+
     def done(self, run_keys: Iterable[str]) -> set[str]:
         """The runs among `run_keys` that finished or diverged."""
         ended = self._load_ended()

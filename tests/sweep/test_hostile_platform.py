@@ -3,6 +3,7 @@ process of anyone else's, writes nothing outside the results directory, shows no
 line with its exit code. One table per numbered case of the issue; every case checks the one line, the exit code
 and that nothing outside the results directory changed."""
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -412,3 +413,82 @@ def test_5_6_8_each_failure_is_one_line_with_its_exit_code(box, capsys, monkeypa
     assert got == code
     assert one_line(capsys).startswith(start.format(port=not_postgres))
     assert snapshot(box, box / "res") == before and not list((box / "res").iterdir())
+
+
+# ---------------------------------------------------------------- 7: resume repairs exactly
+def _two_runs(box, toy_study, write_synthetic):
+    """A finished study of two runs (a, b) with three records each; its store and keys."""
+    st = toy_study(seeds=2)
+    recs = lambda p, s: [{"iteration": i, "status": "running" if i < 2 else "finished", "F": 1.0 + s + i}
+                         for i in range(3)]
+    store = write_synthetic(st, box / "res", lambda p, s: ("finished", recs(p, s)[-1]), recs)
+    a, b = (st.points[0].run_key(s) for s in st.seeds)
+    return store, a, b
+
+
+def torn_summary(root, a, b):
+    (root / "runs" / f"{a}.json").write_text('{"status": "fini')  # the driver died mid-write
+    lines = (root / "ended.txt").read_text().splitlines()
+    (root / "ended.txt").write_text("".join(f"{ln}\n" for ln in lines if not ln.endswith(f" {a}")))
+
+
+def unlisted(root, a, b):
+    lines = (root / "ended.txt").read_text().splitlines()  # died between the summary and its ended.txt line
+    (root / "ended.txt").write_text("".join(f"{ln}\n" for ln in lines if not ln.endswith(f" {b}")))
+
+
+def checkpointed(root, a, b):
+    torn_summary(root, a, b)
+    (root / "resume.txt").write_text(f"{a} /somewhere/checkpoint_000001\n")
+
+
+def failed(root, a, b):
+    summary = json.loads((root / "runs" / f"{a}.json").read_text())
+    (root / "runs" / f"{a}.json").write_text(json.dumps({**summary, "status": "failed"}))
+    (root / "ended.txt").write_text((root / "ended.txt").read_text() + f"failed {a}\n")
+
+
+REPAIRS = [  # (name, damage, runs to run again, (added to ended.txt, reset), a's records kept, a's summary kept)
+    ("torn summary", torn_summary, "a", (0, 1), False, False),
+    ("intact summary missing from ended.txt", unlisted, "", (1, 0), True, True),
+    ("torn with a midway checkpoint", checkpointed, "a", (0, 0), True, False),
+    ("failed", failed, "a", (0, 1), False, True),
+]
+
+
+@pytest.mark.parametrize("name, damage, rerun, counts, records_kept, summary_kept", REPAIRS,
+                         ids=[r[0] for r in REPAIRS])
+def test_7_a_resume_repairs_what_a_killed_driver_left(box, toy_study, write_synthetic, name, damage, rerun, counts,
+                                                      records_kept, summary_kept):
+    from sweep.results.store import ResultStore
+
+    _, a, b = _two_runs(box, toy_study, write_synthetic)
+    root = box / "res"
+    damage(root, a, b)
+    before = snapshot(box, root)
+    store = ResultStore(root)
+    keys = {"a": a, "b": b}
+    assert store.repair([keys[k] for k in rerun]) == counts
+    assert (root / "records" / f"{a}.jsonl").exists() == records_kept
+    assert ((root / "runs" / f"{a}.json").exists() and ResultStore(root).summary(a) is not None) == summary_kept
+    listed = dict(reversed(ln.split(" ", 1)) for ln in (root / "ended.txt").read_text().splitlines())
+    assert listed.get(b) == "finished"  # every intact summary is in ended.txt
+    fresh = ResultStore(root)
+    assert fresh.done([a, b]) == ({a, b} if not rerun else {b})
+    if not records_kept:  # the re-run's records are stored whole, none of the old ones kept in their place
+        fresh.append_many(a, [{"iteration": 0, "status": "running", "F": 42.0}])
+        assert [r["F"] for r in fresh.records(a)] == [42.0]
+    assert snapshot(box, root) == before
+
+
+def test_7_a_lone_run_of_a_batched_study_runs_batched():
+    """A run re-run alone after its companions finished: batched still (a batch of one), as when it first ran."""
+    from tests.sweep.execution.test_batched_trials import config, study
+    from tests.sweep.execution.test_trainable import by_run, collect
+
+    st = study(algorithms=["soba"], seeds=[0])
+    whole = config(st)
+    lone = dataclasses.replace(whole, runs=whole.runs[:1])
+    records, _ = by_run(collect(lone)[0])
+    (key,) = records
+    assert {r.get("time_mode") for r in records[key]} == {"batched"}

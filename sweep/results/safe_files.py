@@ -10,11 +10,13 @@ A refusal is one line naming the path (exit code 2).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import stat
 from pathlib import Path
+from collections.abc import Iterator
 from typing import IO, Any
 
 from problems.validation import ParameterError
@@ -33,6 +35,17 @@ def _refuse(path: str | os.PathLike, what: str) -> UnsafePath:
                       "the results directory (remove it)")
 
 
+@contextlib.contextmanager
+def _loop_refused(path: str) -> Iterator[None]:
+    """The block, with a symbolic link loop at `path` (ELOOP) turned into the one-line refusal."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(path, "is a symbolic link loop") from None
+        raise
+
+
 def _inside(root: str, path: str) -> bool:
     real_root, real = os.path.realpath(root), os.path.realpath(path)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
@@ -48,14 +61,9 @@ def folder(root: str | os.PathLike, path: str | os.PathLike) -> Path:
     current = root
     for part in ([] if rel == os.curdir else Path(rel).parts):
         current = os.path.join(current, part)
-        try:
-            os.mkdir(current)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _refuse(current, "is a symbolic link loop") from None
-            raise
+        with _loop_refused(current):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(current)
         mode = os.lstat(current).st_mode
         if stat.S_ISLNK(mode):
             raise _refuse(current, "is a symbolic link")
@@ -107,14 +115,10 @@ def check_tree(root: str | os.PathLike) -> None:
     there by themselves (`THIRD_PARTY`) or in a report folder (whose old files a report deletes first), before
     anything is written; a top that is a link loop is refused too."""
     root = os.path.abspath(root)
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
+    if not os.path.lexists(root):
         return
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _refuse(root, "is a symbolic link loop") from None
-        raise
+    with _loop_refused(root):
+        entries = list(os.scandir(root))
     for entry in entries:
         if entry.is_symlink():
             raise _refuse(entry.path, "is a symbolic link")

@@ -170,7 +170,10 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
-    store.repair(p.run_key(s) for p, s in pending)  # what a killed driver left half-written
+    added, reset = store.repair(p.run_key(s) for p, s in pending)  # what a killed driver left half-written
+    if added or reset:
+        say(f"bisweep: repaired what a killed driver left: {added} ended runs noted in ended.txt, {reset} runs to "
+            "run again from the start (their old records dropped)")
     writer = None
     if pending:
         if done:

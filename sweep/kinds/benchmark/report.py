@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sweep.compare import figures as bench_figures, profiles, runtime, statistics
-from sweep.kinds.benchmark import numbers as bench
+from sweep.kinds.benchmark import numbers as bench, targets
 from sweep.report import tables
 from sweep.results.runs import RunData
 
@@ -45,7 +45,7 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
     """Every table and figure of a benchmark study; printed: tuning, the family ranking, power, primary."""
     axis, goal = meta["axis"], meta["report"]["goal"]
     frame = bench.run_frame(runs, meta)
-    bounds = bench.instance_bounds(runs, axis)
+    bounds = bench.instance_bounds(runs, axis, directory)
     tuned, tuned_goal = bench.tuning_frame(frame, runs, axis, bounds, goal)
     chosen = bench.choices(tuned, axis, tuned_goal)
     tuning_rows = records(bench.tuning_table(tuned, axis, tuned_goal).assign(tune_on=axis.get("tune_on", "final")))
@@ -58,7 +58,7 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
         ranks.append(r)
         pairs.append(p)
         powers.append(pw)
-        erts.append(ert_rows(costs, units, budget).assign(budget=name))
+        erts.append(ert_rows(costs, units, bench.weights(axis)).assign(budget=name))
         dense = bench.hitting_costs(units, axis, bounds, runtime.ecdf_taus(axis["taus"]))
         areas.append(ecdf_areas(dense, budget).assign(budget=name))
         if name == "large":
@@ -75,6 +75,9 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
     write_frame(directory / "ecdf_area.csv", pd.concat(areas, ignore_index=True))
     power = pd.concat(powers, ignore_index=True)
     out = {"tuning": tuning_rows, "power": records(power.drop(columns=["power", "family"]))}
+    note = targets.below_note(bounds)
+    if note:
+        out["reference"] = [{"note": note}]
     if ranking_frame.empty:
         return out, plots
     family = ranking_frame[(ranking_frame["problem"] == FAMILY) & (ranking_frame["budget"] == "large")]
@@ -109,33 +112,30 @@ def write_frame(path: Path, frame: pd.DataFrame, columns: list[str] | None = Non
 
 
 # ------------------------------------------------------------------ runtime distributions
-def ert_rows(costs: pd.DataFrame, units: list[dict[str, Any]], budget: float) -> pd.DataFrame:
-    """ERT per problem, τ and algorithm: gradient-equivalents (an unsuccessful run charged the call budget)
-    and samples (charged the samples that budget buys at the run's own samples per gradient-equivalent)."""
+def ert_rows(costs: pd.DataFrame, units: list[dict[str, Any]], weights: dict[str, float]) -> pd.DataFrame:
+    """ERT per problem, τ and algorithm in gradient-equivalents and samples, an unsuccessful run charged what it
+    actually spent (its last record's; exact budgets: never more than the budget)."""
     if costs.empty:
         return pd.DataFrame(columns=["problem", "tau", "algorithm", "runs", "successes", "ert_calls", "ert_samples"])
     rows = []
-    rate = _samples_per_call(units)
+    spent = _spent(units, weights)
     for (prob, tau, name), g in costs.groupby(["problem", "tau", "algorithm"], sort=True):
-        charge = np.array([budget * rate.get((prob, r.instance, r.seed, name), math.nan)
-                           for r in g.itertuples(index=False)])
+        charge = np.array([spent.get((prob, r.instance, r.seed, name), (math.nan, math.nan))
+                           for r in g.itertuples(index=False)]).reshape(-1, 2)
         calls, samples = g["calls"].to_numpy(float), g["samples"].to_numpy(float)
-        solved = np.isfinite(calls)
-        ert_samples = (math.inf if not solved.any() else
-                       float((samples[solved].sum() + np.nansum(charge[~solved])) / solved.sum()))
-        rows.append({"problem": prob, "tau": tau, "algorithm": name, "runs": len(g), "successes": int(solved.sum()),
-                     "ert_calls": runtime.ert(calls, budget), "ert_samples": ert_samples})
+        rows.append({"problem": prob, "tau": tau, "algorithm": name, "runs": len(g),
+                     "successes": int(np.isfinite(calls).sum()), "ert_calls": runtime.ert(calls, charge[:, 0]),
+                     "ert_samples": runtime.ert(np.where(np.isfinite(calls), samples, math.inf), charge[:, 1])})
     return pd.DataFrame(rows)
 
 
-def _samples_per_call(units: list[dict[str, Any]]) -> dict[tuple, float]:
-    """Samples per gradient-equivalent of each run, from its last record."""
+def _spent(units: list[dict[str, Any]], weights: dict[str, float]) -> dict[tuple, tuple[float, float]]:
+    """(gradient-equivalents, samples) each run spent in all, from its last record."""
     out = {}
     for u in units:
         last = u["records"][-1] if u["records"] else {}
-        calls = float(last.get("calls/total", 0) or 0)
         out[(u["problem"], u["instance"], u["seed"], u["algorithm"])] = (
-            float(last.get("samples/total", math.nan)) / calls if calls else math.nan)
+            profiles.gradient_equivalents(last, weights), float(last.get("samples/total", math.nan)))
     return out
 
 

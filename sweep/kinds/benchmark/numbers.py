@@ -253,7 +253,7 @@ def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any], bounds: 
     (default the axis's); an algorithm absent from a problem is not counted there."""
     if not units:
         return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES,
-                                     "start", "lower", "lower_exact", "lower_source", "target"])
+                                     "spent", "start", "lower", "lower_exact", "lower_source", "target"])
     hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
     taus = axis["taus"] if taus is None else taus
     frames = [profiles.hitting_costs(h, taus, axis["metric"], bounds=bounds[bounds["problem"] == prob])

@@ -259,9 +259,15 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
             and r["budget"] == "large" and float(r["tau"]) == 0.1]
     assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-12)
     assert (pair[0]["a"], pair[0]["b"], pair[0]["units"]) == ("aid_cg", "soba", "7")
-    # Hodges–Lehmann of the differences 100 + 2i (i = 2..8): the median of their Walsh averages, 110.
-    assert float(pair[0]["effect"]) == 110.0
-    assert float(pair[0]["effect_low"]) <= 110.0 <= float(pair[0]["effect_high"])
+    # soba wins on every instance: P(aid_cg beats soba) = 0, its interval [0, 0]; the sign test's p is 2/2^7.
+    assert (pair[0]["wins"], pair[0]["losses"], pair[0]["ties"]) == ("0", "7", "0")
+    assert [float(pair[0][k]) for k in ("p_beats", "p_beats_low", "p_beats_high")] == [0.0, 0.0, 0.0]
+    assert pair[0]["test"] == "exact sign test on instance wins (ties dropped)"
+    # Every run hits at τ = 0.1: ERT = Σ costs / (14 hits + ½) on each side.
+    aid_sum, soba_sum = sum(sum(g) for g in aid), sum(sum(g) for g in soba)
+    assert float(pair[0]["log_ert_ratio"]) == pytest.approx(math.log(aid_sum / soba_sum), rel=1e-12)
+    assert float(pair[0]["log_ert_low"]) <= float(pair[0]["log_ert_ratio"]) <= float(pair[0]["log_ert_high"])
+    assert pair[0]["family"] == "per-problem pairs at budget large, τ 0.1"
     assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
     assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
     # τ = 1e-3 (F <= 0.1 + 1e-3 · 9.9): only soba's study-2 choice reaches it, so on every instance the median
@@ -273,25 +279,29 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
     one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
     assert {(r["instances"], r["runs"]) for r in one} == {("7", "7")}
     power = {(r["budget"], float(r["tau"])): r for r in read_csv(rep.directory / "power.csv")}
-    assert power[("large", 0.1)]["tested"] == "True" and float(power[("large", 0.1)]["smallest_p_holm"]) == p
-    # τ = 1e-3: nobody reaches it, every difference is a tie: nothing left to test.
-    assert power[("large", 0.001)]["nonzero"] == "0" and power[("large", 0.001)]["tested"] == "False"
-    assert power[("large", 0.1)]["instances_needed"] == "6"
+    assert power[("large", 0.1)]["significant"] == "True" and float(power[("large", 0.1)]["p_holm"]) == p
+    assert power[("large", 0.1)]["instances_needed"] == "7"  # significant with the 7 it has
+    # τ = 1e-3: nobody reaches it on any instance (medians over studies): all ties, no effect to power.
+    assert power[("large", 0.001)]["instances_needed"] == "no effect observed"
 
 
-def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path):
+def test_a_group_too_small_for_significance_gets_effects_and_instances_needed_beyond_it(tmp_path):
     from sweep.kinds.benchmark import report
 
-    # 4 instances, one pair: 2/2^4 > 0.05, so the group is not tested and no test is written.
+    # 4 instances, soba cheaper on 3, aid_cg on 1: sign test p = 0.625, not significant; the effect is finite.
     costs = pd.DataFrame([{"problem": "quadratic", "instance": i, "seed": 1, "algorithm": a, "tau": 0.1,
-                           "calls": 100.0 + i + (50 if a == "aid_cg" else 0), "samples": math.nan, "seconds": 1.0}
-                          for i in range(4) for a in ("aid_cg", "soba")])
+                           "calls": 100.0 + i + (50 if (a == "aid_cg") != (i == 0) else 0), "samples": math.nan,
+                           "seconds": 1.0, "spent": 300.0} for i in range(4) for a in ("aid_cg", "soba")])
     ranks, pairs, power = report.ranking(costs, "large", 0)
-    assert pairs.empty and list(power["tested"]) == [False] and set(ranks["rank_calls"]) == {1}
-    assert (power["nonzero"].tolist(), power["smallest_p_holm"].tolist()) == ([4], [0.125])
-    report.write_frame(tmp_path / "pairwise.csv", pairs, report.PAIRWISE)
-    assert (tmp_path / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
-                                                       "effect_low,effect_high\n")
+    row = pairs.iloc[0]
+    assert (row["wins"], row["losses"], row["p"]) == (1, 3, pytest.approx(0.625))
+    assert row["p_beats"] == 0.25 and np.isfinite(pairs[["p_beats_low", "p_beats_high", "log_ert_ratio",
+                                                         "log_ert_low", "log_ert_high"]].to_numpy(float)).all()
+    assert set(ranks["rank_calls"]) == {1}
+    need = power.iloc[0]["instances_needed"]
+    assert int(need) > 4 and "not significant" in power.iloc[0]["power"]
+    report.write_frame(tmp_path / "pairwise.csv", pairs.iloc[:0], report.PAIRWISE)
+    assert (tmp_path / "pairwise.csv").read_text() == ",".join(report.PAIRWISE) + "\n"
 
 
 def test_one_target_per_instance_for_every_algorithm_and_budget(built, read_csv):

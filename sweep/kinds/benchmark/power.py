@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sweep.compare import statistics
+from sweep.compare import effects, statistics
 
 POWER = 0.8
 SIMULATIONS = 400
@@ -125,8 +125,6 @@ def _outcomes(g: pd.DataFrame, a: str, b: str) -> np.ndarray:
     """Per instance both ran on: 1 a wins, ½ tie, 0 b wins (medians over replicates; statistics.pairwise_tests)."""
     table = g.pivot_table(index=["instance", "seed"], columns="algorithm", values="calls", aggfunc="first")
     pairs = statistics.paired_instances(table, a, b)
-    from sweep.compare import effects
-
     return effects.outcomes([np.median(p[:, 0]) for p in pairs], [np.median(p[:, 1]) for p in pairs])
 
 

@@ -110,7 +110,9 @@ def power_rows(frame: pd.DataFrame, tests: pd.DataFrame, budget: str, seed: int,
                "family_pairs": sizes[family], "family": family, "a": "", "b": "", "p_holm": math.nan,
                "significant": False, "power_now": math.nan, "instances_needed": "no effect observed"}
         if not t.empty:
-            best = t.sort_values(["p_value", "algorithm_a", "algorithm_b"], kind="stable").iloc[0]
+            imbalance = -(t["wins"] - t["losses"]).abs()  # at equal p, the pair with an effect before a balanced one
+            best = t.assign(_i=imbalance).sort_values(["p_value", "_i", "algorithm_a", "algorithm_b"],
+                                                      kind="stable").iloc[0]
             outcomes = _outcomes(g, best["algorithm_a"], best["algorithm_b"])
             significant = bool(best["p_holm"] < alpha)
             need, now = instances_needed(outcomes, have, sizes[family], significant, seed, alpha)

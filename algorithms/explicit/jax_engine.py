@@ -1,0 +1,88 @@
+"""The JAX engine of an explicit definition: `jax.vmap` over the K runs, the whole run one `jax.jit` program.
+
+The program takes the stacked initial state, the problem's arrays and the (K,) hyperparameter vectors; a
+`lax.scan` over the stretches between evaluation points runs each stretch's steps in a `lax.fori_loop`
+(its length an argument, so one compiled program serves any points) and evaluates at its end, on the
+device, so the host sees the values once, at the end. Float64 throughout (`jax.enable_x64`, a context:
+the rest of the process keeps JAX's default). The device is JAX's default (`JAX_PLATFORMS` chooses it).
+JAX is an optional extra: this module imports it only when an engine runs, and says so in one line when
+it is not installed.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import AlgorithmConfig, get
+from algorithms.explicit.definition import Definition
+from algorithms.explicit.result import Result
+from algorithms.stacked import group_key
+from problems.pure import as_arrays, pure
+from problems.validation import ParameterError
+
+#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, number of stretches, device).
+_COMPILED: dict[tuple, Any] = {}
+
+
+def jax_modules() -> tuple[Any, Any]:
+    """(jax, jax.numpy), or one line saying how to install them."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as exc:
+        raise ParameterError(f"backend: 'jax' needs JAX ({exc}); pip install 'bilevel-sweep[jax]' "
+                             "or use backend 'numpy'") from None
+    return jax, jnp
+
+
+def device() -> str:
+    """The platform JAX runs on here (cpu, gpu, tpu), as `JAX_PLATFORMS` chose it."""
+    jax, _ = jax_modules()
+    return jax.default_backend()
+
+
+def _program(defn: Definition, config: AlgorithmConfig) -> Any:
+    """The whole run as a function of (state, oracles, hyper, lengths), for jax.jit."""
+    jax, jnp = jax_modules()
+
+    def program(state: Any, oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any]:
+        step = jax.vmap(lambda s, h: defn.step(s, oracles, h, config, jnp))
+
+        def evaluate(s: Any) -> dict[str, Any]:
+            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, jnp))(s, hyper)
+            return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
+
+        def stretch(s: Any, n: Any) -> tuple[Any, dict[str, Any]]:
+            s = jax.lax.fori_loop(0, n, lambda _, s1: step(s1, hyper), s)
+            return s, evaluate(s)
+
+        final, later = jax.lax.scan(stretch, state, lengths)
+        return final, evaluate(state), later
+
+    return program
+
+
+def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
+    """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`."""
+    jax, jnp = jax_modules()
+    config = configs[0]
+    with jax.enable_x64(True):
+        oracles = as_arrays(pure(problem), jnp.asarray)
+        hyper = defn.hyper_columns(configs, jnp.asarray, shape=(-1,))
+        state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
+        lengths = jnp.asarray(np.diff(np.asarray(points, dtype=np.int64)))
+        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles), len(lengths), device())
+        compile_seconds = 0.0
+        if key not in _COMPILED:
+            start = time.perf_counter()
+            _COMPILED[key] = jax.jit(_program(defn, config)).lower(state, oracles, hyper, lengths).compile()
+            compile_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        final, first, later = jax.block_until_ready(_COMPILED[key](state, oracles, hyper, lengths))
+        values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1), np.asarray(later[n])]) for n in first}
+        final = type(final)(*(None if v is None else np.asarray(v) for v in final))
+        seconds = time.perf_counter() - start
+    return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds)

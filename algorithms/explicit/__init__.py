@@ -39,7 +39,7 @@ from typing import Any
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit import f2sa, soba  # noqa: F401  registers their definitions
-from algorithms.explicit.definition import Definition, decaying, define, defined, definition
+from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
 from algorithms.explicit.result import METRICS, Result, points
@@ -61,4 +61,4 @@ def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | Algo
 
 
 __all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",
-           "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]
+           "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]

@@ -118,3 +118,15 @@ def definition(name: str) -> Definition:
 def defined() -> list[str]:
     """The algorithms with an explicit definition."""
     return sorted(_DEFINITIONS)
+
+
+def repeat(n: int, body: Callable[[Any], Any], carry: Any, xp: Any) -> Any:
+    """`body` applied n times to `carry` (an inner loop of fixed length): a Python loop on NumPy, a
+    `lax.fori_loop` under JAX, so a compiled step holds the body once instead of n unrolled copies."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        return jax.lax.fori_loop(0, n, lambda _, c: body(c), carry)
+    for _ in range(n):
+        carry = body(carry)
+    return carry

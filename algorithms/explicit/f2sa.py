@@ -2,14 +2,14 @@
 
 The recursion of `algorithms.f2sa.F2SA`: K warm-started steps y −= (α_t/λ)(∇y f + λ∇y g)(y) and
 z −= β_t ∇y g(z), then x −= γ_t (∇x f(y) + λ(∇x g(y) − ∇x g(z))) and λ += δ_λ. K (`inner_steps`) is a
-loop count of the stack's shared config, unrolled when compiled. Full batch only for now.
+loop count of the stack's shared config (`repeat`: a fori_loop when compiled). Full batch only for now.
 """
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import Definition, decaying, define
+from algorithms.explicit.definition import Definition, decaying, define, repeat
 
 
 class F2SAState(NamedTuple):
@@ -39,8 +39,12 @@ def step(state: F2SAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
     x, y, z, lam = state.x, state.y, state.z, state.lam
     alpha, beta, gamma = steps(state, hyper)
     y_step = alpha / lam
-    for _ in range(config.inner_steps):
-        y, z = y - y_step * (oracles.grad_y_f(x, y) + lam * oracles.grad_y_g(x, y)), z - beta * oracles.grad_y_g(x, z)
+
+    def inner(yz: tuple[Any, Any]) -> tuple[Any, Any]:
+        y, z = yz
+        return y - y_step * (oracles.grad_y_f(x, y) + lam * oracles.grad_y_g(x, y)), z - beta * oracles.grad_y_g(x, z)
+
+    y, z = repeat(config.inner_steps, inner, (y, z), xp)
     hypergrad = oracles.grad_x_f(x, y) + lam * (oracles.grad_x_g(x, y) - oracles.grad_x_g(x, z))
     return F2SAState(oracles.project_x(x - gamma * hypergrad), y, z, lam + config.lam_step, state.t + 1, state.key)
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
 from algorithms.explicit.definition import Definition
+from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure
@@ -48,19 +49,25 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
     """The whole run as a function of (state, oracles, hyper, lengths), for jax.jit."""
     jax, jnp = jax_modules()
 
-    def program(state: Any, oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any]:
-        step = jax.vmap(lambda s, h: defn.step(s, oracles, h, config, jnp))
+    def program(state: Any, oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
+        def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
+            s = defn.step(s, oracles, h, config, jnp)
+            return s, watch_iterates(s, failed, limits, jnp)
+
+        step = jax.vmap(one)
+        limits = jax.vmap(lambda s: iterate_limits(s, jnp))(state)
 
         def evaluate(s: Any) -> dict[str, Any]:
             diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, jnp))(s, hyper)
             return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
 
-        def stretch(s: Any, n: Any) -> tuple[Any, dict[str, Any]]:
-            s = jax.lax.fori_loop(0, n, lambda _, s1: step(s1, hyper), s)
-            return s, evaluate(s)
+        def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
+            carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
+            return carry, evaluate(carry[0])
 
-        final, later = jax.lax.scan(stretch, state, lengths)
-        return final, evaluate(state), later
+        failed = jnp.full((state.x.shape[0], 1), NEVER)
+        (final, failed), later = jax.lax.scan(stretch, (state, failed), lengths)
+        return final, failed, evaluate(state), later
 
     return program
 
@@ -81,8 +88,9 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
             _COMPILED[key] = jax.jit(_program(defn, config)).lower(state, oracles, hyper, lengths).compile()
             compile_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        final, first, later = jax.block_until_ready(_COMPILED[key](state, oracles, hyper, lengths))
+        final, failed, first, later = jax.block_until_ready(_COMPILED[key](state, oracles, hyper, lengths))
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1), np.asarray(later[n])]) for n in first}
         final = type(final)(*(None if v is None else np.asarray(v) for v in final))
         seconds = time.perf_counter() - start
-    return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds)
+    return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
+                  failed=np.asarray(failed).ravel())

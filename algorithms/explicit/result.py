@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
+from algorithms.explicit.divergence import FACTOR, NEVER, first_bad_point, watched
 from algorithms.run import Budget, eval_points
 
 #: Metrics every engine records at an evaluation point (problems/pure.py computes them).
@@ -35,35 +36,60 @@ class Result:
     seconds: float = 0.0
     compile_seconds: float = 0.0
 
+    #: Per run, the iteration at which its x or y went out of bounds (divergence.NEVER: never).
+    failed: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if "F_gap" in self.values and np.isnan(self.values["F_gap"][0]).all():  # no known optimum: no gap
+            del self.values["F_gap"]
+
+    def _grown(self, k: int, rec: dict[str, Any]) -> str:
+        """The first watched metric of run k past its limit in `rec`."""
+        return next(n for n in watched(self.values) if abs(rec[n]) > FACTOR * max(abs(self.values[n][0, k]), 1.0))
+
+    def _ends(self) -> tuple[list[float], list[int], list[int]]:
+        failed = [NEVER] * len(self.configs) if self.failed is None else np.ravel(self.failed).tolist()
+        nonfinite, grown = first_bad_point(self.values)
+        return failed, nonfinite.tolist(), grown.tolist()
+
     @property
-    def diverged_at(self) -> np.ndarray:
-        """Per run, the index of the first evaluation point with a non-finite value (len(points): none)."""
-        bad = np.zeros((len(self.points), len(self.configs)), dtype=bool)
-        for v in self.values.values():
-            bad |= ~np.isfinite(v)
-        first = np.argmax(bad, axis=0)
-        return np.where(bad.any(axis=0), first, len(self.points))
+    def diverged_at(self) -> list[int | None]:
+        """Per run, the iteration its divergence was seen at (None: it did not diverge)."""
+        out: list[int | None] = [None] * len(self.configs)
+        for k, rec in self.records():
+            if rec["status"] == "diverged":
+                out[k] = rec["diverged_at"]
+        return out
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
-        "finished" at the last point, or "diverged" (the last finite record, `diverged_at` its point's
-        iteration) where a value became non-finite; then the run's records stop."""
+        "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
+        divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
         names = list(self.values)
         columns = [self.values[n].tolist() for n in names]  # Python floats at once, not per element
-        end, last = self.diverged_at.tolist(), len(self.points) - 1
-        previous: list[dict[str, Any] | None] = [None] * len(self.configs)
+        failed, nonfinite, grown = self._ends()
+        last, done = len(self.points) - 1, [False] * len(self.configs)
+        previous: list[dict[str, Any]] = [{"iteration": 0}] * len(self.configs)
         for i, it in enumerate(self.points):
             rows = [col[i] for col in columns]
             for k in range(len(self.configs)):
-                if end[k] < i:
+                if done[k]:
                     continue
-                if end[k] == i:
-                    base = previous[k] or {"iteration": 0}
-                    yield k, {**base, "status": "diverged", "diverged_at": it, "diverged_metric": "non-finite"}
+                why, at = None, it
+                if failed[k] != NEVER and failed[k] <= it:
+                    why, at = "iterates", int(failed[k])
+                elif nonfinite[k] == i:
+                    why = "non-finite"
+                if why is not None:
+                    done[k] = True
+                    yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
                     continue
                 rec = {"iteration": it, "status": "finished" if i == last else "running",
                        **{n: row[k] for n, row in zip(names, rows)}}
                 previous[k] = rec
+                if grown[k] == i:
+                    done[k] = True
+                    rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
                 yield k, rec
 
 

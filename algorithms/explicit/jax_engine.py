@@ -46,10 +46,11 @@ def device() -> str:
 
 
 def _program(defn: Definition, config: AlgorithmConfig) -> Any:
-    """The whole run as a function of (state, oracles, hyper, lengths), for jax.jit."""
+    """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations."""
     jax, jnp = jax_modules()
 
-    def program(state: Any, oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
+    def program(oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
+        state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
         def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
             return s, watch_iterates(s, failed, limits, jnp)
@@ -74,21 +75,22 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
 
 def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
     """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`."""
-    jax, jnp = jax_modules()
+    jax, _ = jax_modules()
     config = configs[0]
     with jax.enable_x64(True):
-        oracles = as_arrays(pure(problem), jnp.asarray)
-        hyper = defn.hyper_columns(configs, jnp.asarray, shape=(-1,))
-        state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
-        lengths = jnp.asarray(np.diff(np.asarray(points, dtype=np.int64)))
-        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles), len(lengths), device())
+        # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
+        oracles = as_arrays(pure(problem), np.asarray)
+        hyper = defn.hyper_columns(configs, shape=(-1,))
+        lengths = np.diff(np.asarray(points, dtype=np.int64))
+        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles),
+               len(lengths), device())
         compile_seconds = 0.0
         if key not in _COMPILED:
             start = time.perf_counter()
-            _COMPILED[key] = jax.jit(_program(defn, config)).lower(state, oracles, hyper, lengths).compile()
+            _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths).compile()
             compile_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        final, failed, first, later = jax.block_until_ready(_COMPILED[key](state, oracles, hyper, lengths))
+        final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths))
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1), np.asarray(later[n])]) for n in first}
         final = type(final)(*(None if v is None else np.asarray(v) for v in final))
         seconds = time.perf_counter() - start

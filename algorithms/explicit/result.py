@@ -3,6 +3,7 @@ records the run loop would give (`Result.records`), made from those arrays at th
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from algorithms.run import Budget, eval_points
 METRICS = ("F", "F_gap", "grad_F_sq", "y_err_sq")
 
 
+@functools.lru_cache(maxsize=64)
 def points(iterations: int, n_evals: int = 30) -> tuple[int, ...]:
     """The run loop's evaluation points for an iteration budget (algorithms.run.eval_points)."""
     return tuple(eval_points(Budget.from_dict({"iterations": iterations}), n_evals))
@@ -65,14 +67,15 @@ class Result:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
-        names = list(self.values)
-        columns = [self.values[n].tolist() for n in names]  # Python floats at once, not per element
+        names = ["iteration", "status", *self.values]
+        columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
         failed, nonfinite, grown = self._ends()
-        last, done = len(self.points) - 1, [False] * len(self.configs)
-        previous: list[dict[str, Any]] = [{"iteration": 0}] * len(self.configs)
+        k_runs, last = len(self.configs), len(self.points) - 1
+        done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
         for i, it in enumerate(self.points):
-            rows = [col[i] for col in columns]
-            for k in range(len(self.configs)):
+            status = "finished" if i == last else "running"
+            rows = zip([it] * k_runs, [status] * k_runs, *(col[i] for col in columns))  # one tuple per run
+            for k, row in enumerate(rows):
                 if done[k]:
                     continue
                 why, at = None, it
@@ -84,9 +87,7 @@ class Result:
                     done[k] = True
                     yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
                     continue
-                rec = {"iteration": it, "status": "finished" if i == last else "running",
-                       **{n: row[k] for n, row in zip(names, rows)}}
-                previous[k] = rec
+                rec = previous[k] = dict(zip(names, row))
                 if grown[k] == i:
                     done[k] = True
                     rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}

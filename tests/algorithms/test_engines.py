@@ -22,9 +22,15 @@ ITERATIONS, N_EVALS = 40, 8
 CONFIGS = {
     "soba": [{"rho": 0.1, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.2, "gamma_decay": 0.0}, {"rho": 0.2, "rho_decay": 0.0}],
     "f2sa": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "beta": 0.2, "gamma": 0.2}, {"alpha": 0.2, "alpha_decay": 0.5}],
+    "amigo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2, "gamma_decay": 0.5}],
+    "stocbio": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
+    "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
+                                                                   "warm_start": False}],
 }
 #: A config per algorithm whose run overflows within ITERATIONS.
-DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0}}
+DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
+             "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
+             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:
@@ -178,3 +184,8 @@ def test_the_benchmark_runs_at_its_tiny_size():
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith("jax ")]
     assert rows and all(float(r[4]) > 0 for r in rows), out.stdout  # configs·iterations per second
     assert "matmul" in out.stdout
+
+
+def test_the_explicit_modules_stay_small():
+    files = sorted((ROOT / "algorithms" / "explicit").glob("*.py")) + [ROOT / "problems" / "pure.py"]
+    assert len(files) >= 8 and all(len(f.read_text().splitlines()) <= 400 for f in files)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,9 +73,15 @@ class Result:
         failed, nonfinite, grown = self._ends()
         k_runs, last = len(self.configs), len(self.points) - 1
         done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
+        # Before the first point any run ends at, every run's record is its row: made without per-run checks.
+        first_end = min([*nonfinite, *grown, *(int(np.searchsorted(self.points, f)) for f in failed if f != NEVER)])
         for i, it in enumerate(self.points):
             status = "finished" if i == last else "running"
             rows = zip([it] * k_runs, [status] * k_runs, *(col[i] for col in columns))  # one tuple per run
+            if i < first_end:
+                previous = list(map(dict, map(zip, itertools.repeat(names), rows)))
+                yield from enumerate(previous)
+                continue
             for k, row in enumerate(rows):
                 if done[k]:
                     continue

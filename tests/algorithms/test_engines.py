@@ -24,13 +24,14 @@ CONFIGS = {
     "f2sa": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "beta": 0.2, "gamma": 0.2}, {"alpha": 0.2, "alpha_decay": 0.5}],
     "amigo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2, "gamma_decay": 0.5}],
     "stocbio": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
+    "aid_cg": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
     "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
                                                                    "warm_start": False}],
 }
 #: A config per algorithm whose run overflows within ITERATIONS.
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
              "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
-             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:

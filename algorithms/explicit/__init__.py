@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit import double_loop, f2sa, soba  # noqa: F401  registers their definitions
+from algorithms.explicit import double_loop, f2sa, momentum, soba  # noqa: F401  registers their definitions
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states

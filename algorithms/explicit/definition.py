@@ -34,7 +34,7 @@ Step = Callable[[State, Any, Any, AlgorithmConfig, Any], State]  # (state, oracl
 class Definition:
     """One algorithm as pure functions: `init(oracles, hyper, config, key, xp)` gives the state at iteration 0,
     `step(state, oracles, hyper, config, xp)` the state one outer iteration later (its `t` one higher),
-    `diagnostics(state, hyper, xp)` the numbers the run loop records as `diag/<name>` (the step sizes now).
+    `diagnostics(state, hyper, config, xp)` the numbers the run loop records as `diag/<name>` (the step sizes now).
 
     `name` is the registered algorithm it reproduces (its Config, its varying fields); the state must
     have fields `x`, `y` and `t` (the iteration, a float array of shape ()).
@@ -43,7 +43,7 @@ class Definition:
     name: str
     init: Init
     step: Step
-    diagnostics: Callable[[State, Any, Any], dict[str, Any]]
+    diagnostics: Callable[[State, Any, AlgorithmConfig, Any], dict[str, Any]]
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:
@@ -89,6 +89,11 @@ def _hyper_type(name: str, fields: tuple[str, ...]) -> type:
     if (name, fields) not in _HYPER:
         _HYPER[name, fields] = NamedTuple(f"{name.capitalize()}Hyper", [(f, Any) for f in fields])
     return _HYPER[name, fields]
+
+
+def number(name: str, hyper: Any, config: AlgorithmConfig) -> Any:
+    """A config number: from `hyper` where it may vary within a stack, else the stack's shared value."""
+    return getattr(hyper, name) if name in hyper._fields else float(getattr(config, name))
 
 
 def decaying(c: Any, exponent: Any, t: Any) -> Any:

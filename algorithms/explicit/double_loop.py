@@ -104,7 +104,7 @@ def conjugate_gradient(hvp: Callable, b: Any, v: Any, eta: Any, config: Algorith
     return repeat(config.cg_steps, iteration, (v, r, r, rr, xp.ones(rr.shape, dtype=bool)), xp)[0]
 
 
-def diagnostics(state: DoubleLoopState, hyper: Any, xp: Any) -> dict[str, Any]:
+def diagnostics(state: DoubleLoopState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
     alpha, gamma = steps(state, hyper)
     return {"alpha": alpha, "gamma": gamma}
 

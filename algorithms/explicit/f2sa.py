@@ -49,7 +49,7 @@ def step(state: F2SAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
     return F2SAState(oracles.project_x(x - gamma * hypergrad), y, z, lam + config.lam_step, state.t + 1, state.key)
 
 
-def diagnostics(state: F2SAState, hyper: Any, xp: Any) -> dict[str, Any]:
+def diagnostics(state: F2SAState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
     alpha, beta, gamma = steps(state, hyper)
     return {"lambda": state.lam, "alpha": alpha, "beta": beta, "gamma": gamma}
 

@@ -59,7 +59,7 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
         limits = jax.vmap(lambda s: iterate_limits(s, jnp))(state)
 
         def evaluate(s: Any) -> dict[str, Any]:
-            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, jnp))(s, hyper)
+            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp))(s, hyper)
             return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
 
         def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:

@@ -27,9 +27,9 @@ def stack_states(states: Sequence[Any]) -> Any:
     return type(first)(*(leaf([s[i] for s in states]) for i in range(len(first))))
 
 
-def _evaluate(defn: Definition, oracles: Any, state: Any, hyper: Any) -> dict[str, Any]:
+def _evaluate(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig) -> dict[str, Any]:
     with np.errstate(all="ignore"):  # a diverged run's values are recorded as they are (non-finite)
-        diag = defn.diagnostics(state, hyper, np)
+        diag = defn.diagnostics(state, hyper, config, np)
         return {**oracles.metrics(state.x, state.y), **{f"diag/{n}": v for n, v in diag.items()}}
 
 
@@ -47,10 +47,10 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
          points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]]]:
     """(final state, failed, values per point) of one run or one stack."""
     limits, failed = iterate_limits(state, np), np.full(np.shape(state.t)[:1] + (1,), NEVER)
-    values = [_evaluate(defn, oracles, state, hyper)]
+    values = [_evaluate(defn, oracles, state, hyper, config)]
     for a, b in zip(points, points[1:]):
         state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, limits)
-        values.append(_evaluate(defn, oracles, state, hyper))
+        values.append(_evaluate(defn, oracles, state, hyper, config))
     return state, failed, values
 
 

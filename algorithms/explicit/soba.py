@@ -41,7 +41,7 @@ def step(state: SOBAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
     return SOBAState(oracles.project_x(x - gamma * d_x), y - rho * d_y, v - rho * d_v, state.t + 1, state.key)
 
 
-def diagnostics(state: SOBAState, hyper: Any, xp: Any) -> dict[str, Any]:
+def diagnostics(state: SOBAState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
     rho, gamma = steps(state, hyper)
     return {"rho": rho, "gamma": gamma}
 

@@ -25,13 +25,14 @@ CONFIGS = {
     "amigo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2, "gamma_decay": 0.5}],
     "stocbio": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
     "aid_cg": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
+    "fsla": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "alpha_decay": 0.0}],
     "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
                                                                    "warm_start": False}],
 }
 #: A config per algorithm whose run overflows within ITERATIONS.
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
              "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
-             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:
@@ -105,6 +106,15 @@ def test_per_run_and_stacked_equal_todays_run_loop(problem, algorithm):
         assert [r["status"] for r in mine] == [r["status"] for r in records] and mine[-1]["status"] == "finished"
         for ours, theirs in zip(mine, records):
             assert max(abs(ours[n] - theirs[n]) for n in ours if n not in ("iteration", "status")) < EXACT
+
+
+def test_fsla_without_momentum_is_its_plain_direction_as_in_the_run_loop(problem):
+    config = {"alpha": 0.05, "gamma": 0.2, "momentum": 1.0}  # ρ = 1 at t = 0 only (decay): both branches run
+    stacked = explicit.run("fsla", problem, [config], ITERATIONS, N_EVALS, engine="stacked")
+    run = Run("fsla", problem, config, 0, {"iterations": ITERATIONS}, N_EVALS)
+    list(run.records())
+    for name in ("x", "y", "v", "d", "x_prev"):
+        assert np.max(np.abs(getattr(run.algorithm, name) - getattr(stacked.state, name)[0])) < EXACT, name
 
 
 @pytest.mark.parametrize("algorithm", sorted(CONFIGS))

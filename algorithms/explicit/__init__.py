@@ -14,8 +14,11 @@ The design, in the style of optax's `init`/`update`:
   `step(state, oracles, hyper, config, xp) -> state` over a NamedTuple of arrays, written ONCE for one run
   against an array namespace `xp` (numpy or jax.numpy). `hyper` holds the numbers that may differ between
   runs of a stack (the algorithm's `varying_fields`: step sizes and their decays), `config` the stack's
-  shared `AlgorithmConfig` (loop counts, flags). Its randomness comes from a key carried in the state;
-  on a deterministic problem there is none (`key` is None).
+  shared `AlgorithmConfig` (loop counts, flags; `number` reads a number from whichever holds it). Inner
+  loops of fixed length go through `repeat` (a Python loop on NumPy, a `lax.fori_loop` under JAX). Its
+  randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
+* Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA (momentum.py), AmIGO,
+  StocBiO, AID-FP and AID-CG (double_loop.py).
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants.
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
@@ -28,9 +31,12 @@ The design, in the style of optax's `init`/`update`:
   samples of the same algorithm, equal in distribution, not in value. On deterministic problems all
   engines agree.
 
-What the engines do not do (yet): minibatches (stochastic problems are refused), oracle counts and time
-budgets in records, divergence beyond "a non-finite value at an evaluation point" (no growth rule,
-no per-step check), checkpoints. `Result.records()` gives the run loop's records otherwise.
+* Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
+  compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
+
+What the engines do not do (yet): minibatches (stochastic problems are refused), problems other than the
+quadratic, oracle counts and seconds in records, oracle-call and seconds budgets, divergence settings other
+than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
 

@@ -192,9 +192,11 @@ def test_the_benchmark_runs_at_its_tiny_size():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_engines.py"), "--tiny"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("jax ")]
-    assert rows and all(float(r[4]) > 0 for r in rows), out.stdout  # configs·iterations per second
-    assert "matmul" in out.stdout
+    rows = [line.split() for line in out.stdout.splitlines() if line.split()[:1] == ["jax"]]
+    assert len(rows) == 1 and float(rows[0][4]) > 0, out.stdout  # configs·iterations per second
+    side = [line.split() for line in out.stdout.splitlines() if line.split()[1:2] in (["today"], ["stacked"], ["jax"])]
+    assert [r[1] for r in side] == ["today", "stacked", "jax"] and all(float(r[3]) > 0 for r in side), out.stdout
+    assert "float64 matmul" in out.stdout
 
 
 def test_the_explicit_modules_stay_small():

@@ -51,6 +51,7 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
 
     def program(oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
         state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
+
         def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
             return s, watch_iterates(s, failed, limits, jnp)

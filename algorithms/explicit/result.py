@@ -43,7 +43,8 @@ class Result:
     failed: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if "F_gap" in self.values and np.isnan(self.values["F_gap"][0]).all():  # no known optimum: no gap
+        gap, start = self.values.get("F_gap"), self.values["F"][0]
+        if gap is not None and np.all(np.isnan(gap[0]) | ~np.isfinite(start)):  # no known optimum: no gap
             del self.values["F_gap"]
 
     def _grown(self, k: int, rec: dict[str, Any]) -> str:

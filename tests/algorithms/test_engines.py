@@ -202,3 +202,13 @@ def test_the_benchmark_runs_at_its_tiny_size():
 def test_the_explicit_modules_stay_small():
     files = sorted((ROOT / "algorithms" / "explicit").glob("*.py")) + [ROOT / "problems" / "pure.py"]
     assert len(files) >= 8 and all(len(f.read_text().splitlines()) <= 400 for f in files)
+
+
+def test_without_a_known_optimum_records_have_no_gap_as_in_the_run_loop():
+    p = problems.make("quadratic", seed=0, dim_x=3, dim_y=3, outer_curvature=-5.0)  # ∇²F indefinite: no x_opt
+    assert p.x_opt() is None
+    mine = [rec for _, rec in explicit.run("soba", p, [{}], 5, 3, engine="stacked").records()]
+    today = list(algorithms.run("soba", p, {}, 0, {"iterations": 5}, 3))
+    counters = {k for k in today[-1] if k.startswith(("calls/", "samples/")) or k.endswith("time")}
+    assert set(mine[-1]) == set(today[-1]) - counters and "F_gap" not in mine[-1]
+    assert mine[-1]["F"] == pytest.approx(today[-1]["F"], rel=EXACT)

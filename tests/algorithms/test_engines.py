@@ -26,13 +26,15 @@ CONFIGS = {
     "stocbio": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
     "aid_cg": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
     "fsla": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "alpha_decay": 0.0}],
+    "mrbo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
     "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
                                                                    "warm_start": False}],
 }
 #: A config per algorithm whose run overflows within ITERATIONS.
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
              "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
-             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0},
+             "mrbo": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:

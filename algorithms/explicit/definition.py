@@ -9,7 +9,7 @@ A definition is written once for ONE run (x of shape (d,), a step size a number)
 The rules that make this hold: products multiply from the right (`y @ A.T`, see problems/pure.py),
 reductions are over the last axis with `keepdims` where a per-run number results, no Python branch or
 `float()` on a computed value (use `xp.where`), a per-run counter or number in the state is an array of
-shape () (a (K, 1) column once stacked), and every number that differs between runs of one stack comes
+shape (1,) (a (K, 1) column once stacked, what a `keepdims` reduction gives), and every number that differs between runs of one stack comes
 from `hyper` (a NamedTuple of the algorithm's `varying_fields`), never from `config`, which is the
 stack's shared `AlgorithmConfig` (loop counts, flags: Python values a compiled step may unroll on).
 """
@@ -37,7 +37,7 @@ class Definition:
     `diagnostics(state, hyper, config, xp)` the numbers the run loop records as `diag/<name>` (the step sizes now).
 
     `name` is the registered algorithm it reproduces (its Config, its varying fields); the state must
-    have fields `x`, `y` and `t` (the iteration, a float array of shape ()).
+    have fields `x`, `y` and `t` (the iteration, a float array of shape (1,)).
     """
 
     name: str

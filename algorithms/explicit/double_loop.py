@@ -32,7 +32,7 @@ Solve = Callable[[Callable[[Any], Any], Any, Any, Any, AlgorithmConfig, Any], An
 
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> DoubleLoopState:
     x, y = oracles.initial_point(xp.zeros)
-    return DoubleLoopState(x, y, xp.zeros_like(y), xp.zeros(()), key)
+    return DoubleLoopState(x, y, xp.zeros_like(y), xp.zeros(1), key)
 
 
 def _eta(hyper: Any) -> Any:

@@ -25,7 +25,7 @@ class F2SAState(NamedTuple):
 
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> F2SAState:
     x, y = oracles.initial_point(xp.zeros)
-    return F2SAState(x, y, y, xp.full((), float(config.lam0)), xp.zeros(()), key)
+    return F2SAState(x, y, y, xp.full(1, float(config.lam0)), xp.zeros(1), key)
 
 
 def steps(state: F2SAState, hyper: Any) -> tuple[Any, Any, Any]:

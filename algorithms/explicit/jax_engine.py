@@ -92,7 +92,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
             compile_seconds = time.perf_counter() - start
         start = time.perf_counter()
         final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths))
-        values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1), np.asarray(later[n])]) for n in first}
+        values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
+                                     np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
         final = type(final)(*(None if v is None else np.asarray(v) for v in final))
         seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,

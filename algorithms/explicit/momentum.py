@@ -31,7 +31,7 @@ class FSLAState(NamedTuple):
 
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> FSLAState:
     x, y = oracles.initial_point(xp.zeros)
-    return FSLAState(x, y, xp.zeros_like(y), xp.zeros_like(x), xp.zeros_like(x), xp.zeros(()), key)
+    return FSLAState(x, y, xp.zeros_like(y), xp.zeros_like(x), xp.zeros_like(x), xp.zeros(1), key)
 
 
 def steps(state: FSLAState, hyper: Any, config: AlgorithmConfig) -> tuple[Any, Any, Any]:
@@ -76,7 +76,7 @@ class MRBOState(NamedTuple):
 
 def mrbo_init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> MRBOState:
     x, y = oracles.initial_point(xp.zeros)
-    return MRBOState(x, y, xp.zeros_like(y), xp.zeros_like(x), xp.zeros_like(x), xp.zeros_like(y), xp.zeros(()), key)
+    return MRBOState(x, y, xp.zeros_like(y), xp.zeros_like(x), xp.zeros_like(x), xp.zeros_like(y), xp.zeros(1), key)
 
 
 def neumann_hypergradient(oracles: Any, x: Any, y: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:

@@ -15,7 +15,7 @@ from problems.pure import pure
 
 
 def stack_states(states: Sequence[Any]) -> Any:
-    """K per-run states as one: vectors (d,) become (K, d), numbers () become (K, 1) columns, None stays."""
+    """K per-run states as one: vectors (d,) become (K, d), numbers ((1,) or ()) (K, 1) columns, None stays."""
     first = states[0]
 
     def leaf(values: list[Any]) -> Any:
@@ -46,7 +46,7 @@ def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, 
 def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
          points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]]]:
     """(final state, failed, values per point) of one run or one stack."""
-    limits, failed = iterate_limits(state, np), np.full(np.shape(state.t)[:1] + (1,), NEVER)
+    limits, failed = iterate_limits(state, np), np.full(np.shape(state.t), NEVER)
     values = [_evaluate(defn, oracles, state, hyper, config)]
     for a, b in zip(points, points[1:]):
         state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, limits)

@@ -27,7 +27,7 @@ def points(iterations: int, n_evals: int = 30) -> tuple[int, ...]:
 @dataclasses.dataclass
 class Result:
     """K runs of one algorithm: `values[name]` is (len(points), K) for each metric and `diag/<name>`;
-    `state` the final state with a leading K axis (a per-run number as a (K, 1) column or (K,));
+    `state` the final state with a leading K axis (a per-run number as a (K, 1) column);
     `seconds` the engine's time to run (compile excluded), `compile_seconds` the JAX engine's compile time."""
 
     algorithm: str

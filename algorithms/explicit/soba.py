@@ -24,7 +24,7 @@ class SOBAState(NamedTuple):
 
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> SOBAState:
     x, y = oracles.initial_point(xp.zeros)
-    return SOBAState(x, y, xp.zeros_like(y), xp.zeros(()), key)
+    return SOBAState(x, y, xp.zeros_like(y), xp.zeros(1), key)
 
 
 def steps(state: SOBAState, hyper: Any) -> tuple[Any, Any]:

@@ -18,7 +18,8 @@ The design, in the style of optax's `init`/`update`:
   loops of fixed length go through `repeat` (a Python loop on NumPy, a `lax.fori_loop` under JAX). Its
   randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
 * Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
-  StocBiO, AID-FP and AID-CG (double_loop.py), S-TFBO (tfbo.py).
+  StocBiO, AID-FP and AID-CG (double_loop.py), S-TFBO and D-TFBO with fixed sub-loops
+  (tfbo.py).
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants.
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`

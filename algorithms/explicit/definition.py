@@ -9,9 +9,10 @@ A definition is written once for ONE run (x of shape (d,), a step size a number)
 The rules that make this hold: products multiply from the right (`y @ A.T`, see problems/pure.py),
 reductions are over the last axis with `keepdims` where a per-run number results, no Python branch or
 `float()` on a computed value (use `xp.where`), a per-run counter or number in the state is an array of
-shape (1,) (a (K, 1) column once stacked, what a `keepdims` reduction gives), and every number that differs between runs of one stack comes
-from `hyper` (a NamedTuple of the algorithm's `varying_fields`), never from `config`, which is the
-stack's shared `AlgorithmConfig` (loop counts, flags: Python values a compiled step may unroll on).
+shape (1,) (a (K, 1) column once stacked, what a `keepdims` reduction gives), and every number that
+differs between runs of one stack comes from `hyper` (a NamedTuple of the algorithm's `varying_fields`),
+never from `config`, the stack's shared `AlgorithmConfig` (loop counts, flags: Python values a compiled
+step may branch or loop on; `number` reads a number from whichever holds it).
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure
 from problems.validation import ParameterError
 
-#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, number of stretches, device).
+#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
 _COMPILED: dict[tuple, Any] = {}
 
 

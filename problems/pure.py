@@ -44,6 +44,10 @@ class PureQuadratic(NamedTuple):
         """(x0, y0) = (0, 0), made by `zeros(n)` of the caller's namespace."""
         return zeros(self.C.shape[1]), zeros(self.A.shape[0])
 
+    def g(self, x: Any, y: Any) -> Any:
+        """g(x, y), a per-run number of shape (1,) ((K, 1) for a stack)."""
+        return ((0.5 * (y @ self.A.T) - x @ self.C.T + self.a) * y).sum(-1, keepdims=True)
+
     def grad_y_g(self, x: Any, y: Any) -> Any:
         return y @ self.A.T - x @ self.C.T + self.a
 
@@ -64,6 +68,9 @@ class PureQuadratic(NamedTuple):
 
     def project_x(self, x: Any) -> Any:
         return x
+
+    def project_y(self, y: Any) -> Any:
+        return y
 
     # ---- ground truth (evaluation only) ----
     def y_star(self, x: Any) -> Any:

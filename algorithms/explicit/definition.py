@@ -45,6 +45,8 @@ class Definition:
     init: Init
     step: Step
     diagnostics: Callable[[State, Any, AlgorithmConfig, Any], dict[str, Any]]
+    #: The first iteration whose record has the diagnostics (BOME's exist only after a step).
+    diagnostics_from: int = 0
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
+from algorithms.explicit.definition import definition
 from algorithms.explicit.divergence import FACTOR, NEVER, first_bad_point, watched
 from algorithms.run import Budget, eval_points
 
@@ -69,8 +70,10 @@ class Result:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
-        names = ["iteration", "status", *self.values]
+        every = ["iteration", "status", *self.values]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
+        diagnostics_from = definition(self.algorithm).diagnostics_from
+        metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
         failed, nonfinite, grown = self._ends()
         k_runs, last = len(self.configs), len(self.points) - 1
         done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
@@ -78,7 +81,11 @@ class Result:
         first_end = min([*nonfinite, *grown, *(int(np.searchsorted(self.points, f)) for f in failed if f != NEVER)])
         for i, it in enumerate(self.points):
             status = "finished" if i == last else "running"
-            rows = zip([it] * k_runs, [status] * k_runs, *(col[i] for col in columns))  # one tuple per run
+            if it >= diagnostics_from:
+                names, shown = every, [col[i] for col in columns]
+            else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
+                names, shown = every[:2] + [every[2 + j] for j in metrics], [columns[j][i] for j in metrics]
+            rows = zip([it] * k_runs, [status] * k_runs, *shown)  # one tuple per run
             if i < first_end:
                 previous = list(map(dict, map(zip, itertools.repeat(names), rows)))
                 yield from enumerate(previous)

@@ -31,6 +31,7 @@ CONFIGS = {
     "mrbo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
     "stfbo": [{}, {"alpha0": 2.0, "beta0": 3.0, "gamma0": 8.0}],
     "dtfbo": [{"sub_loops": "fixed"}, {"sub_loops": "fixed", "alpha0": 2.0, "beta0": 3.0, "gamma0": 8.0}],
+    "bome": [{"xi": 0.05}, {"xi": 0.02, "alpha": 0.1}],
     "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
                                                                    "warm_start": False}],
 }
@@ -39,7 +40,8 @@ CONFIGS = {
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
              "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
              "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0},
-             "mrbo": {"alpha": 0.1, "gamma": 400.0}, "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+             "mrbo": {"alpha": 0.1, "gamma": 400.0}, "bome": {"xi": 400.0},
+             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:
@@ -69,7 +71,7 @@ def test_pure_oracles_and_ground_truth_equal_the_problems_own(problem):
     pairs = [(q.grad_y_g(x, y), problem.grad_y_g(x, y)), (q.hvp_yy_g(x, y, v), problem.hvp_yy_g(x, y, v)),
              (q.cross_xy_g(x, y, v), problem.cross_xy_g(x, y, v)), (q.grad_x_g(x, y), problem.grad_g(x, y)[0]),
              (q.grad_x_f(x, y), problem.grad_f(x, y)[0]), (q.grad_y_f(x, y), problem.grad_f(x, y)[1]),
-             (q.y_star(x), problem.y_star(x))]
+             (q.y_star(x), problem.y_star(x)), (q.g(x, y), [problem.g(x, y)])]
     for mine, theirs in pairs:
         np.testing.assert_allclose(mine, theirs, rtol=EXACT, atol=1e-13)
     m = q.metrics(x, y)

@@ -1,0 +1,71 @@
+"""Explicit-state algorithms: one definition, three engines (per run, stacked, compiled with JAX).
+
+    import problems
+    from algorithms import explicit
+    p = problems.make("quadratic", seed=0, dim_x=10, dim_y=10)
+    configs = [{"rho": r, "gamma": 0.1} for r in (0.05, 0.1, 0.2)]
+    result = explicit.run("soba", p, configs, iterations=200, engine="jax")   # or "stacked", "per_run"
+    for k, record in result.records():
+        print(k, record["iteration"], record["grad_F_sq"])
+
+The design, in the style of optax's `init`/`update`:
+
+* An algorithm is a `Definition` (definition.py): `init(oracles, hyper, config, key, xp) -> state` and
+  `step(state, oracles, hyper, config, xp) -> state` over a NamedTuple of arrays, written ONCE for one run
+  against an array namespace `xp` (numpy or jax.numpy). `hyper` holds the numbers that may differ between
+  runs of a stack (the algorithm's `varying_fields`: step sizes and their decays), `config` the stack's
+  shared `AlgorithmConfig` (loop counts, flags; `number` reads a number from whichever holds it). Inner
+  loops of fixed length go through `repeat` (a Python loop on NumPy, a `lax.fori_loop` under JAX). Its
+  randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
+* Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
+  StocBiO, AID-FP and AID-CG (double_loop.py), S-TFBO and D-TFBO with fixed sub-loops
+  (tfbo.py), BOME (bome.py).
+* A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
+  the step runs under `jit` and its arrays are arguments, not constants.
+* Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
+  (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
+  `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
+  rounding (1e-10 in tests/algorithms/test_engines.py), and the same as `algorithms.run` and
+  `algorithms.run_batched` on the deterministic quadratic.
+* Randomness: the JAX engine's random streams will be its own (`jax.random` keys split per run from the
+  seed), not the NumPy generators of `algorithms.run`; so on a stochastic problem its runs are other
+  samples of the same algorithm, equal in distribution, not in value. On deterministic problems all
+  engines agree.
+
+* Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
+  compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
+
+What the engines do not do (yet): minibatches (stochastic problems are refused), problems other than the
+quadratic, oracle counts and seconds in records, oracle-call and seconds budgets, divergence settings other
+than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from algorithms.base import AlgorithmConfig
+from algorithms.explicit import bome, double_loop, f2sa, momentum, soba, tfbo  # noqa: F401  registers their definitions
+from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
+from algorithms.explicit.jax_engine import run_jax
+from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
+from algorithms.explicit.result import METRICS, Result, points
+from problems.validation import ParameterError
+
+ENGINES = {"per_run": run_per_run, "stacked": run_stacked, "jax": run_jax}
+
+
+def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None],
+        iterations: int, n_evals: int = 30, engine: str = "stacked") -> Result:
+    """K runs of `algorithm` on `problem`, one per config, for `iterations` outer iterations, evaluated at the
+    run loop's points; every argument checked before any work."""
+    if engine not in ENGINES:
+        raise ParameterError(f"engine: unknown '{engine}'; allowed: {', '.join(ENGINES)}")
+    if not isinstance(iterations, int) or iterations < 1:
+        raise ParameterError(f"iterations: a positive integer, got {iterations!r}")
+    defn = definition(algorithm)
+    return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals))
+
+
+__all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",
+           "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]

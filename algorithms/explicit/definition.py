@@ -1,0 +1,140 @@
+"""What an explicit-state algorithm is: `init` and `step` over a NamedTuple of arrays, and its hyperparameters.
+
+A definition is written once for ONE run (x of shape (d,), a step size a number) against an array namespace
+`xp` (numpy or jax.numpy) with operators and array methods only, so that it also runs unchanged on
+
+* a stack of K runs (x of shape (K, d), every per-run number a (K, 1) column: `algorithms.explicit.stacked`),
+* `jax.vmap` over runs, compiled by `jax.jit` (`algorithms.explicit.jax_engine`).
+
+The rules that make this hold: products multiply from the right (`y @ A.T`, see problems/pure.py),
+reductions are over the last axis with `keepdims` where a per-run number results, no Python branch or
+`float()` on a computed value (use `xp.where`), a per-run counter or number in the state is an array of
+shape (1,) (a (K, 1) column once stacked, what a `keepdims` reduction gives), and every number that
+differs between runs of one stack comes from `hyper` (a NamedTuple of the algorithm's `varying_fields`),
+never from `config`, the stack's shared `AlgorithmConfig` (loop counts, flags: Python values a compiled
+step may branch or loop on; `number` reads a number from whichever holds it).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from algorithms.base import AlgorithmConfig, get, make_config
+from algorithms.stacked import group_key, varying_fields
+from problems.validation import ParameterError
+
+State = Any  # a NamedTuple of arrays (a JAX pytree)
+Init = Callable[[Any, Any, AlgorithmConfig, Any, Any], State]  # (oracles, hyper, config, key, xp) -> state
+Step = Callable[[State, Any, Any, AlgorithmConfig, Any], State]  # (state, oracles, hyper, config, xp) -> state
+
+
+@dataclasses.dataclass(frozen=True)
+class Definition:
+    """One algorithm as pure functions: `init(oracles, hyper, config, key, xp)` gives the state at iteration 0,
+    `step(state, oracles, hyper, config, xp)` the state one outer iteration later (its `t` one higher),
+    `diagnostics(state, hyper, config, xp)` the numbers the run loop records as `diag/<name>` (the step sizes now).
+
+    `name` is the registered algorithm it reproduces (its Config, its varying fields); the state must
+    have fields `x`, `y` and `t` (the iteration, a float array of shape (1,)).
+    """
+
+    name: str
+    init: Init
+    step: Step
+    diagnostics: Callable[[State, Any, AlgorithmConfig, Any], dict[str, Any]]
+    #: The first iteration whose record has the diagnostics (BOME's exist only after a step).
+    diagnostics_from: int = 0
+
+    @property
+    def hyper_fields(self) -> tuple[str, ...]:
+        """The config fields that may differ within a stack, in a fixed order."""
+        return tuple(sorted(varying_fields(get(self.name))))
+
+    def configs(self, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None]) -> list[AlgorithmConfig]:
+        """The validated configs; one line naming the field when two of them differ where a stack may not."""
+        out = [c if isinstance(c, AlgorithmConfig) else make_config(self.name, c or {}) for c in configs]
+        if not out:
+            raise ParameterError("configs: at least one config; allowed: a non-empty list")
+        cls, first = get(self.name), group_key(get(self.name), out[0])
+        for k, c in enumerate(out):
+            if not cls.can_batch(c):
+                raise ParameterError(f"configs[{k}]: {self.name} cannot run stacked with this config")
+            key = group_key(cls, c)
+            if key != first:
+                field = next(a[0] for a, b in zip(key, first) if a != b)
+                raise ParameterError(f"configs[{k}].{field}: must equal configs[0].{field} in one stack; "
+                                     f"fields that may differ: {', '.join(self.hyper_fields)}")
+        return out
+
+    def hyper_type(self) -> type:
+        """The NamedTuple of this algorithm's varying numbers."""
+        return _hyper_type(self.name, self.hyper_fields)
+
+    def hyper(self, config: AlgorithmConfig) -> Any:
+        """One run's varying numbers as Python floats."""
+        return self.hyper_type()(*(float(getattr(config, f)) for f in self.hyper_fields))
+
+    def hyper_columns(self, configs: Sequence[AlgorithmConfig], asarray: Callable = np.asarray,
+                      shape: tuple[int, ...] = (-1, 1)) -> Any:
+        """Every run's varying numbers: one (K, 1) column per field (or the `shape` asked for, e.g. (-1,) to vmap)."""
+        return self.hyper_type()(*(asarray(np.array([float(getattr(c, f)) for c in configs]).reshape(shape))
+                                   for f in self.hyper_fields))
+
+
+_HYPER: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def _hyper_type(name: str, fields: tuple[str, ...]) -> type:
+    """A NamedTuple class per algorithm, made once (JAX caches compiled steps by the pytree's type)."""
+    if (name, fields) not in _HYPER:
+        _HYPER[name, fields] = NamedTuple(f"{name.capitalize()}Hyper", [(f, Any) for f in fields])
+    return _HYPER[name, fields]
+
+
+def number(name: str, hyper: Any, config: AlgorithmConfig) -> Any:
+    """A config number: from `hyper` where it may vary within a stack, else the stack's shared value."""
+    return getattr(hyper, name) if name in hyper._fields else float(getattr(config, name))
+
+
+def decaying(c: Any, exponent: Any, t: Any) -> Any:
+    """c / (t + 1)^exponent, the schedule of algorithms/schedules.py, on numbers, columns or traced arrays
+    (exponent 0 gives c exactly there as here: (t + 1)^0 = 1)."""
+    return c / (t + 1) ** exponent
+
+
+_DEFINITIONS: dict[str, Definition] = {}
+
+
+def define(definition: Definition) -> Definition:
+    """Register `definition` under its algorithm's name (checked when used: `algorithms` discovers its modules
+    in name order, so the algorithm may register after its definition)."""
+    _DEFINITIONS[definition.name] = definition
+    return definition
+
+
+def definition(name: str) -> Definition:
+    """The explicit definition of algorithm `name`; one line naming the ones there are when it has none."""
+    if name not in _DEFINITIONS:
+        raise ParameterError(f"algorithm: '{name}' has no explicit-state definition yet; "
+                             f"allowed: {', '.join(sorted(_DEFINITIONS))}")
+    return _DEFINITIONS[name]
+
+
+def defined() -> list[str]:
+    """The algorithms with an explicit definition."""
+    return sorted(_DEFINITIONS)
+
+
+def repeat(n: int, body: Callable[[Any], Any], carry: Any, xp: Any) -> Any:
+    """`body` applied n times to `carry` (an inner loop of fixed length): a Python loop on NumPy, a
+    `lax.fori_loop` under JAX, so a compiled step holds the body once instead of n unrolled copies."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        return jax.lax.fori_loop(0, n, lambda _, c: body(c), carry)
+    for _ in range(n):
+        carry = body(carry)
+    return carry

@@ -1,0 +1,56 @@
+"""The run loop's divergence rule (algorithms.run.Divergence, default settings) for engines over stacks.
+
+After every step (`watch_iterates`, written against `xp`, so it compiles with the step): a run whose x or y is
+non-finite, past 1e100 in norm, or past `factor` · max(‖start‖, 1) fails at that step; its later values are
+computed on (its row cannot leave a compiled stack) but not recorded. At every evaluation point
+(`first_bad_point`, NumPy, once at the end): a non-finite metric, or a watched metric (F_gap, else F;
+‖∇F‖²; ‖y − y*‖²) past `factor` · max(|value at the start|, 1), ends the run there, as in the run loop.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from algorithms.run import DIVERGENCE_NORM, Divergence
+
+FACTOR = Divergence().factor
+NEVER = -1.0  # `failed` of a run whose iterates stayed in bounds
+
+
+def iterate_limits(state: Any, xp: Any) -> Any:
+    """Squared norm limits of x and y from the start state: (factor · max(‖·‖, 1))², keepdims columns."""
+    return tuple((FACTOR * xp.maximum(xp.sqrt((v * v).sum(-1, keepdims=True)), 1.0)) ** 2 for v in (state.x, state.y))
+
+
+def watch_iterates(state: Any, failed: Any, limits: Any, xp: Any) -> Any:
+    """`failed` with the iteration (state.t) set where a run's x or y is out of bounds for the first time."""
+    bad = None
+    for v, limit in zip((state.x, state.y), limits):
+        s = (v * v).sum(-1, keepdims=True)
+        out = ~(s < DIVERGENCE_NORM * DIVERGENCE_NORM) | (s > limit)  # NaN fails the first test
+        bad = out if bad is None else bad | out
+    t = xp.reshape(state.t, bad.shape)
+    return xp.where((failed == NEVER) & bad, t, failed)
+
+
+def watched(values: dict[str, np.ndarray]) -> list[str]:
+    """The metrics the default rule watches among `values` (F_gap where the optimum is known, else F)."""
+    objective = "F_gap" if "F_gap" in values else "F"
+    return [n for n in (objective, "grad_F_sq", "y_err_sq") if n in values]
+
+
+def first_bad_point(values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per run: the first evaluation point with a non-finite metric (len(points): none), and the first point
+    where a watched metric grew past its limit (len(points): none)."""
+    metrics = [n for n in values if not n.startswith("diag/")]
+    n_points = next(iter(values.values())).shape[0]
+    nonfinite = np.zeros(values[metrics[0]].shape, dtype=bool)
+    for n in metrics:
+        nonfinite |= ~np.isfinite(values[n])
+    grown = np.zeros_like(nonfinite)
+    with np.errstate(invalid="ignore"):
+        for n in watched(values):
+            grown |= np.abs(values[n]) > FACTOR * np.maximum(np.abs(values[n][:1]), 1.0)
+    first = [np.where(b.any(axis=0), np.argmax(b, axis=0), n_points) for b in (nonfinite, grown)]
+    return first[0], first[1]

@@ -1,0 +1,100 @@
+"""The JAX engine of an explicit definition: `jax.vmap` over the K runs, the whole run one `jax.jit` program.
+
+The program takes the stacked initial state, the problem's arrays and the (K,) hyperparameter vectors; a
+`lax.scan` over the stretches between evaluation points runs each stretch's steps in a `lax.fori_loop`
+(its length an argument, so one compiled program serves any points) and evaluates at its end, on the
+device, so the host sees the values once, at the end. Float64 throughout (`jax.enable_x64`, a context:
+the rest of the process keeps JAX's default). The device is JAX's default (`JAX_PLATFORMS` chooses it).
+JAX is an optional extra: this module imports it only when an engine runs, and says so in one line when
+it is not installed.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import AlgorithmConfig, get
+from algorithms.explicit.definition import Definition
+from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.result import Result
+from algorithms.stacked import group_key
+from problems.pure import as_arrays, pure
+from problems.validation import ParameterError
+
+#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
+_COMPILED: dict[tuple, Any] = {}
+
+
+def jax_modules() -> tuple[Any, Any]:
+    """(jax, jax.numpy), or one line saying how to install them."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as exc:
+        raise ParameterError(f"backend: 'jax' needs JAX ({exc}); pip install 'bilevel-sweep[jax]' "
+                             "or use backend 'numpy'") from None
+    return jax, jnp
+
+
+def device() -> str:
+    """The platform JAX runs on here (cpu, gpu, tpu), as `JAX_PLATFORMS` chose it."""
+    jax, _ = jax_modules()
+    return jax.default_backend()
+
+
+def _program(defn: Definition, config: AlgorithmConfig) -> Any:
+    """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations."""
+    jax, jnp = jax_modules()
+
+    def program(oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
+        state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
+
+        def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
+            s = defn.step(s, oracles, h, config, jnp)
+            return s, watch_iterates(s, failed, limits, jnp)
+
+        step = jax.vmap(one)
+        limits = jax.vmap(lambda s: iterate_limits(s, jnp))(state)
+
+        def evaluate(s: Any) -> dict[str, Any]:
+            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp))(s, hyper)
+            return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
+
+        def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
+            carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
+            return carry, evaluate(carry[0])
+
+        failed = jnp.full((state.x.shape[0], 1), NEVER)
+        (final, failed), later = jax.lax.scan(stretch, (state, failed), lengths)
+        return final, failed, evaluate(state), later
+
+    return program
+
+
+def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
+    """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`."""
+    jax, _ = jax_modules()
+    config = configs[0]
+    with jax.enable_x64(True):
+        # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
+        oracles = as_arrays(pure(problem), np.asarray)
+        hyper = defn.hyper_columns(configs, shape=(-1,))
+        lengths = np.diff(np.asarray(points, dtype=np.int64))
+        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles),
+               len(lengths), device())
+        compile_seconds = 0.0
+        if key not in _COMPILED:
+            start = time.perf_counter()
+            _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths).compile()
+            compile_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths))
+        values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
+                                     np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
+        final = type(final)(*(None if v is None else np.asarray(v) for v in final))
+        seconds = time.perf_counter() - start
+    return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
+                  failed=np.asarray(failed).ravel())

@@ -1,0 +1,79 @@
+"""The two NumPy engines of an explicit definition: one run after another, and K runs as one stack."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import AlgorithmConfig
+from algorithms.explicit.definition import Definition
+from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.result import Result, collect
+from problems.pure import pure
+
+
+def stack_states(states: Sequence[Any]) -> Any:
+    """K per-run states as one: vectors (d,) become (K, d), numbers ((1,) or ()) (K, 1) columns, None stays."""
+    first = states[0]
+
+    def leaf(values: list[Any]) -> Any:
+        if values[0] is None:
+            return None
+        out = np.stack([np.asarray(v, dtype=float) for v in values])
+        return out.reshape(len(values), 1) if out.ndim == 1 else out
+
+    return type(first)(*(leaf([s[i] for s in states]) for i in range(len(first))))
+
+
+def _evaluate(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig) -> dict[str, Any]:
+    with np.errstate(all="ignore"):  # a diverged run's values are recorded as they are (non-finite)
+        diag = defn.diagnostics(state, hyper, config, np)
+        return {**oracles.metrics(state.x, state.y), **{f"diag/{n}": v for n, v in diag.items()}}
+
+
+def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, config: AlgorithmConfig, n: int,
+           limits: Any) -> tuple[Any, Any]:
+    """n steps, each followed by the iterate check (divergence.watch_iterates)."""
+    with np.errstate(all="ignore"):  # an overflow makes the run non-finite, which the check sees
+        for _ in range(n):
+            state = defn.step(state, oracles, hyper, config, np)
+            failed = watch_iterates(state, failed, limits, np)
+    return state, failed
+
+
+def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
+         points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """(final state, failed, values per point) of one run or one stack."""
+    limits, failed = iterate_limits(state, np), np.full(np.shape(state.t), NEVER)
+    values = [_evaluate(defn, oracles, state, hyper, config)]
+    for a, b in zip(points, points[1:]):
+        state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, limits)
+        values.append(_evaluate(defn, oracles, state, hyper, config))
+    return state, failed, values
+
+
+def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
+    """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
+    oracles, start = pure(problem), time.perf_counter()
+    finals, failures, per_run = [], [], []
+    for config in configs:
+        hyper = defn.hyper(config)
+        state, failed, values = _run(defn, oracles, defn.init(oracles, hyper, config, None, np), hyper, config, points)
+        finals.append(state)
+        failures.append(failed)
+        per_run.append(collect(values, 1))
+    values = {n: np.concatenate([r[n] for r in per_run], axis=1) for n in per_run[0]}
+    return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run",
+                  time.perf_counter() - start, failed=np.concatenate(failures))
+
+
+def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
+    """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column."""
+    oracles, start = pure(problem), time.perf_counter()
+    hyper, config = defn.hyper_columns(configs), configs[0]
+    state = stack_states([defn.init(oracles, defn.hyper(c), c, None, np) for c in configs])
+    state, failed, values = _run(defn, oracles, state, hyper, config, points)
+    return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked",
+                  time.perf_counter() - start, failed=failed.ravel())

@@ -1,0 +1,115 @@
+"""What an engine returns: every run's metrics and diagnostics at the evaluation points, as arrays, and the
+records the run loop would give (`Result.records`), made from those arrays at the end."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import AlgorithmConfig
+from algorithms.explicit.definition import definition
+from algorithms.explicit.divergence import FACTOR, NEVER, first_bad_point, watched
+from algorithms.run import Budget, eval_points
+
+#: Metrics every engine records at an evaluation point (problems/pure.py computes them).
+METRICS = ("F", "F_gap", "grad_F_sq", "y_err_sq")
+
+
+@functools.lru_cache(maxsize=64)
+def points(iterations: int, n_evals: int = 30) -> tuple[int, ...]:
+    """The run loop's evaluation points for an iteration budget (algorithms.run.eval_points)."""
+    return tuple(eval_points(Budget.from_dict({"iterations": iterations}), n_evals))
+
+
+@dataclasses.dataclass
+class Result:
+    """K runs of one algorithm: `values[name]` is (len(points), K) for each metric and `diag/<name>`;
+    `state` the final state with a leading K axis (a per-run number as a (K, 1) column);
+    `seconds` the engine's time to run (compile excluded), `compile_seconds` the JAX engine's compile time."""
+
+    algorithm: str
+    configs: list[AlgorithmConfig]
+    points: tuple[int, ...]
+    values: dict[str, np.ndarray]
+    state: Any
+    engine: str
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+    #: Per run, the iteration at which its x or y went out of bounds (divergence.NEVER: never).
+    failed: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        gap, start = self.values.get("F_gap"), self.values["F"][0]
+        if gap is not None and np.all(np.isnan(gap[0]) | ~np.isfinite(start)):  # no known optimum: no gap
+            del self.values["F_gap"]
+
+    def _grown(self, k: int, rec: dict[str, Any]) -> str:
+        """The first watched metric of run k past its limit in `rec`."""
+        return next(n for n in watched(self.values) if abs(rec[n]) > FACTOR * max(abs(self.values[n][0, k]), 1.0))
+
+    def _ends(self) -> tuple[list[float], list[int], list[int]]:
+        failed = [NEVER] * len(self.configs) if self.failed is None else np.ravel(self.failed).tolist()
+        nonfinite, grown = first_bad_point(self.values)
+        return failed, nonfinite.tolist(), grown.tolist()
+
+    @property
+    def diverged_at(self) -> list[int | None]:
+        """Per run, the iteration its divergence was seen at (None: it did not diverge)."""
+        out: list[int | None] = [None] * len(self.configs)
+        for k, rec in self.records():
+            if rec["status"] == "diverged":
+                out[k] = rec["diverged_at"]
+        return out
+
+    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
+        "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
+        divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
+        every = ["iteration", "status", *self.values]
+        columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
+        diagnostics_from = definition(self.algorithm).diagnostics_from
+        metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
+        failed, nonfinite, grown = self._ends()
+        k_runs, last = len(self.configs), len(self.points) - 1
+        done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
+        # Before the first point any run ends at, every run's record is its row: made without per-run checks.
+        first_end = min([*nonfinite, *grown, *(int(np.searchsorted(self.points, f)) for f in failed if f != NEVER)])
+        for i, it in enumerate(self.points):
+            status = "finished" if i == last else "running"
+            if it >= diagnostics_from:
+                names, shown = every, [col[i] for col in columns]
+            else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
+                names, shown = every[:2] + [every[2 + j] for j in metrics], [columns[j][i] for j in metrics]
+            rows = zip([it] * k_runs, [status] * k_runs, *shown)  # one tuple per run
+            if i < first_end:
+                previous = list(map(dict, map(zip, itertools.repeat(names), rows)))
+                yield from enumerate(previous)
+                continue
+            for k, row in enumerate(rows):
+                if done[k]:
+                    continue
+                why, at = None, it
+                if failed[k] != NEVER and failed[k] <= it:
+                    why, at = "iterates", int(failed[k])
+                elif nonfinite[k] == i:
+                    why = "non-finite"
+                if why is not None:
+                    done[k] = True
+                    yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
+                    continue
+                rec = previous[k] = dict(zip(names, row))
+                if grown[k] == i:
+                    done[k] = True
+                    rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
+                yield k, rec
+
+
+def collect(per_point: list[dict[str, Any]], k: int) -> dict[str, np.ndarray]:
+    """Values per point (each a number, (K,) or (K, 1)) as (len(points), K) arrays."""
+    return {n: np.stack([np.broadcast_to(np.asarray(p[n], dtype=float).reshape(-1), (k,)) for p in per_point])
+            for n in per_point[0]}

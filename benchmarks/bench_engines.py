@@ -1,0 +1,176 @@
+"""Explicit-state engines (algorithms.explicit): stacked SOBA compiled with JAX on whatever device JAX finds,
+and side by side against today's stacked NumPy engine.
+
+    .venv/bin/python benchmarks/bench_engines.py [--ks 1000 10000 100000] [--dims 10 100 1000]
+        [--iterations 200] [--compare-dims 10 100] [--compare-k 1000] [--repeats 5] [--tiny]
+
+Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size grid over [0.02, 0.2]²:
+
+* device: `engine="jax"` at every K and d for --device-iterations (a point whose (K, d) arrays pass --max-gb
+  or whose FLOPs pass --max-tflop is skipped, with the reason), its
+  compile seconds apart, configurations·iterations per second (run seconds, evaluations at --device-evals
+  points included, records not made), and that rate's FLOP/s (the products of a step: 2(3d_y² + 2d_y d_x) per run
+  per iteration) as a fraction of a float64 (n × n) matmul's FLOP/s measured on the same device here.
+* side by side, K = --compare-k runs × --iterations: today's `algorithms.run_batched` (every record
+  consumed), the explicit stacked NumPy engine and the JAX engine (each with its records made), in turn
+  --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
+  today's to each, median and min over the pairs. The final records are checked equal (1e-10) first.
+
+One thread each (BLAS and XLA's CPU backend), as a trial on one CPU. --tiny: a CI-size run (seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+if "--threads-any" not in sys.argv:  # XLA reads its flags when it starts: before jax is imported
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+                               "intra_op_parallelism_threads=1").strip()
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import algorithms  # noqa: E402
+import problems  # noqa: E402
+from algorithms import explicit  # noqa: E402
+from algorithms.explicit.jax_engine import device, jax_modules  # noqa: E402
+from algorithms.threads import blas_threads  # noqa: E402
+from problems.validation import ParameterError  # noqa: E402
+
+
+def grid(k: int) -> list[dict[str, float]]:
+    """K (ρ, γ) pairs log-spaced over [0.02, 0.2]²."""
+    side = int(np.ceil(np.sqrt(k)))
+    steps = np.geomspace(0.02, 0.2, side)
+    return [{"rho": float(r), "gamma": float(g)} for r in steps for g in steps][:k]
+
+
+def matmul_flops(n: int, repeats: int = 20) -> float:
+    """The device's float64 FLOP/s on an (n × n) @ (n × n) product, best of `repeats`."""
+    jax, jnp = jax_modules()
+    with jax.enable_x64(True):
+        a = jnp.asarray(np.random.default_rng(0).standard_normal((n, n)))
+        product = jax.jit(lambda u: u @ u)
+        product(a).block_until_ready()
+        best = min(_timed(lambda: product(a).block_until_ready()) for _ in range(repeats))
+    return 2.0 * n**3 / best
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def step_flops(d: int) -> float:
+    """FLOPs of one SOBA step's products for one run, dim_x = dim_y = d."""
+    return 2.0 * (3 * d * d + 2 * d * d)
+
+
+def device_table(args, peak: float) -> None:
+    print(f"\nJAX on {device()}: float64 matmul {peak / 1e9:.2f} GFLOP/s; SOBA x {args.device_iterations} iterations, "
+          f"evaluated at {len(explicit.points(args.device_iterations, args.device_evals))} points")
+    print(f"{'engine':>6} {'K':>7} {'d':>5} {'compile s':>10} {'runs·it/s':>12} {'GFLOP/s':>8} {'of matmul':>10}")
+    for d in args.dims:
+        problem = problems.make("quadratic", seed=0, dim_x=d, dim_y=d)
+        for k in args.ks:
+            too_big = ("--max-gb", 5 * k * d * 8 / 1e9, args.max_gb)
+            too_long = ("--max-tflop", k * args.device_iterations * step_flops(d) / 1e12, args.max_tflop)
+            over = next((f"{flag} {limit:g} ({need:.3g})" for flag, need, limit in (too_big, too_long)
+                         if need > limit), None)
+            if over:
+                print(f"{'jax':>6} {k:>7} {d:>5}  skipped: passes {over}")
+                continue
+            its = args.device_iterations
+            first = explicit.run("soba", problem, grid(k), its, args.device_evals, engine="jax")
+            again = explicit.run("soba", problem, grid(k), its, args.device_evals, engine="jax")
+            rate = k * its / again.seconds
+            flops = rate * step_flops(d)
+            print(f"{'jax':>6} {k:>7} {d:>5} {first.compile_seconds:>10.2f} {rate:>12.3g} {flops / 1e9:>8.2f} "
+                  f"{flops / peak:>9.1%}", flush=True)
+
+
+def today(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
+    finals = {}
+    for k, rec in algorithms.run_batched("soba", problem, configs, [0] * len(configs), {"iterations": iterations},
+                                         n_evals):
+        finals[k] = rec
+    return finals
+
+
+def explicit_engine(engine: str):
+    def run(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
+        return dict(explicit.run("soba", problem, configs, iterations, n_evals, engine=engine).records())
+    return run
+
+
+def same(a: dict[int, dict], b: dict[int, dict]) -> bool:
+    keys = ("F", "grad_F_sq", "y_err_sq", "iteration")
+    return a.keys() == b.keys() and all(np.isclose(a[k][n], b[k][n], rtol=1e-10, atol=0) for k in a for n in keys)
+
+
+def compare_table(args) -> None:
+    engines = {"today": today, "stacked": explicit_engine("stacked"), "jax": explicit_engine("jax")}
+    print(f"\nside by side: K = {args.compare_k} SOBA runs x {args.iterations} iterations, {args.n_evals} evaluation "
+          f"points, records made; process CPU seconds over {args.repeats} rounds (min / median); "
+          "today / engine (median, min)")
+    print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
+    for d in args.compare_dims:
+        problem = problems.make("quadratic", seed=0, dim_x=d, dim_y=d)
+        configs = grid(args.compare_k)
+        finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
+        for name in ("stacked", "jax"):  # also the warm-up, the JAX engine's compile among it
+            if not same(finals["today"], finals[name]):
+                raise SystemExit(f"d={d}: {name} and today's final records differ")
+        seconds: dict[str, list[float]] = {name: [] for name in engines}
+        for _ in range(args.repeats):
+            for name, run in engines.items():
+                start = time.process_time()
+                run(problem, configs, args.iterations, args.n_evals)
+                seconds[name].append(time.process_time() - start)
+        for name, s in seconds.items():
+            ratios = [t / e for t, e in zip(seconds["today"], s)]
+            print(f"{d:>5} {name:>8} {min(s):>8.4f} {statistics.median(s):>9.4f} {statistics.median(ratios):>6.2f}x "
+                  f"{min(ratios):>6.2f}x", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ks", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--dims", type=int, nargs="+", default=[10, 100, 1000])
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--n-evals", type=int, default=30, help="evaluation points per run (the run loop's default)")
+    ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
+    ap.add_argument("--compare-k", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")
+    ap.add_argument("--device-iterations", type=int, default=50, help="iterations of a device-table point")
+    ap.add_argument("--device-evals", type=int, default=2, help="evaluation points of a device-table point")
+    ap.add_argument("--max-gb", type=float, default=1.0, help="skip device points whose stacked arrays pass this")
+    ap.add_argument("--max-tflop", type=float, default=0.5, help="skip device points with more TFLOP than this "
+                    "(a CPU does ~0.01 TFLOP/s; raise it on a GPU)")
+    ap.add_argument("--tiny", action="store_true", help="a CI-size run: K = 50, d = 5, 20 iterations, 2 repeats")
+    ap.add_argument("--threads-any", action="store_true", help="leave BLAS and XLA their default thread counts")
+    args = ap.parse_args()
+    if args.tiny:
+        args.ks, args.dims, args.iterations, args.device_iterations, args.n_evals = [50], [5], 20, 20, 5
+        args.compare_dims, args.compare_k, args.repeats, args.matmul_n = [5], 50, 2, 100
+    try:
+        jax_modules()
+    except ParameterError as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
+    with blas_threads(1) if not args.threads_any else contextlib.nullcontext():
+        device_table(args, matmul_flops(args.matmul_n))
+        if args.compare_dims:
+            compare_table(args)
+
+
+if __name__ == "__main__":
+    main()

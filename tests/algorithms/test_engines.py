@@ -1,0 +1,228 @@
+"""Explicit-state algorithms (algorithms.explicit): one definition run per run, stacked and compiled with JAX
+gives the same iterates and records to 1e-10 on the deterministic quadratic, and the same as today's
+`algorithms.Run` and `algorithms.run_batched`; the pure oracles equal the problem's own; bad input is one
+line before any work; the benchmark runs at its tiny size."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import algorithms
+import problems
+from algorithms import explicit
+from algorithms.run import Run
+from problems.pure import pure
+from problems.validation import ParameterError
+
+EXACT = 1e-10
+ITERATIONS, N_EVALS = 40, 8
+#: Per algorithm: configs that converge (one stack: they differ only in step sizes and decays).
+CONFIGS = {
+    "soba": [{"rho": 0.1, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.2, "gamma_decay": 0.0},
+             {"rho": 0.2, "rho_decay": 0.0}],
+    "f2sa": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "beta": 0.2, "gamma": 0.2},
+             {"alpha": 0.2, "alpha_decay": 0.5}],
+    "amigo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2, "gamma_decay": 0.5}],
+    "stocbio": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
+    "aid_cg": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
+    "fsla": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "alpha_decay": 0.0}],
+    "mrbo": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
+    "stfbo": [{}, {"alpha0": 2.0, "beta0": 3.0, "gamma0": 8.0}],
+    "dtfbo": [{"sub_loops": "fixed"}, {"sub_loops": "fixed", "alpha0": 2.0, "beta0": 3.0, "gamma0": 8.0}],
+    "bome": [{"xi": 0.05}, {"xi": 0.02, "alpha": 0.1}],
+    "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
+                                                                   "warm_start": False}],
+}
+#: A config per algorithm whose run overflows within ITERATIONS, in a stack with the algorithm's CONFIGS (S-TFBO's
+#: adaptive steps have none: its η's are shared by a stack and its accumulators bound every step).
+DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
+             "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
+             "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0},
+             "mrbo": {"alpha": 0.1, "gamma": 400.0}, "bome": {"xi": 400.0},
+             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+ROOT = Path(__file__).resolve().parents[2]
+
+try:
+    import jax  # noqa: F401
+    HAVE_JAX = True
+except ImportError:
+    HAVE_JAX = False
+needs_jax = pytest.mark.skipif(not HAVE_JAX, reason="jax is not installed (the optional [jax] extra)")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return problems.make("quadratic", seed=1, dim_x=5, dim_y=4)
+
+
+def max_diff(a, b) -> float:
+    return max(float(np.max(np.abs(np.asarray(a[n]) - np.asarray(b[n])))) for n in a if a[n] is not None)
+
+
+def by_run_and_iteration(pairs):
+    return {(k, rec["iteration"]): rec for k, rec in pairs}
+
+
+def test_pure_oracles_and_ground_truth_equal_the_problems_own(problem):
+    q, rng = pure(problem), np.random.default_rng(0)
+    x, y, v = rng.standard_normal(5), rng.standard_normal(4), rng.standard_normal(4)
+    pairs = [(q.grad_y_g(x, y), problem.grad_y_g(x, y)), (q.hvp_yy_g(x, y, v), problem.hvp_yy_g(x, y, v)),
+             (q.cross_xy_g(x, y, v), problem.cross_xy_g(x, y, v)), (q.grad_x_g(x, y), problem.grad_g(x, y)[0]),
+             (q.grad_x_f(x, y), problem.grad_f(x, y)[0]), (q.grad_y_f(x, y), problem.grad_f(x, y)[1]),
+             (q.y_star(x), problem.y_star(x)), (q.g(x, y), [problem.g(x, y)])]
+    for mine, theirs in pairs:
+        np.testing.assert_allclose(mine, theirs, rtol=EXACT, atol=1e-13)
+    m = q.metrics(x, y)
+    assert m["F"] == pytest.approx(problem.F(x), rel=EXACT)
+    assert m["grad_F_sq"] == pytest.approx(float(problem.grad_F(x) @ problem.grad_F(x)), rel=EXACT)
+    assert m["y_err_sq"] == pytest.approx(float(np.sum((y - problem.y_star(x)) ** 2)), rel=EXACT)
+    assert m["F_gap"] == pytest.approx(problem.F(x) - problem.F(problem.x_opt()), rel=EXACT)
+    X, Y = np.stack([x, 2 * x]), np.stack([y, -y])  # a stack of two runs: row by row the same numbers
+    np.testing.assert_allclose(q.metrics(X, Y)["F"], [problem.F(x), problem.F(2 * x)], rtol=EXACT)
+
+
+def test_the_soba_definition_is_the_recursion_in_matrix_algebra(problem):
+    p, c = problem, algorithms.make_config("soba", {"rho": 0.1, "gamma": 0.05, "rho_decay": 0.5})
+    r = explicit.run("soba", p, [c], iterations=6, n_evals=2, engine="per_run")
+    x, y, v = np.zeros(5), np.zeros(4), np.zeros(4)
+    for t in range(6):
+        rho, gamma = 0.1 / (t + 1) ** 0.5, 0.05 / (t + 1) ** 0.6
+        x, y, v = (x - gamma * (-p.C.T @ v + p.m * x + p.c), y - rho * (p.A @ y - p.C @ x + p.a),
+                   v - rho * (p.A @ v + p.P @ (y - p.e)))
+    np.testing.assert_allclose(r.state.x[0], x, rtol=EXACT)
+    np.testing.assert_allclose(r.state.y[0], y, rtol=EXACT)
+    np.testing.assert_allclose(r.state.v[0], v, rtol=EXACT)
+    assert r.state.t[0, 0] == 6
+
+
+@pytest.mark.parametrize("algorithm", sorted(CONFIGS))
+def test_per_run_and_stacked_equal_todays_run_loop(problem, algorithm):
+    configs = CONFIGS[algorithm]
+    per_run = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="per_run")
+    stacked = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="stacked")
+    assert max_diff(per_run.values, stacked.values) < EXACT
+    assert max_diff(per_run.state._asdict(), stacked.state._asdict()) < EXACT
+    for k, config in enumerate(configs):
+        run = Run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS)
+        records = list(run.records())
+        for name in ("x", "y") + tuple(f for f in stacked.state._fields if f in run.algorithm.state):
+            today = np.atleast_1d(getattr(run.algorithm, name))
+            assert np.max(np.abs(today - stacked.state._asdict()[name][k])) < EXACT, name
+        mine = [rec for j, rec in stacked.records() if j == k]
+        assert [r["iteration"] for r in mine] == [r["iteration"] for r in records]
+        assert [r["status"] for r in mine] == [r["status"] for r in records] and mine[-1]["status"] == "finished"
+        for ours, theirs in zip(mine, records):
+            assert max(abs(ours[n] - theirs[n]) for n in ours if n not in ("iteration", "status")) < EXACT
+
+
+def test_fsla_without_momentum_is_its_plain_direction_as_in_the_run_loop(problem):
+    config = {"alpha": 0.05, "gamma": 0.2, "momentum": 1.0}  # ρ = 1 at t = 0 only (decay): both branches run
+    stacked = explicit.run("fsla", problem, [config], ITERATIONS, N_EVALS, engine="stacked")
+    run = Run("fsla", problem, config, 0, {"iterations": ITERATIONS}, N_EVALS)
+    list(run.records())
+    for name in ("x", "y", "v", "d", "x_prev"):
+        assert np.max(np.abs(getattr(run.algorithm, name) - getattr(stacked.state, name)[0])) < EXACT, name
+
+
+@pytest.mark.parametrize("algorithm", sorted(CONFIGS))
+def test_stacked_records_equal_run_batched(problem, algorithm):
+    configs = CONFIGS[algorithm]
+    stacked = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="stacked")
+    today = by_run_and_iteration(algorithms.run_batched(algorithm, problem, configs, [0] * len(configs),
+                                                        {"iterations": ITERATIONS}, N_EVALS))
+    mine = by_run_and_iteration(stacked.records())
+    assert mine.keys() == today.keys()
+    worst = max(abs(rec[n] - today[key][n]) for key, rec in mine.items() for n in rec
+                if n not in ("iteration", "status"))
+    assert worst < EXACT
+
+
+@needs_jax
+@pytest.mark.parametrize("algorithm", sorted(CONFIGS))
+def test_jax_equals_stacked_and_diverges_alike(problem, algorithm):
+    diverging = [DIVERGING[algorithm]] if algorithm in DIVERGING else []
+    configs = CONFIGS[algorithm] + diverging
+    stacked = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="stacked")
+    compiled = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="jax")
+    finite = slice(0, len(CONFIGS[algorithm]))
+    assert max_diff({n: v[:, finite] for n, v in compiled.values.items()},
+                    {n: v[:, finite] for n, v in stacked.values.items()}) < EXACT
+    assert np.max(np.abs(compiled.state.x[finite] - stacked.state.x[finite])) < EXACT
+    assert compiled.values["F"].dtype == np.float64 and compiled.engine == "jax"
+    assert compiled.diverged_at == stacked.diverged_at and compiled.failed.tolist() == stacked.failed.tolist()
+    if not diverging:
+        return
+    assert stacked.diverged_at[-1] is not None
+    last = [rec for k, rec in compiled.records() if k == len(configs) - 1][-1]
+    assert last["status"] == "diverged" and np.isfinite(last.get("F", 0.0))
+
+
+@pytest.mark.parametrize("algorithm", sorted(DIVERGING))
+def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, algorithm):
+    configs = CONFIGS[algorithm][:1] + [DIVERGING[algorithm]]
+    for engine in ("per_run", "stacked"):
+        r = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine=engine)
+        mine = by_run_and_iteration(r.records())
+        ends = {k: rec for k, rec in r.records()}
+        assert ends[0]["status"] == "finished" and ends[0]["iteration"] == ITERATIONS
+        assert ends[1]["status"] == "diverged"
+        for k, config in enumerate(configs):
+            today = list(algorithms.run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS))
+            ours = [rec for (j, _), rec in mine.items() if j == k]
+            assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in ours] == \
+                [(r["iteration"], r["status"], r.get("diverged_at")) for r in today]
+            for a, b in zip(ours, today):
+                skip = ("iteration", "status", "diverged_at", "diverged_metric")
+                assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in skip) < EXACT
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p: explicit.run("soba", p, [{}], 10, engine="gpu"),
+     "engine: unknown 'gpu'; allowed: per_run, stacked, jax"),
+    (lambda p: explicit.run("saba", p, [{}], 10), "algorithm: 'saba' has no explicit-state definition yet"),
+    (lambda p: explicit.run("soba", p, [{}], 0), "iterations: a positive integer"),
+    (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
+    (lambda p: explicit.run("soba", p, [{"rho": -1.0}], 10), "rho"),
+    (lambda p: explicit.run("soba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
+                            [{}], 10), "problem: the stochastic quadratic has no pure-array form yet"),
+])
+def test_bad_input_is_one_line_before_any_work(problem, call, message):
+    with pytest.raises(ParameterError) as err:
+        call(problem)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_jax_engine_without_jax_says_how_to_install_it(problem, monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
+    monkeypatch.setitem(sys.modules, "jax.numpy", None)
+    with pytest.raises(ParameterError, match=r"backend: 'jax' needs JAX .*pip install 'bilevel-sweep\[jax\]'"):
+        explicit.run("soba", problem, [{}], 5, engine="jax")
+
+
+@needs_jax
+def test_the_benchmark_runs_at_its_tiny_size():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_engines.py"), "--tiny"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines() if line.split()[:1] == ["jax"]]
+    assert len(rows) == 1 and float(rows[0][4]) > 0, out.stdout  # configs·iterations per second
+    side = [line.split() for line in out.stdout.splitlines() if line.split()[1:2] in (["today"], ["stacked"], ["jax"])]
+    assert [r[1] for r in side] == ["today", "stacked", "jax"] and all(float(r[3]) > 0 for r in side), out.stdout
+    assert "float64 matmul" in out.stdout
+
+
+def test_the_explicit_modules_stay_small():
+    files = sorted((ROOT / "algorithms" / "explicit").glob("*.py")) + [ROOT / "problems" / "pure.py"]
+    assert len(files) >= 8 and all(len(f.read_text().splitlines()) <= 400 for f in files)
+
+
+def test_without_a_known_optimum_records_have_no_gap_as_in_the_run_loop():
+    p = problems.make("quadratic", seed=0, dim_x=3, dim_y=3, outer_curvature=-5.0)  # ∇²F indefinite: no x_opt
+    assert p.x_opt() is None
+    mine = [rec for _, rec in explicit.run("soba", p, [{}], 5, 3, engine="stacked").records()]
+    today = list(algorithms.run("soba", p, {}, 0, {"iterations": 5}, 3))
+    counters = {k for k in today[-1] if k.startswith(("calls/", "samples/")) or k.endswith("time")}
+    assert set(mine[-1]) == set(today[-1]) - counters and "F_gap" not in mine[-1]
+    assert mine[-1]["F"] == pytest.approx(today[-1]["F"], rel=EXACT)

@@ -14,36 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.sweep.execution.nodes import alive, descendants
+
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc), children before grandchildren."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            children.setdefault(_parent(int(d)), []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(0), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def stop_tree(proc: subprocess.Popen) -> None:
@@ -51,10 +25,10 @@ def stop_tree(proc: subprocess.Popen) -> None:
     pids = descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in reversed(pids):
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, sig)
         end = time.monotonic() + 10
-        while time.monotonic() < end and any(_alive(p) for p in pids):
+        while time.monotonic() < end and any(alive(p) for p in pids):
             time.sleep(0.2)
     if proc.poll() is None:
         proc.kill()
@@ -65,7 +39,9 @@ def stop_tree(proc: subprocess.Popen) -> None:
 def loopback_cluster(venv_bin, free_port):
     """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment)."""
     port = free_port(HEAD)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO),
+           # A killed node counts as dead after 3 missed health checks 0.5 s apart (Ray's default: 5 x 3 s).
+           "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
     # Short temp dirs: Ray's socket paths must fit in 107 bytes.
     head_dir, worker_dir = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww"))
     common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
@@ -250,3 +226,117 @@ def test_the_cloud_extras_install_what_rays_cluster_launcher_imports(repo):
     assert "import boto3" in (launcher / "aws" / "config.py").read_text()
     assert "import googleapiclient" in (launcher / "gcp" / "config.py").read_text()
     assert "import google_auth_httplib2" in (launcher / "gcp" / "config.py").read_text()
+
+
+# ---------------------------------------------------------------- a lost worker node
+SPARE = "127.0.0.4"  # a third node, killed and started again (the fixture's two stay up for the other tests)
+TIMES = ("time", "cpu_time", "eval_time")
+
+
+def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
+    """Each run's final record computed here, without Ray, trial by trial as the study grouped them (toy_aid's
+    sleep, a test hook that changes no number, left out)."""
+    import dataclasses
+
+    from sweep.execution.trial import execute_trial
+    from sweep.study.model import Point, RunSpec, TrialConfig
+
+    finals: dict[str, dict] = {}
+    by_trial: dict[str, list[dict]] = {}
+    for s in done:
+        by_trial.setdefault(s["trial_key"], []).append(s)
+    for key, runs in by_trial.items():
+        specs = []
+        for s in sorted(runs, key=lambda s: s["run_key"]):
+            spec = RunSpec.of(Point.from_dict(s["point"]), s["seed"])
+            params = {k: v for k, v in spec.algorithm_params.items() if k != "sleep"}
+            specs.append(dataclasses.replace(spec, run_key=s["run_key"], algorithm_params=params))
+        config = TrialConfig(key, tuple(specs), 1e9, 0.0, ("tests.sweep.toy_algorithms",), batched=batched)
+
+        def report(result: dict, state: object) -> None:
+            for chunk in result["bisweep"]["runs"]:
+                if chunk["done"]:
+                    finals[chunk["run_key"]] = chunk["records"][-1]
+
+        execute_trial(config, report)
+    return finals
+
+
+def without_times(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in TIMES}
+
+
+def check_nothing_lost(results: Path, runs: int, batched: bool) -> None:
+    """Every run finished once (ended.txt names it once), its records without a repeated or missing evaluation,
+    and its final record the one computed without Ray."""
+    ended = (results / "ended.txt").read_text().split()
+    assert ended[0::2] == ["finished"] * runs and len(set(ended[1::2])) == runs  # 0 failed, 0 lost, 0 duplicated
+    done = summaries(results)
+    for s in done:
+        iterations = [json.loads(line)["iteration"] for line in (results / "records" / f"{s['run_key']}.jsonl").open()]
+        assert iterations == sorted(set(iterations)) and iterations[-1] == s["final"]["iteration"], s["run_key"]
+    reference = reference_finals(done, batched)
+    assert {s["run_key"]: without_times(s["final"]) for s in done} == {k: without_times(v) for k, v in reference.items()}
+
+
+def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict, ray_bin: Path,
+                             before_kill: float) -> tuple[subprocess.CompletedProcess, float]:
+    """`bisweep run` of `study` while a third node joins, takes a trial and is killed `before_kill` seconds
+    later; the node is started again (so that the study can finish as fast with it as without) and stopped at
+    the end. The run and its wall time."""
+    from tests.sweep.execution.nodes import kill_node, start_worker, wait_for_trial
+
+    path = results.parent / f"{study['name']}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    temp = [tempfile.mkdtemp(prefix=f"bsw{i}", dir="/tmp") for i in range(2)]
+    node = start_worker(ray_bin, address, SPARE, temp[0], env)
+    start = time.monotonic()
+    driver = subprocess.Popen([sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(results),
+                               "--address", address, "--no-report"],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    again = None
+    try:
+        wait_for_trial(node)
+        time.sleep(before_kill)
+        kill_node(node)
+        again = start_worker(ray_bin, address, SPARE, temp[1], env)
+        out, err = driver.communicate(timeout=300)
+        seconds = time.monotonic() - start
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        for p in (node, again):
+            if p is not None and p.poll() is None:
+                stop_tree(p)
+        for d in temp:
+            shutil.rmtree(d, ignore_errors=True)
+    assert driver.returncode == 0, out[-2000:] + err[-3000:]
+    return subprocess.CompletedProcess(driver.args, driver.returncode, out, err), seconds
+
+
+@pytest.mark.integration
+def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster
+    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off",
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+             # 2 s a run, 2 runs a trial; a checkpoint every 0.5 s
+             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 20}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "report_seconds": 0.2}
+    run, seconds = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=2.5)
+    check_nothing_lost(tmp_path / "out", 8, batched=False)
+    print(f"lost node, unbatched: {seconds:.1f} s")
+
+
+@pytest.mark.integration
+def test_a_worker_node_lost_mid_batch_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster
+    study = {"name": "lostbatch", "instance_seed": 0,  # one problem instance: a trial's runs step as one batch
+             "problems": [{"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}}],
+             "algorithms": [{"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 30000}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "report_seconds": 0.2}
+    run, seconds = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=1.5)
+    assert "batched: runs sharing" in run.stdout
+    check_nothing_lost(tmp_path / "out", 6, batched=True)
+    print(f"lost node, batched: {seconds:.1f} s")

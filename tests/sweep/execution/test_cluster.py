@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,7 @@ TIMES = ("time", "cpu_time", "eval_time")
 
 def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
     """Each run's final record computed here, without Ray, trial by trial as the study grouped them (toy_aid's
-    sleep, a test hook that changes no number, left out)."""
+    sleep and trace, test hooks that change no number, left out)."""
     import dataclasses
 
     from sweep.execution.trial import execute_trial
@@ -249,7 +250,7 @@ def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
         specs = []
         for s in sorted(runs, key=lambda s: s["run_key"]):
             spec = RunSpec.of(Point.from_dict(s["point"]), s["seed"])
-            params = {k: v for k, v in spec.algorithm_params.items() if k != "sleep"}
+            params = {k: v for k, v in spec.algorithm_params.items() if k not in ("sleep", "trace")}
             specs.append(dataclasses.replace(spec, run_key=s["run_key"], algorithm_params=params))
         config = TrialConfig(key, tuple(specs), 1e9, 0.0, ("tests.sweep.toy_algorithms",), batched=batched)
 
@@ -280,11 +281,11 @@ def check_nothing_lost(results: Path, runs: int, batched: bool) -> None:
 
 
 def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict, ray_bin: Path,
-                             before_kill: float) -> tuple[subprocess.CompletedProcess, float]:
+                             before_kill: float | Callable[[list[int]], bool], *options: str) -> tuple[subprocess.CompletedProcess, float, list[int]]:
     """`bisweep run` of `study` while a third node joins, takes a trial and is killed `before_kill` seconds
-    later; the node is started again (so that the study can finish as fast with it as without) and stopped at
-    the end. The run and its wall time."""
-    from tests.sweep.execution.nodes import kill_node, start_worker, wait_for_trial
+    later (or once `before_kill(its trial processes)`); the node is started again (so that the study can finish as fast with it as without) and stopped at
+    the end. The run, its wall time and the processes of the killed node that ran trials."""
+    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_trial
 
     path = results.parent / f"{study['name']}.yaml"
     path.write_text(yaml.safe_dump(study))
@@ -292,12 +293,16 @@ def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict
     node = start_worker(ray_bin, address, SPARE, temp[0], env)
     start = time.monotonic()
     driver = subprocess.Popen([sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(results),
-                               "--address", address, "--no-report"],
+                               "--address", address, "--no-report", *options],
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     again = None
     try:
         wait_for_trial(node)
-        time.sleep(before_kill)
+        if callable(before_kill):
+            wait_until(lambda: before_kill(trial_processes(node)))
+        else:
+            time.sleep(before_kill)
+        killed = trial_processes(node)
         kill_node(node)
         again = start_worker(ray_bin, address, SPARE, temp[1], env)
         out, err = driver.communicate(timeout=300)
@@ -311,20 +316,64 @@ def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict
         for d in temp:
             shutil.rmtree(d, ignore_errors=True)
     assert driver.returncode == 0, out[-2000:] + err[-3000:]
-    return subprocess.CompletedProcess(driver.args, driver.returncode, out, err), seconds
+    return subprocess.CompletedProcess(driver.args, driver.returncode, out, err), seconds, killed
+
+
+def segments(trace: Path) -> dict[tuple, list[tuple[int, list[int]]]]:
+    """toy_aid's trace by run ((lr, generator state): its seed): one (process, iterations stepped) per start."""
+    runs: dict[tuple, list[tuple[int, list[int]]]] = {}
+    current: dict[int, list[int]] = {}  # process -> the steps of the run it runs now
+    for event in map(json.loads, trace.read_text().split("\n")[:-1]):  # whole lines: a trial may be writing one
+        if event["event"] == "init":
+            current[event["pid"]] = []
+            runs.setdefault((event["lr"], event["rng"]), []).append((event["pid"], current[event["pid"]]))
+        else:
+            current[event["pid"]].append(event["iteration"])
+    return runs
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise TimeoutError("the condition did not hold in time")
+        time.sleep(0.05)
+
+
+def midway(trace: Path, steps: int) -> Callable[[list[int]], bool]:
+    """Whether one of these processes is `steps` steps into a run (toy_aid's trace: past a checkpoint)."""
+    def ready(pids: list[int]) -> bool:
+        runs = segments(trace) if trace.exists() else {}
+        return any(p in pids and len(s) >= steps for starts in runs.values() for p, s in starts[-1:])
+
+    return ready
 
 
 @pytest.mark.integration
 def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    """The lost node's trials start again elsewhere from their last checkpoint, with --max-failures over the
+    study file's `max_failures: 0`."""
     address, env = loopback_cluster
-    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off",
+    trace = tmp_path / "trace.jsonl"
+    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off", "max_failures": 0,
              "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
              # 2 s a run, 2 runs a trial; a checkpoint every 0.5 s
-             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1}}], "seeds": 2,
+             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1,
+                                                           "trace": str(trace)}}], "seeds": 2,
              "runs_per_trial": 2, "budget": {"iterations": 20}, "n_evals": 5, "checkpoint_seconds": 0.5,
              "report_seconds": 0.2}
-    run, seconds = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=2.5)
+    # killed 1 s into a run (0.1 s a step): past a checkpoint, before the run's end
+    run, seconds, killed = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray",
+                                                    midway(trace, 10), "--max-failures", "2")
     check_nothing_lost(tmp_path / "out", 8, batched=False)
+    runs = segments(trace)
+    assert len(runs) == 8
+    cut = {k: s for k, s in runs.items() if s[0][0] in killed and len(s) > 1}
+    assert cut  # the killed node was running a run, which started again in another process
+    for starts in cut.values():
+        for (_, before), (_, after) in zip(starts, starts[1:]):
+            # from its last checkpoint: not from iteration 0, and no step after the kill missing
+            assert 0 < after[0] <= before[-1] + 1 and after == list(range(after[0], 20)), starts
     print(f"lost node, unbatched: {seconds:.1f} s")
 
 
@@ -336,7 +385,44 @@ def test_a_worker_node_lost_mid_batch_fails_loses_and_repeats_no_run(loopback_cl
              "algorithms": [{"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}}], "seeds": 2,
              "runs_per_trial": 2, "budget": {"iterations": 30000}, "n_evals": 5, "checkpoint_seconds": 0.5,
              "report_seconds": 0.2}
-    run, seconds = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=1.5)
+    run, seconds, _ = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=1.5)
     assert "batched: runs sharing" in run.stdout
     check_nothing_lost(tmp_path / "out", 6, batched=True)
     print(f"lost node, batched: {seconds:.1f} s")
+
+
+# ---------------------------------------------------------------- results that outlive the cluster
+@pytest.mark.integration
+def test_results_in_storage_outlive_the_cluster_and_resume_on_another_machine(loopback_cluster, tmp_path):
+    """--storage (a shared directory standing in for a bucket) receives the results directory; with the head's copy
+    gone (`ray down`), another machine reports from storage and finishes the study's failed run from there."""
+    address, env = loopback_cluster
+    bucket = tmp_path / "bucket"
+    study = {"name": "kept", "imports": ["tests.sweep.toy_algorithms"], "max_failures": 0,
+             "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+             "algorithms": [{"name": "toy_aid", "params": {"lr": 0.3}},
+                            {"name": "toy_aid", "label": "flaky", "params": {
+                                "lr": 0.5, "fail_at": 3, "fail_once": str(tmp_path / "failed-once")}}],
+             "seeds": 1, "budget": {"iterations": 10}, "n_evals": 3}
+    path = tmp_path / "kept.yaml"
+    path.write_text(yaml.safe_dump(study))
+
+    def bisweep(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sweep.cli", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    head = tmp_path / "head" / "out"
+    first = bisweep("run", str(path), "--results-dir", str(head), "--address", address, "--storage", str(bucket))
+    assert first.returncode == 1 and f"bisweep: results copied to {bucket}" in first.stdout, first.stderr[-2000:]
+    kept = bucket / "results" / "out"
+    assert sorted((kept / "ended.txt").read_text().split()[0::2]) == ["failed", "finished"]
+    assert {p.name for p in kept.iterdir()} >= {"study.json", "runs", "records", "ended.txt", "report", "mlflow.db"}
+    shutil.rmtree(head)  # `ray down`
+    laptop = tmp_path / "laptop" / "out"
+    report = bisweep("report", str(path), "--results-dir", str(laptop), "--storage", str(bucket), "--no-mlflow")
+    assert report.returncode == 0 and (laptop / "report").is_dir(), report.stderr[-2000:]
+    again = bisweep("run", str(path), "--results-dir", str(tmp_path / "other" / "out"), "--address", address,
+                    "--storage", str(bucket), "--resume", "--no-report")
+    assert again.returncode == 0 and "running 1 runs" in again.stdout, again.stdout[-2000:] + again.stderr[-2000:]
+    assert (kept / "ended.txt").read_text().split()[0::2][-1] == "finished"
+    assert sorted(s["status"] for s in summaries(kept)) == ["finished", "finished"]

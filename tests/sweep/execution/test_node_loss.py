@@ -67,3 +67,17 @@ def test_a_run_that_ended_and_is_run_again_is_recorded_once(tmp_path):
     assert len(results) > first and all(r["bisweep"]["runs"] == [] for r in results[first:])  # nothing for MLflow
     assert {p.name: p.read_text() for p in tmp_path.rglob("*") if p.is_file()} == before
     assert (tmp_path / "ended.txt").read_text().split()[0::2] == ["finished", "finished"]
+
+
+def test_max_failures_on_the_command_line_replaces_the_study_files_and_keeps_its_identity(tmp_path, capsys):
+    from sweep.cli import main
+    from sweep.execution.options import with_max_failures
+
+    study = spec.load("quickstart")
+    again = with_max_failures(study, 5)
+    assert (study.max_failures, again.max_failures, again.spec_hash) == (2, 5, study.spec_hash)
+    assert with_max_failures(study, None) is study
+    assert main(["run", "quickstart", "--max-failures", "-1", "--results-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "bisweep: error: max-failures: must be a non-negative integer (retries of a failed trial), got -1"]
+    assert not (tmp_path / "out").exists()

@@ -312,7 +312,7 @@ def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict
             driver.kill()
         for p in (node, again):
             if p is not None and p.poll() is None:
-                stop_tree(p)
+                kill_node(p)  # at once: nothing of it is kept
         for d in temp:
             shutil.rmtree(d, ignore_errors=True)
     assert driver.returncode == 0, out[-2000:] + err[-3000:]

@@ -38,8 +38,9 @@ def stop_tree(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def loopback_cluster(venv_bin, free_port):
-    """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment)."""
-    port = free_port(HEAD)
+    """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment); the head's
+    dashboard (for `ray job submit`) is at the environment's BISWEEP_TEST_DASHBOARD."""
+    port, dashboard = free_port(HEAD), free_port(HEAD)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO),
            # A killed node counts as dead after 3 missed health checks 0.5 s apart (Ray's default: 5 x 3 s).
            "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
@@ -50,7 +51,8 @@ def loopback_cluster(venv_bin, free_port):
     try:
         procs.append(subprocess.Popen(
             [str(venv_bin / "ray"), "start", "--head", f"--node-ip-address={HEAD}", f"--port={port}",
-             f"--temp-dir={head_dir}", "--include-dashboard=false", *common],
+             f"--temp-dir={head_dir}", "--include-dashboard=true", f"--dashboard-host={HEAD}",
+             f"--dashboard-port={dashboard}", *common],  # the dashboard takes `ray job submit`
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         _wait_port(HEAD, port)
         procs.append(subprocess.Popen(
@@ -65,7 +67,7 @@ def loopback_cluster(venv_bin, free_port):
              "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"],
             env=env, capture_output=True, text=True, timeout=150)
         assert nodes.stdout.strip() == str(sorted([HEAD, WORKER])), nodes.stderr[-2000:]
-        yield f"{HEAD}:{port}", env
+        yield f"{HEAD}:{port}", {**env, "BISWEEP_TEST_DASHBOARD": f"http://{HEAD}:{dashboard}"}
     finally:
         for p in reversed(procs):
             stop_tree(p)
@@ -111,6 +113,23 @@ def test_without_address_a_study_joins_the_cluster_ray_address_names(loopback_cl
     run = run_bisweep(study, tmp_path / "out", {**env, "RAY_ADDRESS": address}, "--no-report")
     assert f"the Ray cluster at {address}" in run.stdout
     assert [s["status"] for s in summaries(tmp_path / "out")] == ["finished"]
+
+
+@pytest.mark.integration
+def test_a_study_submitted_as_a_ray_job_runs_on_the_cluster(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster  # the job's driver runs on the head and finds the cluster in RAY_ADDRESS
+    study = {"name": "job", "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+             "algorithms": ["soba"], "seeds": 2, "budget": {"iterations": 5}, "n_evals": 2}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    submit = subprocess.run(
+        [str(venv_bin / "ray"), "job", "submit", "--address", env["BISWEEP_TEST_DASHBOARD"], "--",
+         sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(out), "--no-report"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert submit.returncode == 0 and "succeeded" in submit.stdout, submit.stdout[-2000:] + submit.stderr[-2000:]
+    assert f"the Ray cluster at {address}" in submit.stdout  # the driver's own lines, as the job's log
+    assert sorted(s["status"] for s in summaries(out)) == ["finished", "finished"]
 
 
 @pytest.mark.integration

@@ -445,3 +445,55 @@ def test_results_in_storage_outlive_the_cluster_and_resume_on_another_machine(lo
     assert again.returncode == 0 and "running 1 runs" in again.stdout, again.stdout[-2000:] + again.stderr[-2000:]
     assert (kept / "ended.txt").read_text().split()[0::2][-1] == "finished"
     assert sorted(s["status"] for s in summaries(kept)) == ["finished", "finished"]
+
+
+# ---------------------------------------------------------------- autoscaling
+AUTOSCALED = "127.0.0.5"
+
+
+def fake_autoscaling_config(gcs: str) -> dict:
+    """Ray's fake multi-node provider: worker nodes started on this machine as the autoscaler asks (a head with no
+    CPU, up to 2 one-CPU workers, removed once idle for 6 s)."""
+    return {"cluster_name": "bisweep-fake", "max_workers": 2, "upscaling_speed": 1.0, "idle_timeout_minutes": 0.1,
+            "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
+                         "disable_launch_config_check": True, "gcs_address": gcs},
+            "available_node_types": {
+                "ray.head.default": {"resources": {"CPU": 0}, "max_workers": 0, "node_config": {}},
+                "ray.worker.cpu": {"resources": {"CPU": 1}, "min_workers": 0, "max_workers": 2, "node_config": {}}},
+            "head_node_type": "ray.head.default", "auth": {"ssh_user": "ubuntu"}, "docker": {}, "file_mounts": {},
+            "cluster_synced_files": [], "file_mounts_sync_continuously": False, "rsync_exclude": [],
+            "rsync_filter": [], "initialization_commands": [], "setup_commands": [], "head_setup_commands": [],
+            "worker_setup_commands": [], "head_start_ray_commands": [], "worker_start_ray_commands": []}
+
+
+@pytest.mark.integration
+def test_an_autoscaling_cluster_starts_workers_on_demand_and_loses_nothing(venv_bin, free_port, tmp_path):
+    port = free_port(AUTOSCALED)
+    config = tmp_path / "autoscaling.yaml"
+    config.write_text(yaml.safe_dump(fake_autoscaling_config(f"{AUTOSCALED}:{port}")))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO),
+           "RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
+    temp = tempfile.mkdtemp(prefix="bswa", dir="/tmp")
+    head = subprocess.Popen(
+        [str(venv_bin / "ray"), "start", "--head", f"--node-ip-address={AUTOSCALED}", f"--port={port}", "--num-cpus=0",
+         f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats", f"--autoscaling-config={config}",
+         "--block"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_port(AUTOSCALED, port)
+        study = {"name": "scaled", "imports": ["tests.sweep.toy_algorithms"], "batched": "off",
+                 "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+                 "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.05}}],
+                 "seeds": 1, "runs_per_trial": 1, "budget": {"iterations": 40}, "n_evals": 3}
+        run = run_bisweep(study, tmp_path / "out", env, "--address", f"{AUTOSCALED}:{port}", "--no-report")
+        assert "a trial asks for 1 CPUs and the cluster has 0 now; trials wait until it scales up" in run.stdout
+        ended = (tmp_path / "out" / "ended.txt").read_text().split()
+        assert ended[0::2] == ["finished"] * 4 and len(set(ended[1::2])) == 4  # nothing lost, nothing twice
+        nodes = {s["where"]["node"] for s in summaries(tmp_path / "out")}
+        assert nodes and AUTOSCALED not in nodes  # every run on a worker the autoscaler started
+        monitor = next(Path(temp).glob("session_*/logs/monitor.log")).read_text()
+        assert "Adding 2 node(s) of type ray.worker.cpu" in monitor or "Adding 1 node(s) of type ray.worker.cpu" in monitor
+    finally:
+        from tests.sweep.execution.nodes import kill_node
+
+        kill_node(head)  # the fake workers are the autoscaler's children: they go with it
+        shutil.rmtree(temp, ignore_errors=True)

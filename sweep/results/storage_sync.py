@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -59,8 +60,6 @@ def local_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
 
 
 def _regular(st: os.stat_result) -> bool:
-    import stat
-
     return stat.S_ISREG(st.st_mode)
 
 

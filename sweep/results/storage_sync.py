@@ -5,8 +5,8 @@ Tune's storage does (s3://bucket/prefix, gs://bucket/prefix, ...).
     <storage>/results/<results directory's name>/...    the results directory, file by file
 
 While a study runs, the files that changed are copied every `PERIOD` seconds and once more at the end: the
-summaries, records, ended.txt, resume.txt, the report, and the MLflow store (a SQLite file is copied through
-SQLite's backup, a consistent snapshot even while it is written). Another machine gets the directory back with
+summaries, records, ended.txt, resume.txt, the report, and the MLflow store (a SQLite file, copied whole, at most
+every `DB_PERIOD` seconds, through SQLite's backup: a consistent snapshot even while it is written). Another machine gets the directory back with
 `pull` (`bisweep report --storage`, `bisweep run --storage --resume`). Only regular files under the directory
 travel (no link is followed either way), and a name read from storage that is not a plain relative path is
 refused: what storage holds is data, never a place to write to.
@@ -18,6 +18,7 @@ import sqlite3
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,6 +27,9 @@ from problems.validation import ParameterError
 
 #: Seconds between two copies of what changed while a study runs.
 PERIOD = 10.0
+#: Seconds between two copies of a changing SQLite store while a study runs (it is copied whole; the end copies it
+#: once more).
+DB_PERIOD = 300.0
 #: The entry of a results directory that stays local, beside its '.'-led files (the lock and process records of
 #: this machine's driver): Tune's own storage when there is no --storage (with one, checkpoints go there).
 TUNE_DIR = "ray"
@@ -70,20 +74,27 @@ class Mirror:
         self.root, self.storage, self.period, self.say = Path(root), storage, period, say
         self.fs, self.base = remote(storage, self.root)
         self._sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) last copied
+        self._db_sent: dict[str, float] = {}  # relative path of a SQLite store -> when it was last copied
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None  # the last copy's failure (the study goes on; the end says it)
 
-    def push(self) -> int:
-        """Copy every file that changed since the last push; how many were copied."""
+    def push(self, final: bool = True) -> int:
+        """Copy every file that changed since the last push (a SQLite store at most every DB_PERIOD s unless
+        `final`); how many were copied."""
         with self._lock:
             copied = 0
             made: set[str] = set()
+            now = time.monotonic()
             for rel, st in list(local_files(self.root)):
                 stamp = (st.st_size, st.st_mtime_ns)
                 if self._sent.get(rel) == stamp:
                     continue
+                if rel.endswith(".db") and not final and now - self._db_sent.get(rel, -DB_PERIOD) < DB_PERIOD:
+                    continue
+                if rel.endswith(".db"):
+                    self._db_sent[rel] = now
                 target = f"{self.base}/{rel}"
                 parent = target.rsplit("/", 1)[0]
                 if parent not in made:
@@ -120,7 +131,7 @@ class Mirror:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-        self._try_push()
+        self._try_push(final=True)
         if self.say is not None:
             self.say(f"bisweep: results copied to {self.storage}" if self.error is None else
                      f"bisweep: warning: results not all copied to {self.storage} ({self.error}); they are in "
@@ -128,11 +139,11 @@ class Mirror:
 
     def _loop(self) -> None:
         while not self._done.wait(self.period):
-            self._try_push()
+            self._try_push(final=False)
 
-    def _try_push(self) -> None:
+    def _try_push(self, final: bool) -> None:
         try:
-            self.push()
+            self.push(final)
             self.error = None
         except (OSError, sqlite3.Error) as exc:  # storage unreachable for a while: the next copy tries again
             self.error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

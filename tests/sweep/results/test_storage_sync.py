@@ -91,3 +91,19 @@ def test_a_link_in_the_results_directory_is_neither_followed_nor_written_through
     with pytest.raises(ParameterError, match=r"^storage: .*runs is a link"):
         pull(elsewhere, str(tmp_path / "bucket"))
     assert (outside / "secret").read_text() == "s" and sorted(p.name for p in outside.iterdir()) == ["secret"]
+
+
+def test_a_changing_sqlite_store_is_copied_at_most_every_db_period_while_the_study_runs(tmp_path, monkeypatch):
+    from sweep.results import storage_sync
+
+    root = results(tmp_path / "out")
+    mirror = Mirror(root, str(tmp_path / "bucket"))
+    assert mirror.push(final=False) == 4
+    with sqlite3.connect(root / "mlflow.db") as db:
+        db.execute("insert into runs values ('r2')")
+    (root / "ended.txt").write_text("finished a\nfinished b\n")
+    assert mirror.push(final=False) == 1  # ended.txt; the store waits for DB_PERIOD
+    monkeypatch.setattr(storage_sync, "DB_PERIOD", 0.0)
+    assert mirror.push(final=False) == 1
+    with sqlite3.connect(tmp_path / "bucket" / "results" / "out" / "mlflow.db") as db:
+        assert db.execute("select id from runs order by id").fetchall() == [("r1",), ("r2",)]

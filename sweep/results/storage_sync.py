@@ -13,6 +13,7 @@ refused: what storage holds is data, never a place to write to.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -33,6 +34,10 @@ DB_PERIOD = 300.0
 #: The entry of a results directory that stays local, beside its '.'-led files (the lock and process records of
 #: this machine's driver): Tune's own storage when there is no --storage (with one, checkpoints go there).
 TUNE_DIR = "ray"
+
+
+#: A SQLite store's journal files: its backup copies what they hold.
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
 
 
 def _local_only(top_name: str) -> bool:
@@ -58,7 +63,7 @@ def local_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
         for name in files:
             path = Path(top) / name
             st = path.lstat()
-            if rel_top == Path(".") and _local_only(name) or not _regular(st):
+            if rel_top == Path(".") and _local_only(name) or not _regular(st) or name.endswith(SQLITE_SIDE_FILES):
                 continue
             yield (rel_top / name).as_posix(), st
 
@@ -110,7 +115,8 @@ class Mirror:
         if path.suffix == ".db":
             with tempfile.TemporaryDirectory() as d:
                 snapshot = Path(d) / path.name
-                with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as src, sqlite3.connect(snapshot) as dst:
+                with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as src, \
+                        contextlib.closing(sqlite3.connect(snapshot)) as dst:
                     src.backup(dst)
                 self._upload(snapshot, target)
             return

@@ -20,6 +20,7 @@ def results(root):
     (root / "records" / "a.jsonl").write_text('{"iteration": 0}\n')
     (root / "ended.txt").write_text("finished a\n")
     (root / ".lock").write_text("PID 1")  # this machine's: stays
+    (root / "mlflow.db-journal").write_text("")  # the store's journal: its backup holds what counts
     (root / "ray").mkdir()
     (root / "ray" / "checkpoint").write_text("x")  # Tune's local storage: stays
     with sqlite3.connect(root / "mlflow.db") as db:

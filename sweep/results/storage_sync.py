@@ -54,12 +54,12 @@ def remote(storage: str, root: Path) -> tuple[Any, str]:
     return fs, f"{base.rstrip('/')}/results/{root.name}"
 
 
-def local_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """(relative POSIX path, stat) of every regular file under `root`, links not followed."""
+def local_files(root: Path, skip: str | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative POSIX path, stat) of every regular file under `root`, links not followed (nor the entry `skip`)."""
     for top, dirs, files in os.walk(root):
         rel_top = Path(top).relative_to(root)
         if rel_top == Path("."):
-            dirs[:] = [d for d in dirs if not _local_only(d)]
+            dirs[:] = [d for d in dirs if not _local_only(d) and d != skip]
         for name in files:
             path = Path(top) / name
             st = path.lstat()
@@ -78,6 +78,10 @@ class Mirror:
     def __init__(self, root: Path, storage: str, period: float = PERIOD, say: Callable[[str], None] | None = None):
         self.root, self.storage, self.period, self.say = Path(root), storage, period, say
         self.fs, self.base = remote(storage, self.root)
+        # a storage directory inside the results directory is not copied into itself
+        inside = Path(storage).resolve() if "://" not in storage else None
+        self.skip = inside.relative_to(self.root.resolve()).parts[0] \
+            if inside is not None and self.root.resolve() in inside.parents else None
         self._sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) last copied
         self._db_sent: dict[str, float] = {}  # relative path of a SQLite store -> when it was last copied
         self._lock = threading.Lock()
@@ -92,7 +96,7 @@ class Mirror:
             copied = 0
             made: set[str] = set()
             now = time.monotonic()
-            for rel, st in list(local_files(self.root)):
+            for rel, st in list(local_files(self.root, self.skip)):
                 stamp = (st.st_size, st.st_mtime_ns)
                 if self._sent.get(rel) == stamp:
                     continue

@@ -108,3 +108,10 @@ def test_a_changing_sqlite_store_is_copied_at_most_every_db_period_while_the_stu
     assert mirror.push(final=False) == 1
     with sqlite3.connect(tmp_path / "bucket" / "results" / "out" / "mlflow.db") as db:
         assert db.execute("select id from runs order by id").fetchall() == [("r1",), ("r2",)]
+
+
+def test_storage_inside_the_results_directory_is_not_copied_into_itself(tmp_path):
+    root = results(tmp_path / "out")
+    mirror = Mirror(root, str(root / "keep"))
+    assert mirror.push() == 4 and mirror.push() == 0
+    assert sorted(tree(root / "keep" / "results" / "out")) == ["ended.txt", "mlflow.db", "records/a.jsonl", "runs/a.json"]

@@ -57,6 +57,20 @@ def trial_processes(node: subprocess.Popen) -> list[int]:
     return out
 
 
+def wait_for_node(address: str, ip: str, env: dict, timeout: float = 120) -> None:
+    """Until the cluster at `address` counts a live node at `ip` (asked from a process of its own)."""
+    import sys
+
+    code = ("import ray, sys, time\n"
+            f"ray.init(address='{address}', logging_level='ERROR')\n"
+            f"end = time.time() + {timeout}\n"
+            f"while time.time() < end and not any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()):\n"
+            "    time.sleep(0.3)\n"
+            f"sys.exit(0 if any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()) else 1)\n")
+    found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout + 60)
+    assert found.returncode == 0, found.stderr[-2000:]
+
+
 def wait_for_trial(node: subprocess.Popen, timeout: float = 120) -> None:
     """Until a trial runs on `node`."""
     end = time.monotonic() + timeout

@@ -304,12 +304,13 @@ def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict
     """`bisweep run` of `study` while a third node joins, takes a trial and is killed `before_kill` seconds
     later (or once `before_kill(its trial processes)`); the node is started again (so that the study can finish as fast with it as without) and stopped at
     the end. The run, its wall time and the processes of the killed node that ran trials."""
-    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_trial
+    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_node, wait_for_trial
 
     path = results.parent / f"{study['name']}.yaml"
     path.write_text(yaml.safe_dump(study))
     temp = [tempfile.mkdtemp(prefix=f"bsw{i}", dir="/tmp") for i in range(2)]
     node = start_worker(ray_bin, address, SPARE, temp[0], env)
+    wait_for_node(address, SPARE, env)  # three nodes from the start: the spare takes a trial of the first wave
     start = time.monotonic()
     driver = subprocess.Popen([sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(results),
                                "--address", address, "--no-report", *options],
@@ -318,7 +319,7 @@ def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict
     try:
         wait_for_trial(node)
         if callable(before_kill):
-            wait_until(lambda: before_kill(trial_processes(node)))
+            wait_until(lambda: before_kill(trial_processes(node)), driver)
         else:
             time.sleep(before_kill)
         killed = trial_processes(node)
@@ -351,9 +352,11 @@ def segments(trace: Path) -> dict[tuple, list[tuple[int, list[int]]]]:
     return runs
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 120) -> None:
+def wait_until(condition: Callable[[], bool], driver: subprocess.Popen, timeout: float = 120) -> None:
+    """Until `condition` holds (an error once the study's driver ended or `timeout` s passed)."""
     end = time.monotonic() + timeout
     while not condition():
+        assert driver.poll() is None, f"the study ended before the node could be killed mid-run"
         if time.monotonic() > end:
             raise TimeoutError("the condition did not hold in time")
         time.sleep(0.05)
@@ -376,10 +379,10 @@ def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cl
     trace = tmp_path / "trace.jsonl"
     study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off", "max_failures": 0,
              "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
-             # 2 s a run, 2 runs a trial; a checkpoint every 0.5 s
+             # 3 s a run, 2 runs a trial; a checkpoint every 0.5 s
              "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1,
                                                            "trace": str(trace)}}], "seeds": 2,
-             "runs_per_trial": 2, "budget": {"iterations": 20}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "runs_per_trial": 2, "budget": {"iterations": 30}, "n_evals": 5, "checkpoint_seconds": 0.5,
              "report_seconds": 0.2}
     # killed 1 s into a run (0.1 s a step): past a checkpoint, before the run's end
     run, seconds, killed = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray",
@@ -392,7 +395,7 @@ def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cl
     for starts in cut.values():
         for (_, before), (_, after) in zip(starts, starts[1:]):
             # from its last checkpoint: not from iteration 0, and no step after the kill missing
-            assert 0 < after[0] <= before[-1] + 1 and after == list(range(after[0], 20)), starts
+            assert 0 < after[0] <= before[-1] + 1 and after == list(range(after[0], 30)), starts
     print(f"lost node, unbatched: {seconds:.1f} s")
 
 

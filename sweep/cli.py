@@ -32,6 +32,7 @@ from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import RAY_START_SECONDS, NodeLost
 from sweep.execution.runner import run_study
 from sweep.report.build import build_report
+from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
@@ -58,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.max_runs is not None and not 1 <= args.max_runs <= MAX_RUNS_LIMIT:  # a driver holds every run's key
         raise ParameterError(f"max-runs: must be a positive integer up to {MAX_RUNS_LIMIT:,}, got {args.max_runs}")
     study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
+    study = options.with_max_failures(study, args.max_failures)
     if args.validate_only:
         k = study.runs_per_trial
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
@@ -82,6 +84,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
+    if args.storage:  # the results a cluster copied to storage, fetched here first (the report goes back too)
+        options.check_storage(args.storage)
+        storage_sync.pull(root, args.storage)
     meta = ResultStore(root).read_study()
     check_tree(root)  # no link where the report or MLflow write (sweep/results/safe_files.py)
     import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
@@ -95,6 +100,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"{what} to MLflow run {tracker.parent_id} at {mask(uri)}")
         else:
             print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
+    if args.storage:
+        storage_sync.Mirror(root, args.storage).push()
     return 0
 
 
@@ -262,6 +269,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--storage", help="Ray Tune storage path for checkpoints (default <results>/ray; "
                                        "a shared or s3:// path on multi-node clusters)")
     run.add_argument("--resume", action="store_true", help="finish an interrupted study (re-running does the same)")
+    run.add_argument("--max-failures", type=int, help="retries of a trial whose process or node died, each from its "
+                                                      "last checkpoint (default: the study's max_failures, 2)")
     run.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all)")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--ray-start-timeout", type=float, default=RAY_START_SECONDS, metavar="SECONDS",
@@ -278,6 +287,8 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--tracking-uri", help="the MLflow tracking URI the study ran with (default: the SQLite file "
                                             "mlflow.db in the results directory)")
     rep.add_argument("--no-mlflow", action="store_true", help="do not attach the report to the MLflow parent run")
+    rep.add_argument("--storage", help="the --storage the study ran with: its results are copied from there first, "
+                                       "and the report back")
     rep.add_argument("--force", action="store_true", help="rebuild the report even if nothing changed since it was built")
     rep.add_argument("--scale", help=SCALE_HELP)
     rep.add_argument("--import", dest="imports", action="append", metavar="MODULE",

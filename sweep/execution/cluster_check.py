@@ -2,7 +2,8 @@
 before its first cloud call (Ray's own defaults, then Ray's own JSON schema), with one line per error. Imports
 Ray's launcher: `bisweep` loads this module only for that command.
 
-Also says which optional packages `ray up` needs for the file's cloud (the `[aws]` and `[gcp]` extras).
+Also checks that a node type with GPUs runs a GPU image, says which optional packages `ray up` needs for the
+file's cloud (the `[aws]` and `[gcp]` extras), and what it cannot check offline (credentials, quota, images).
 """
 from __future__ import annotations
 
@@ -38,7 +39,31 @@ def check(path: str | Path) -> tuple[list[str], list[str]]:
     if not isinstance(provider, dict) or not isinstance(provider.get("type"), str):
         return [f"{name}: provider.type: required (aws, gcp, azure, local, ...)"], []
     errors = _schema_errors(name, raw)
-    return errors, ([] if errors else _missing_packages(provider["type"]))
+    if not errors:
+        errors = _gpu_errors(name, raw)
+    return errors, ([] if errors else [*_missing_packages(provider["type"]), UNCHECKED])
+
+
+#: What no offline check can know, said after every check that passes.
+UNCHECKED = ("not checked (offline): credentials and the nodes' access to --storage, that the region, zones and "
+             "project exist and have quota for these instance types, and that the docker images can be pulled")
+
+
+def _gpu_errors(name: str, raw: dict[str, Any]) -> list[str]:
+    """A node type with GPUs that runs a CPU-only image (Ray's `-cpu` images have no CUDA): its trials would find
+    no GPU to use."""
+    docker = raw.get("docker") or {}
+    lines = []
+    for node_type, spec in (raw.get("available_node_types") or {}).items():
+        if not (spec.get("resources") or {}).get("GPU"):
+            continue
+        head = node_type == raw.get("head_node_type")
+        image = ((spec.get("docker") or {}).get("worker_image") if not head else None) \
+            or docker.get("head_image" if head else "worker_image") or docker.get("image")
+        if image and str(image).endswith("-cpu"):
+            lines.append(f"{name}: available_node_types.{node_type}: has GPUs but runs the CPU-only image {image}; "
+                         "give it a GPU image (docker.worker_image: rayproject/ray:<version>-py311-gpu)")
+    return lines
 
 
 def _schema_errors(name: str, raw: dict[str, Any]) -> list[str]:

@@ -38,12 +38,15 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)
-    cpus = ray.cluster_resources().get("CPU", 0.0)
-    if on_cluster and (warning := options.cluster_cpu_warning(study.resources["cpu"], cpus)):
+    have = ray.cluster_resources()
+    cpus = have.get("CPU", 0.0)
+    if on_cluster and (warning := options.cluster_warning(study.resources, have)):
         progress.message(warning)
     registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
     registry = done_registry(registry_name)
     slots = max(1, int(cpus // study.resources["cpu"]))
+    if gpu := study.resources.get("gpu", 0.0):
+        slots = min(slots, max(1, int(have.get("GPU", 0.0) // gpu)))
     if study.max_concurrent:
         slots = min(slots, study.max_concurrent)
     mode = batching.resolve(study)
@@ -120,7 +123,7 @@ def _drop_old_trials(exp_path: str, store: ResultStore) -> None:
 
 def _tuner(study: Study, searcher: StudySearcher, exp_path: str, callbacks: list[Callback], stop: Stopper) -> Any:
     """A fresh Tune experiment over what the searcher hands out (experiments are never restored)."""
-    trainable = tune.with_resources(study_trainable, {"cpu": study.resources["cpu"]})
+    trainable = tune.with_resources(study_trainable, {k: v for k, v in study.resources.items() if v})
     storage, name = exp_path.rsplit("/", 1)
     return tune.Tuner(
         trainable,

@@ -6,6 +6,7 @@ allowed, so a mistyped option never turns into a hang, a traceback or a half-wri
 from __future__ import annotations
 
 import base64
+import dataclasses
 import importlib.util
 import os
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from problems.validation import ParameterError
+from sweep.study.model import Study
 from sweep.tracking.masking import mask, mask_text
 
 #: Tracking-store schemes MLflow 3 accepts here (file stores are refused by MLflow itself).
@@ -34,22 +36,35 @@ def check_num_cpus(num_cpus: int | None) -> None:
                              f"--address), got {num_cpus}")
 
 
-def check_resources(cpu_per_trial: float, address: str | None, num_cpus: int | None) -> str | None:
-    """A local Ray that can never fit one trial is an error; on a cluster, a warning line (or None)."""
+def check_resources(resources: dict[str, float], address: str | None, num_cpus: int | None) -> None:
+    """A local Ray that can never fit one trial (its CPUs or GPUs) is an error; a cluster may scale up."""
     if address:
-        return None
+        return
     have = num_cpus or os.cpu_count() or 1
-    if cpu_per_trial > have:
-        raise ParameterError(f"resources.cpu: a trial asks for {cpu_per_trial:g} CPUs but the local Ray has {have}; "
+    if resources["cpu"] > have:
+        raise ParameterError(f"resources.cpu: a trial asks for {resources['cpu']:g} CPUs but the local Ray has {have}; "
                              f"at most {have}, or --address a cluster that has them")
-    return None
+    if (gpu := resources.get("gpu", 0.0)) and gpu > (gpus := local_gpus()):
+        raise ParameterError(f"resources.gpu: a trial asks for {gpu:g} GPUs but this machine has {gpus:g}; "
+                             "0 here, or --address a cluster with GPU nodes")
 
 
-def cluster_cpu_warning(cpu_per_trial: float, cluster_cpus: float) -> str | None:
-    """One warning line when a connected cluster has fewer CPUs than a trial asks for (it may autoscale)."""
-    if cpu_per_trial > cluster_cpus:
-        return (f"bisweep: warning: a trial asks for {cpu_per_trial:g} CPUs and the cluster has {cluster_cpus:g} now; "
-                "trials wait until it scales up")
+def local_gpus() -> float:
+    """The GPUs a local Ray would find here (Ray's own count: NVIDIA devices, as CUDA_VISIBLE_DEVICES limits)."""
+    try:
+        from ray._private.accelerators import get_accelerator_manager_for_resource
+    except ImportError:  # Ray's private module moved: it counts the GPUs itself at start
+        return float("inf")
+    return float(get_accelerator_manager_for_resource("GPU").get_current_node_num_accelerators() or 0)
+
+
+def cluster_warning(per_trial: dict[str, float], cluster: dict[str, float]) -> str | None:
+    """One warning line when a connected cluster has fewer CPUs or GPUs than a trial asks for (it may autoscale)."""
+    for name in ("cpu", "gpu"):
+        want, have = per_trial.get(name, 0.0), cluster.get(name.upper(), 0.0)
+        if want > have:
+            return (f"bisweep: warning: a trial asks for {want:g} {name.upper()}s and the cluster has {have:g} now; "
+                    "trials wait until it scales up")
     return None
 
 
@@ -242,3 +257,13 @@ def check_storage(storage: str | None) -> None:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ParameterError(f"storage: cannot use {mask(storage)} ({mask_text(first)})") from None
+
+
+def with_max_failures(study: Study, max_failures: int | None) -> Study:
+    """The study with --max-failures instead of its own `max_failures` (retries of a trial whose node or process
+    died; a retry continues from the trial's last checkpoint). It changes no run, so not the study's identity."""
+    if max_failures is None:
+        return study
+    if max_failures < 0:
+        raise ParameterError(f"max-failures: must be a non-negative integer (retries of a failed trial), got {max_failures}")
+    return dataclasses.replace(study, max_failures=max_failures)

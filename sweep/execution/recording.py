@@ -47,6 +47,11 @@ class StoreCallback(Callback):
         if meta is None:
             return
         where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
+        if any(self.store.status(c["run_key"]) in DONE_STATUSES for c in meta["runs"]):
+            # A trial that could not ask the registry (its node lost) ran again runs that had ended: their
+            # records go nowhere, here nor in MLflow (this callback runs first; Tune lets it change the result).
+            meta["runs"] = type(meta["runs"])(c for c in meta["runs"]
+                                               if self.store.status(c["run_key"]) not in DONE_STATUSES)
         ended = []
         for chunk in chunks(result):
             key = chunk["run_key"]
@@ -55,7 +60,7 @@ class StoreCallback(Callback):
                 ended.append((key, self._summary(key, chunk, meta["trial_key"], where)))
         self.store.finish_many(ended)  # the summaries, then ended.txt in one write
         if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
-            self._current[trial.trial_id] = meta.get("checkpointed") or [chunks(result)[-1]["run_key"]]
+            self._current[trial.trial_id] = meta.get("checkpointed") or [c["run_key"] for c in chunks(result)[-1:]]
         if ended and self.registry is not None:
             self.registry.add_all.remote([key for key, _ in ended])
 
@@ -110,8 +115,19 @@ class Slim(Callback):
             meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
 
 
+def on_driver_node() -> dict[str, Any]:
+    """Actor options pinning an actor to the driver's node (not softly): a platform actor on a worker would die
+    with that worker (a reclaimed spot node), failing every trial that asks it afterwards."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=here, soft=False)}
+
+
 def done_registry(name: str) -> Any:
-    """A named actor (no CPU) that a starting or retried trial asks which of its runs already finished."""
+    """A named actor (no CPU, on the driver's node) that a starting or retried trial asks which of its runs
+    already finished."""
     import ray
 
     @ray.remote(num_cpus=0)
@@ -126,4 +142,4 @@ def done_registry(name: str) -> Any:
             return [k for k in keys if k in self.keys]
 
     # Runs done before this session are never handed to a trial: the registry needs only this session's.
-    return DoneRegistry.options(name=name, get_if_exists=True).remote()
+    return DoneRegistry.options(name=name, get_if_exists=True, **on_driver_node()).remote()

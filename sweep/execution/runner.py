@@ -33,6 +33,7 @@ from sweep.execution.ray_cluster import (RAY_START_SECONDS, ClusterError, check_
                                          stop_ray)
 from sweep.execution.session import Session, Timeline, process_start
 from sweep.report.build import build_report
+from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree, open_file
 from sweep.results.store import ResultStore
 from sweep.study import spec
@@ -106,21 +107,28 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
     options.check_storage(storage_path)
     options.check_num_cpus(num_cpus)
     address, address_field = options.ray_address(address)
-    options.check_resources(study.resources["cpu"], address, num_cpus)
+    options.check_resources(study.resources, address, num_cpus)
     options.check_address(address, address_field)
     if address and address != "auto" and not address.startswith("ray://"):
         check_head(address, address_field)  # Ray's handshake, before anything is written
+    if storage_path and not (root / "study.json").exists():
+        storage_sync.pull(root, storage_path)  # results another machine left in storage: this driver continues them
     if resume and not (root / "study.json").exists():
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
     driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out, ray_start_timeout)
-    with StudyLock(str(root)):  # one driver per results directory
+    with StudyLock(str(root)), _mirrored(root, storage_path, driver.say):  # one driver per results directory
         if kinds.get(study.kind).growth(study) is None:
             return _run_locked(study, report, driver)
         session = functools.partial(_run_locked, driver=driver, ray_held=True)  # (study, report) of a round
         with _ray_up(root, address, num_cpus, driver.say, " for every tuning round", driver.ray_start_timeout):  # one Ray for all the rounds
             return rounds.run_rounds(study, ResultStore(root), session, report, out)
+
+
+def _mirrored(root: Path, storage: str | None, say: Any) -> contextlib.AbstractContextManager[Any]:
+    """The results directory copied to --storage as it grows (sweep.results.storage_sync), or nothing."""
+    return storage_sync.Mirror(root, storage, say=say) if storage else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from algorithms.checkpoint import load_state, save_state
@@ -43,17 +43,31 @@ def _tune_state() -> dict[str, Any] | None:
         return load_state(d)
 
 
+#: How long a trial waits for the registry's answer before going on without it (seconds).
+REGISTRY_SECONDS = 30.0
+
+
 def _registry_skip(name: str | None) -> Skip | None:
-    """Ask the study's registry of finished runs (a named actor the runner starts), if there is one."""
+    """Ask the study's registry of finished runs (a named actor the runner starts), if there is one. A registry
+    that cannot be reached (its node lost, the driver gone) is no registry: the trial runs its runs, and the
+    driver's store keeps one copy of each record and summary."""
     if not name:
         return None
     import ray
+    from ray.exceptions import RayError
 
     try:
         actor = ray.get_actor(name)
-    except ValueError:
+    except (ValueError, RayError):
         return None
-    return lambda run_keys: set(ray.get(actor.done_among.remote(list(run_keys))))
+
+    def skip(run_keys: Sequence[str]) -> set[str]:
+        try:
+            return set(ray.get(actor.done_among.remote(list(run_keys)), timeout=REGISTRY_SECONDS))
+        except RayError:  # RayActorError, GetTimeoutError
+            return set()
+
+    return skip
 
 
 def _earlier_checkpoints(paths: Mapping[str, str]) -> Resume | None:

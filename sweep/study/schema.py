@@ -144,6 +144,7 @@ Goal = checked("one of min, max", lambda v: v in GOALS)
 Flag = checked("true or false", lambda v: isinstance(v, bool))
 OptionalNumber = checked("null or a number", lambda v: v is None or is_number(v))
 CPUs = checked("a positive number", lambda v: is_number(v) and v > 0, float)
+GPUs = checked("a non-negative number (a fraction shares a GPU)", lambda v: is_number(v) and v >= 0, float)
 
 
 BestBy = checked("one of robust, median", lambda v: v in ("robust", "median"))
@@ -171,6 +172,7 @@ class Resources(Block):
     """Per trial."""
 
     cpu: CPUs = Field(1.0, examples=[2], description="CPUs per trial")
+    gpu: GPUs = Field(0.0, examples=[1], description="GPUs per trial (Ray sets CUDA_VISIBLE_DEVICES for it)")
 
 
 def _seeds(v: Any, info: ValidationInfo) -> Any:
@@ -244,7 +246,7 @@ class StudyBase(Block):
     budget: Budget = Field(None, validate_default=True, examples=[{"iterations": 1000}, {"oracle_calls": 100000, "seconds": 60}],  description="{iterations, oracle_calls, seconds}")
     divergence: Divergence = Field(None, examples=[{"factor": 1e6, "metrics": ["F"]}],  description="{factor, metrics}: when a run counts as diverged")
     n_evals: NEvals = Field(20, examples=[40],  description="log-spaced evaluation points")
-    resources: Resources = Field(Resources(), examples=[{"cpu": 2}],  description="{cpu}: CPUs per trial")
+    resources: Resources = Field(Resources(), examples=[{"cpu": 2}],  description="{cpu, gpu}: CPUs and GPUs per trial")
     max_concurrent: OptionalPositiveInt = Field(None, examples=[4],  description="limit on concurrently running trials")
     max_failures: NonNegativeInt = Field(2, examples=[0],  description="retries of a failed trial")
     batched: BatchedMode = Field(

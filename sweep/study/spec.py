@@ -109,7 +109,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         name=spec.name, description=spec.description, kind=spec.kind, axis=axis, problems=probs, algorithms=algs,
         seeds=spec.seeds, instance_seed=spec.instance_seed,
         seeds_per_trial=min(spec.seeds_per_trial or len(spec.seeds), len(spec.seeds)), budget=ctx.budget,
-        n_evals=spec.n_evals, resources={"cpu": spec.resources.cpu}, max_concurrent=spec.max_concurrent,
+        n_evals=spec.n_evals, resources={"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}, max_concurrent=spec.max_concurrent,
         max_failures=spec.max_failures, checkpoint_seconds=spec.checkpoint_seconds,
         report_seconds=spec.report_seconds, imports=list(spec.imports),
         report=_report(spec.report, kind.default_metric(online), online),

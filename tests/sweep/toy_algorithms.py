@@ -60,7 +60,7 @@ class ToyAid(Algorithm):
         if config.trace:
             # The untouched generator state identifies the seed: tests map lines back to runs.
             with open(config.trace, "a") as fh:
-                fh.write(json.dumps({"event": "init", "lr": config.lr,
+                fh.write(json.dumps({"event": "init", "lr": config.lr, "pid": os.getpid(),
                                      "rng": int(rng.bit_generator.state["state"]["state"]),
                                      "blas": blas_thread_counts()}) + "\n")
 
@@ -68,7 +68,7 @@ class ToyAid(Algorithm):
         c, p = self.config, self.problem
         if c.trace:
             with open(c.trace, "a") as fh:
-                fh.write(json.dumps({"event": "step", "iteration": self.iteration}) + "\n")
+                fh.write(json.dumps({"event": "step", "iteration": self.iteration, "pid": os.getpid()}) + "\n")
         if c.fail_at is not None and self.iteration + 1 >= c.fail_at:
             if c.fail_once is None or not os.path.exists(c.fail_once):
                 if c.fail_once is not None:

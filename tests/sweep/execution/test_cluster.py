@@ -9,41 +9,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.sweep.execution.nodes import alive, descendants
+
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc), children before grandchildren."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            children.setdefault(_parent(int(d)), []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(0), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def stop_tree(proc: subprocess.Popen) -> None:
@@ -51,10 +26,10 @@ def stop_tree(proc: subprocess.Popen) -> None:
     pids = descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in reversed(pids):
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, sig)
         end = time.monotonic() + 10
-        while time.monotonic() < end and any(_alive(p) for p in pids):
+        while time.monotonic() < end and any(alive(p) for p in pids):
             time.sleep(0.2)
     if proc.poll() is None:
         proc.kill()
@@ -63,9 +38,12 @@ def stop_tree(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def loopback_cluster(venv_bin, free_port):
-    """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment)."""
-    port = free_port(HEAD)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO)}
+    """A two-node Ray cluster on loopback (head and worker, one CPU each): (head address, environment); the head's
+    dashboard (for `ray job submit`) is at the environment's BISWEEP_TEST_DASHBOARD."""
+    port, dashboard = free_port(HEAD), free_port(HEAD)
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO),
+           # A killed node counts as dead after 3 missed health checks 0.5 s apart (Ray's default: 5 x 3 s).
+           "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
     # Short temp dirs: Ray's socket paths must fit in 107 bytes.
     head_dir, worker_dir = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww"))
     common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
@@ -73,7 +51,8 @@ def loopback_cluster(venv_bin, free_port):
     try:
         procs.append(subprocess.Popen(
             [str(venv_bin / "ray"), "start", "--head", f"--node-ip-address={HEAD}", f"--port={port}",
-             f"--temp-dir={head_dir}", "--include-dashboard=false", *common],
+             f"--temp-dir={head_dir}", "--include-dashboard=true", f"--dashboard-host={HEAD}",
+             f"--dashboard-port={dashboard}", *common],  # the dashboard takes `ray job submit`
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         _wait_port(HEAD, port)
         procs.append(subprocess.Popen(
@@ -88,7 +67,7 @@ def loopback_cluster(venv_bin, free_port):
              "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"],
             env=env, capture_output=True, text=True, timeout=150)
         assert nodes.stdout.strip() == str(sorted([HEAD, WORKER])), nodes.stderr[-2000:]
-        yield f"{HEAD}:{port}", env
+        yield f"{HEAD}:{port}", {**env, "BISWEEP_TEST_DASHBOARD": f"http://{HEAD}:{dashboard}"}
     finally:
         for p in reversed(procs):
             stop_tree(p)
@@ -134,6 +113,23 @@ def test_without_address_a_study_joins_the_cluster_ray_address_names(loopback_cl
     run = run_bisweep(study, tmp_path / "out", {**env, "RAY_ADDRESS": address}, "--no-report")
     assert f"the Ray cluster at {address}" in run.stdout
     assert [s["status"] for s in summaries(tmp_path / "out")] == ["finished"]
+
+
+@pytest.mark.integration
+def test_a_study_submitted_as_a_ray_job_runs_on_the_cluster(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster  # the job's driver runs on the head and finds the cluster in RAY_ADDRESS
+    study = {"name": "job", "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+             "algorithms": ["soba"], "seeds": 2, "budget": {"iterations": 5}, "n_evals": 2}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    submit = subprocess.run(
+        [str(venv_bin / "ray"), "job", "submit", "--address", env["BISWEEP_TEST_DASHBOARD"], "--",
+         sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(out), "--no-report"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert submit.returncode == 0 and "succeeded" in submit.stdout, submit.stdout[-2000:] + submit.stderr[-2000:]
+    assert f"the Ray cluster at {address}" in submit.stdout  # the driver's own lines, as the job's log
+    assert sorted(s["status"] for s in summaries(out)) == ["finished", "finished"]
 
 
 @pytest.mark.integration
@@ -250,3 +246,257 @@ def test_the_cloud_extras_install_what_rays_cluster_launcher_imports(repo):
     assert "import boto3" in (launcher / "aws" / "config.py").read_text()
     assert "import googleapiclient" in (launcher / "gcp" / "config.py").read_text()
     assert "import google_auth_httplib2" in (launcher / "gcp" / "config.py").read_text()
+
+
+# ---------------------------------------------------------------- a lost worker node
+SPARE = "127.0.0.4"  # a third node, killed and started again (the fixture's two stay up for the other tests)
+TIMES = ("time", "cpu_time", "eval_time")
+
+
+def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
+    """Each run's final record computed here, without Ray, trial by trial as the study grouped them (toy_aid's
+    sleep and trace, test hooks that change no number, left out)."""
+    import dataclasses
+
+    from sweep.execution.trial import execute_trial
+    from sweep.study.model import Point, RunSpec, TrialConfig
+
+    finals: dict[str, dict] = {}
+    by_trial: dict[str, list[dict]] = {}
+    for s in done:
+        by_trial.setdefault(s["trial_key"], []).append(s)
+    for key, runs in by_trial.items():
+        specs = []
+        for s in sorted(runs, key=lambda s: s["run_key"]):
+            spec = RunSpec.of(Point.from_dict(s["point"]), s["seed"])
+            params = {k: v for k, v in spec.algorithm_params.items() if k not in ("sleep", "trace")}
+            specs.append(dataclasses.replace(spec, run_key=s["run_key"], algorithm_params=params))
+        config = TrialConfig(key, tuple(specs), 1e9, 0.0, ("tests.sweep.toy_algorithms",), batched=batched)
+
+        def report(result: dict, state: object) -> None:
+            for chunk in result["bisweep"]["runs"]:
+                if chunk["done"]:
+                    finals[chunk["run_key"]] = chunk["records"][-1]
+
+        execute_trial(config, report)
+    return finals
+
+
+def without_times(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in TIMES}
+
+
+def check_nothing_lost(results: Path, runs: int, batched: bool) -> None:
+    """Every run finished once (ended.txt names it once), its records without a repeated or missing evaluation,
+    and its final record the one computed without Ray."""
+    ended = (results / "ended.txt").read_text().split()
+    assert ended[0::2] == ["finished"] * runs and len(set(ended[1::2])) == runs  # 0 failed, 0 lost, 0 duplicated
+    done = summaries(results)
+    for s in done:
+        iterations = [json.loads(line)["iteration"] for line in (results / "records" / f"{s['run_key']}.jsonl").open()]
+        assert iterations == sorted(set(iterations)) and iterations[-1] == s["final"]["iteration"], s["run_key"]
+    reference = reference_finals(done, batched)
+    assert {s["run_key"]: without_times(s["final"]) for s in done} == {k: without_times(v) for k, v in reference.items()}
+
+
+def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict, ray_bin: Path,
+                             before_kill: float | Callable[[list[int]], bool], *options: str) -> tuple[subprocess.CompletedProcess, float, list[int]]:
+    """`bisweep run` of `study` while a third node joins, takes a trial and is killed `before_kill` seconds
+    later (or once `before_kill(its trial processes)`); the node is started again (so that the study can finish as fast with it as without) and stopped at
+    the end. The run, its wall time and the processes of the killed node that ran trials."""
+    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_node, wait_for_trial
+
+    path = results.parent / f"{study['name']}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    temp = [tempfile.mkdtemp(prefix=f"bsw{i}", dir="/tmp") for i in range(2)]
+    node = start_worker(ray_bin, address, SPARE, temp[0], env)
+    wait_for_node(address, SPARE, env)  # three nodes from the start: the spare takes a trial of the first wave
+    start = time.monotonic()
+    driver = subprocess.Popen([sys.executable, "-m", "sweep.cli", "run", str(path), "--results-dir", str(results),
+                               "--address", address, "--no-report", *options],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    again = None
+    try:
+        wait_for_trial(node)
+        if callable(before_kill):
+            wait_until(lambda: before_kill(trial_processes(node)), driver)
+        else:
+            time.sleep(before_kill)
+        killed = trial_processes(node)
+        kill_node(node)
+        again = start_worker(ray_bin, address, SPARE, temp[1], env)
+        out, err = driver.communicate(timeout=300)
+        seconds = time.monotonic() - start
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        for p in (node, again):
+            if p is not None and p.poll() is None:
+                kill_node(p)  # at once: nothing of it is kept
+        for d in temp:
+            shutil.rmtree(d, ignore_errors=True)
+    assert driver.returncode == 0, out[-2000:] + err[-3000:]
+    return subprocess.CompletedProcess(driver.args, driver.returncode, out, err), seconds, killed
+
+
+def segments(trace: Path) -> dict[tuple, list[tuple[int, list[int]]]]:
+    """toy_aid's trace by run ((lr, generator state): its seed): one (process, iterations stepped) per start."""
+    runs: dict[tuple, list[tuple[int, list[int]]]] = {}
+    current: dict[int, list[int]] = {}  # process -> the steps of the run it runs now
+    for event in map(json.loads, trace.read_text().split("\n")[:-1]):  # whole lines: a trial may be writing one
+        if event["event"] == "init":
+            current[event["pid"]] = []
+            runs.setdefault((event["lr"], event["rng"]), []).append((event["pid"], current[event["pid"]]))
+        else:
+            current[event["pid"]].append(event["iteration"])
+    return runs
+
+
+def wait_until(condition: Callable[[], bool], driver: subprocess.Popen, timeout: float = 120) -> None:
+    """Until `condition` holds (an error once the study's driver ended or `timeout` s passed)."""
+    end = time.monotonic() + timeout
+    while not condition():
+        assert driver.poll() is None, f"the study ended before the node could be killed mid-run"
+        if time.monotonic() > end:
+            raise TimeoutError("the condition did not hold in time")
+        time.sleep(0.05)
+
+
+def midway(trace: Path, steps: int) -> Callable[[list[int]], bool]:
+    """Whether one of these processes is `steps` steps into a run (toy_aid's trace: past a checkpoint)."""
+    def ready(pids: list[int]) -> bool:
+        runs = segments(trace) if trace.exists() else {}
+        return any(p in pids and len(s) >= steps for starts in runs.values() for p, s in starts[-1:])
+
+    return ready
+
+
+@pytest.mark.integration
+def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    """The lost node's trials start again elsewhere from their last checkpoint, with --max-failures over the
+    study file's `max_failures: 0`."""
+    address, env = loopback_cluster
+    trace = tmp_path / "trace.jsonl"
+    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off", "max_failures": 0,
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+             # 3 s a run, 2 runs a trial; a checkpoint every 0.5 s
+             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1,
+                                                           "trace": str(trace)}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 30}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "report_seconds": 0.2}
+    # killed 1 s into a run (0.1 s a step): past a checkpoint, before the run's end
+    run, seconds, killed = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray",
+                                                    midway(trace, 10), "--max-failures", "2")
+    check_nothing_lost(tmp_path / "out", 8, batched=False)
+    runs = segments(trace)
+    assert len(runs) == 8
+    cut = {k: s for k, s in runs.items() if s[0][0] in killed and len(s) > 1}
+    assert cut  # the killed node was running a run, which started again in another process
+    for starts in cut.values():
+        for (_, before), (_, after) in zip(starts, starts[1:]):
+            # from its last checkpoint: not from iteration 0, and no step after the kill missing
+            assert 0 < after[0] <= before[-1] + 1 and after == list(range(after[0], 30)), starts
+    print(f"lost node, unbatched: {seconds:.1f} s")
+
+
+@pytest.mark.integration
+def test_a_worker_node_lost_mid_batch_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster
+    study = {"name": "lostbatch", "instance_seed": 0,  # one problem instance: a trial's runs step as one batch
+             "problems": [{"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}}],
+             "algorithms": [{"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 30000}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "report_seconds": 0.2}
+    run, seconds, _ = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=1.5)
+    assert "batched: runs sharing" in run.stdout
+    check_nothing_lost(tmp_path / "out", 6, batched=True)
+    print(f"lost node, batched: {seconds:.1f} s")
+
+
+# ---------------------------------------------------------------- results that outlive the cluster
+@pytest.mark.integration
+def test_results_in_storage_outlive_the_cluster_and_resume_on_another_machine(loopback_cluster, tmp_path):
+    """--storage (a shared directory standing in for a bucket) receives the results directory; with the head's copy
+    gone (`ray down`), another machine reports from storage and finishes the study's failed run from there."""
+    address, env = loopback_cluster
+    bucket = tmp_path / "bucket"
+    study = {"name": "kept", "imports": ["tests.sweep.toy_algorithms"], "max_failures": 0,
+             "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+             "algorithms": [{"name": "toy_aid", "params": {"lr": 0.3}},
+                            {"name": "toy_aid", "label": "flaky", "params": {
+                                "lr": 0.5, "fail_at": 3, "fail_once": str(tmp_path / "failed-once")}}],
+             "seeds": 1, "budget": {"iterations": 10}, "n_evals": 3}
+    path = tmp_path / "kept.yaml"
+    path.write_text(yaml.safe_dump(study))
+
+    def bisweep(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sweep.cli", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    head = tmp_path / "head" / "out"
+    first = bisweep("run", str(path), "--results-dir", str(head), "--address", address, "--storage", str(bucket))
+    assert first.returncode == 1 and f"bisweep: results copied to {bucket}" in first.stdout, first.stderr[-2000:]
+    kept = bucket / "results" / "out"
+    assert sorted((kept / "ended.txt").read_text().split()[0::2]) == ["failed", "finished"]
+    assert {p.name for p in kept.iterdir()} >= {"study.json", "runs", "records", "ended.txt", "report", "mlflow.db"}
+    shutil.rmtree(head)  # `ray down`
+    laptop = tmp_path / "laptop" / "out"
+    report = bisweep("report", str(path), "--results-dir", str(laptop), "--storage", str(bucket), "--no-mlflow")
+    assert report.returncode == 0 and (laptop / "report").is_dir(), report.stderr[-2000:]
+    again = bisweep("run", str(path), "--results-dir", str(tmp_path / "other" / "out"), "--address", address,
+                    "--storage", str(bucket), "--resume", "--no-report")
+    assert again.returncode == 0 and "running 1 runs" in again.stdout, again.stdout[-2000:] + again.stderr[-2000:]
+    assert (kept / "ended.txt").read_text().split()[0::2][-1] == "finished"
+    assert sorted(s["status"] for s in summaries(kept)) == ["finished", "finished"]
+
+
+# ---------------------------------------------------------------- autoscaling
+AUTOSCALED = "127.0.0.5"
+
+
+def fake_autoscaling_config(gcs: str) -> dict:
+    """Ray's fake multi-node provider: worker nodes started on this machine as the autoscaler asks (a head with no
+    CPU, up to 2 one-CPU workers, removed once idle for 6 s)."""
+    return {"cluster_name": "bisweep-fake", "max_workers": 2, "upscaling_speed": 1.0, "idle_timeout_minutes": 0.1,
+            "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
+                         "disable_launch_config_check": True, "gcs_address": gcs},
+            "available_node_types": {
+                "ray.head.default": {"resources": {"CPU": 0}, "max_workers": 0, "node_config": {}},
+                "ray.worker.cpu": {"resources": {"CPU": 1}, "min_workers": 0, "max_workers": 2, "node_config": {}}},
+            "head_node_type": "ray.head.default", "auth": {"ssh_user": "ubuntu"}, "docker": {}, "file_mounts": {},
+            "cluster_synced_files": [], "file_mounts_sync_continuously": False, "rsync_exclude": [],
+            "rsync_filter": [], "initialization_commands": [], "setup_commands": [], "head_setup_commands": [],
+            "worker_setup_commands": [], "head_start_ray_commands": [], "worker_start_ray_commands": []}
+
+
+@pytest.mark.integration
+def test_an_autoscaling_cluster_starts_workers_on_demand_and_loses_nothing(venv_bin, free_port, tmp_path):
+    port = free_port(AUTOSCALED)
+    config = tmp_path / "autoscaling.yaml"
+    config.write_text(yaml.safe_dump(fake_autoscaling_config(f"{AUTOSCALED}:{port}")))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "PYTHONPATH": str(REPO),
+           "RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
+    temp = tempfile.mkdtemp(prefix="bswa", dir="/tmp")
+    head = subprocess.Popen(
+        [str(venv_bin / "ray"), "start", "--head", f"--node-ip-address={AUTOSCALED}", f"--port={port}", "--num-cpus=0",
+         f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats", f"--autoscaling-config={config}",
+         "--block"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_port(AUTOSCALED, port)
+        study = {"name": "scaled", "imports": ["tests.sweep.toy_algorithms"], "batched": "off",
+                 "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+                 "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.05}}],
+                 "seeds": 1, "runs_per_trial": 1, "budget": {"iterations": 40}, "n_evals": 3}
+        run = run_bisweep(study, tmp_path / "out", env, "--address", f"{AUTOSCALED}:{port}", "--no-report")
+        assert "a trial asks for 1 CPUs and the cluster has 0 now; trials wait until it scales up" in run.stdout
+        ended = (tmp_path / "out" / "ended.txt").read_text().split()
+        assert ended[0::2] == ["finished"] * 4 and len(set(ended[1::2])) == 4  # nothing lost, nothing twice
+        nodes = {s["where"]["node"] for s in summaries(tmp_path / "out")}
+        assert nodes and AUTOSCALED not in nodes  # every run on a worker the autoscaler started
+        monitor = next(Path(temp).glob("session_*/logs/monitor.log")).read_text()
+        assert "Adding 2 node(s) of type ray.worker.cpu" in monitor or "Adding 1 node(s) of type ray.worker.cpu" in monitor
+    finally:
+        from tests.sweep.execution.nodes import kill_node
+
+        kill_node(head)  # the fake workers are the autoscaler's children: they go with it
+        shutil.rmtree(temp, ignore_errors=True)

@@ -163,7 +163,8 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        writer = _run_pending(session, pending, len(done), connecting, driver, report)
+        diverged = sum(store.status(k) == "diverged" for k in done)
+        writer = _run_pending(session, pending, (len(done), diverged), connecting, driver, report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
     return _finish(session, connecting, writer, written, report, len(pending))
@@ -242,10 +243,11 @@ def active_seconds(session: Session) -> float:
     return total
 
 
-def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
+def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: tuple[int, int], connecting: Any,
                  driver: Driver, report: bool) -> MlflowCallback:
-    """Run the pending runs in one fresh Tune experiment; the MLflow writer."""
-    progress = Progress(session.study, done_before, session.out)
+    """Run the pending runs in one fresh Tune experiment (`done_before`: runs an earlier driver ended, and how many
+    of them diverged); the MLflow writer."""
+    progress = Progress(session.study, done_before[0], session.out, diverged_before=done_before[1])
     loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(driver.root, driver.address, driver.num_cpus,
                                                                      progress.message)

@@ -151,7 +151,8 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     written = Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
     uri = driver.tracking_uri or default_tracking_uri(root)
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
-        f"= {len(study.run_keys)} runs; results in {root}")
+        f"= {len(study.run_keys)} runs")
+    say(f"bisweep: results in {shown_path(root)}")
     say(f"bisweep: MLflow tracking at {mask(uri)}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
@@ -168,6 +169,14 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
     return _finish(session, connecting, writer, written, report, len(pending))
+
+
+def shown_path(path: Path) -> str:
+    """`path` as a person typed it: relative to the working directory when inside it (lines stay short)."""
+    try:
+        return os.path.join(".", os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
 
 
 def _finish(session: Session, connecting: Background, writer: MlflowCallback | None, written: Any,

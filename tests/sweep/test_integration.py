@@ -17,6 +17,7 @@ import problems
 from sweep.execution.ray_cluster import start_ray, started_here
 from sweep.execution.runner import run_study
 from sweep.study import spec
+from tests import documents
 from tests.sweep import toy_algorithms  # noqa: F401
 from tests.sweep.servers import serve
 
@@ -96,6 +97,16 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
             assert run["status"] == "finished" and recs[-1]["grad_F_sq"] <= 1e-3 * recs[0]["grad_F_sq"], run["run_key"]
             factor_one += 1
     assert factor_one == 9
+    # What the tutorial shows is what a new user sees: this run's output and a second `bisweep report`'s, in
+    # shape (numbers, ids and paths normalised) as docs/_generated holds them (docs/tutorial_output.py).
+    generated = repo / "docs" / "_generated"
+    assert documents.shape(out, str(tmp_path)) == documents.shape((generated / "quickstart-run.txt").read_text())
+    again = subprocess.run(f"{venv_bin}/bisweep report quickstart", shell=True, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=180)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert documents.shape(again.stdout + again.stderr, str(tmp_path)) == documents.shape(
+        (generated / "quickstart-report.txt").read_text())
+    assert "report up to date in ./results/quickstart/report" in again.stdout.replace(str(tmp_path), ".")
 
 
 # ---------------------------------------------------------------- in-process studies on one Ray

@@ -41,6 +41,11 @@ def format_table(rows: list[dict[str, Any]], title: str, width: int = WIDTH) -> 
         return f"{title}\n  (no rows)\n"
     cols = list(rows[0])
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
+    same = _shared_prose(cols, cells)  # a sentence every row repeats is said once, above the table
+    if same:
+        title += "".join(f"\n  {cols[i]}: {cells[0][i]}" for i in same)
+        cols = [c for i, c in enumerate(cols) if i not in same]
+        cells = [[x for i, x in enumerate(row) if i not in same] for row in cells]
     widths = [min(max(len(c), *(len(row[i]) for row in cells)), max(MAX_CELL, len(c))) for i, c in enumerate(cols)]
     _narrow_text_columns(widths, cells, width)
     keys = _key_columns(widths, width)
@@ -56,6 +61,14 @@ def format_table(rows: list[dict[str, Any]], title: str, width: int = WIDTH) -> 
         parts.append(_render(head, [cols[i] for i in shown], [[row[i] for i in shown] for row in cells],
                              [fitted[i] for i in shown]))
     return "".join(parts)
+
+
+def _shared_prose(cols: list[str], cells: list[list[str]]) -> list[int]:
+    """Columns of prose (wider than 24, with spaces) that hold the same text in every one of several rows."""
+    if len(cells) < 2:
+        return []
+    return [i for i in range(len(cols)) if len(cells[0][i]) > 24 and " " in cells[0][i]
+            and all(row[i] == cells[0][i] for row in cells)]
 
 
 def _narrow_text_columns(widths: list[int], cells: list[list[str]], width: int, floor: int = 24) -> None:

@@ -30,8 +30,13 @@ def did_you_mean(name: Any, names: Sequence[str]) -> str:
     return f" did you mean '{close[0]}'?" if close else ""
 
 
+#: The most characters of a value an error shows (a nested list of 5,000 characters is shown by its start).
+MAX_SHOWN = 80
+
+
 def _describe(value: Any) -> str:
-    return repr(value) if not isinstance(value, str) else f"'{value}'"
+    text = repr(value) if not isinstance(value, str) else f"'{value}'"
+    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN - 20]}… ({len(text):,} characters)"
 
 
 def _is_int(value: Any) -> bool:

@@ -13,11 +13,10 @@ import atexit
 import json
 import os
 import signal
-import subprocess
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -30,11 +29,13 @@ from sweep import kinds
 from sweep.execution import batching, options
 from sweep.execution.disk import disk_full
 from sweep.execution.lock import StudyLocked
-from sweep.execution.ray_cluster import NodeLost
+from sweep.execution.ray_cluster import RAY_START_SECONDS, NodeLost
 from sweep.execution.runner import run_study
 from sweep.report.build import build_report
+from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
+from sweep.study.errors import short
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.study.model import scale_names
 from sweep.study.sources import builtin_studies, results_dir, study_name
@@ -52,6 +53,8 @@ def _results_dir(args: argparse.Namespace, name: str) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate the study completely, then run (or finish) it."""
     options.check_num_cpus(args.num_cpus)
+    if not 0 < args.ray_start_timeout < float("inf"):
+        raise ParameterError(f"ray-start-timeout: must be a positive number of seconds, got {args.ray_start_timeout:g}")
     if args.max_runs is not None and not 1 <= args.max_runs <= MAX_RUNS_LIMIT:  # a driver holds every run's key
         raise ParameterError(f"max-runs: must be a positive integer up to {MAX_RUNS_LIMIT:,}, got {args.max_runs}")
     study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
@@ -67,7 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.results_root = _results_dir(args, study.name)  # named if the disk fills up
     outcome = run_study(study, args.results_root, address=args.address, tracking_uri=args.tracking_uri,
                         storage_path=args.storage, resume=args.resume, num_cpus=args.num_cpus,
-                        report=not args.no_report)
+                        report=not args.no_report, ray_start_timeout=args.ray_start_timeout)
     if outcome.interrupted_by_user:
         raise KeyboardInterrupt  # main's one line and exit code 130
     if outcome.counts["missing"]:
@@ -80,6 +83,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Build the report from the results on disk and attach it to the study's MLflow parent run."""
     root = _results_dir(args, study_name(args.study))
     meta = ResultStore(root).read_study()
+    check_tree(root)  # no link where the report or MLflow write (sweep/results/safe_files.py)
     import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
@@ -111,15 +115,15 @@ def cmd_ui(args: argparse.Namespace) -> int:
             raise ParameterError(f"study: no MLflow store at {root / 'mlflow.db'}; run the study first")
         uri = default_tracking_uri(root)
     options.check_listen(args.host, args.port)
+    options.check_tracking_uri(uri)  # a database that does not answer: one line within seconds, not endless retries
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     # One worker serves one person's browser; MLflow's default of four each import MLflow first (~70 s before the
-    # first answer on a busy 2-core machine, against ~20 s).
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", args.host,
-           "--port", str(args.port), "--workers", "1"]
+    # first answer on a busy 2-core machine, against ~20 s). The store's URI goes in the environment (ui_server.start).
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--host", args.host, "--port", str(args.port), "--workers", "1"]
     url = f"http://{args.host}:{args.port}" + _experiment_page(uri, name)
     print(f"bisweep: starting the MLflow UI for {mask(uri)} (Ctrl-C stops it)", flush=True)
     # A process group of its own: `mlflow ui` runs its server in worker processes, stopped with it.
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    proc, watchdog = ui_server.start(cmd, env, uri)
     previous = signal.signal(signal.SIGTERM, _terminated)  # SIGTERM stops the server too, as Ctrl-C does
     try:
         if not ui_server.wait_answering(proc, args.host, args.port):
@@ -132,7 +136,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
-        ui_server.stop_group(proc)
+        ui_server.stop_group(proc, watchdog=watchdog)
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -233,9 +237,17 @@ RESULTS_HELP = "the study's results directory (default ./results/<study>, or ./r
 SCALE_HELP = "the scale the study ran at (finds ./results/<study>-<scale>)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors in one line (its usage is left to --help)."""
+
+    def error(self, message: str) -> NoReturn:
+        first = (message.strip().splitlines() or ["bad command line"])[0]
+        self.exit(2, f"bisweep: error: {short(first)} (see `{self.prog} --help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of `bisweep`."""
-    ap = argparse.ArgumentParser(prog="bisweep", description="Bilevel-optimization sweeps on Ray Tune with MLflow tracking.")
+    ap = _Parser(prog="bisweep", description="Bilevel-optimization sweeps on Ray Tune with MLflow tracking.")
     ap.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -252,6 +264,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="finish an interrupted study (re-running does the same)")
     run.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all)")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--ray-start-timeout", type=float, default=RAY_START_SECONDS, metavar="SECONDS",
+                     help=f"how long a local Ray may take to start, tried twice (default {RAY_START_SECONDS:g})")
     run.add_argument("--validate-only", action="store_true", help="validate the study and exit")
     run.add_argument("--max-runs", type=int, help=f"refuse a study of more runs than this (default {MAX_RUNS:,})")
     run.add_argument("--scale", help="a named size of the study from its `scales` (built-in studies: ci, default, "
@@ -307,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (ParameterError, FileNotFoundError, StudyLocked) as exc:
         for line in str(exc).splitlines():  # a study file's errors, one line each
-            print(f"bisweep: error: {line}", file=sys.stderr)
+            print(f"bisweep: error: {short(line)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bisweep: interrupted; run the same command again to resume", file=sys.stderr)
@@ -321,9 +335,24 @@ def main(argv: list[str] | None = None) -> int:
         if (full := disk_full(exc, getattr(args, "results_root", None))) is not None:
             print(full, file=sys.stderr)
             return 1
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError)) and _raised_in_ray(exc):
+            print("bisweep: error: the local Ray stopped under the study (its raylet or a worker died: out of memory, "
+                  "or killed); the results written so far are kept: run the same command again to resume",
+                  file=sys.stderr)
+            return 1
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"bisweep: error: {type(exc).__name__}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
+
+
+def _raised_in_ray(exc: BaseException) -> bool:
+    """Whether the exception was raised in Ray's code (a pipe to its raylet broke), not in writing our output."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"{os.sep}ray{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def entry() -> None:

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
 STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py", "test_docs.py",
                *(f"test_{name}.py" for name in ("batched_resume", "benchmark_integration", "cli_errors", "cluster",
-                                                "deadlines", "integration", "lock_processes", "postgres", "ray_cluster",
+                                                "deadlines", "hostile_platform", "integration", "lock_processes", "postgres", "ray_cluster",
                                                 "readme", "report", "resume", "rough_edges", "scale", "studies"))}
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from problems.counting import ORACLE_KINDS
+from sweep.results import safe_files
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -282,7 +283,8 @@ def plot_profile(profile: pd.DataFrame, caption: str, path: str | Path | None = 
         fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     fig.text(0.5, 0.0, caption, ha="center", va="top", fontsize=8)
     if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        with safe_files.open_file(path, "wb") as fh:  # never through a link in a results directory
+            fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
         plt.close(fig)
     return fig
 

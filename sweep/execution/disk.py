@@ -6,7 +6,8 @@ import errno
 import re
 
 #: How an OSError of a full disk reads once Tune has turned it into text (its traceback).
-_TEXT = re.compile(r"\[Errno 28\] No space left on device(?:: '(?P<path>[^']+)')?|No space left on device")
+_TEXT = re.compile(r"\[Errno 28\] No space left on device(?:: '(?P<path>[^']+)')?|No space left on device|"
+                   r"database or disk is full")  # SQLite's words (the MLflow store in the results directory)
 
 
 def disk_full(exc: BaseException, results_dir: object = None) -> str | None:

@@ -6,8 +6,10 @@ over; a live one makes a second driver fail at once with one line naming the hol
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 from types import TracebackType
 
@@ -27,7 +29,17 @@ class StudyLock:
 
     def acquire(self) -> None:
         """Take the lock or raise StudyLocked naming the PID that holds it."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # never through a link planted in the results directory: this file is truncated below
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENXIO):
+                raise
+            raise StudyLocked(f"results-dir: {self.path} is a symbolic link or a FIFO; bisweep never writes "
+                              "through a link in a results directory (remove it)") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_nlink > 1:
+            os.close(fd)
+            raise StudyLocked(f"results-dir: {self.path} is not a regular file of its own (a hard link or a "
+                              "device); remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -126,7 +126,8 @@ class MlflowCallback(Callback):
             self.max_lag = max(self.max_lag, time.monotonic() - min(when for _, when, *_ in items))
         except Exception as exc:  # noqa: BLE001  MLflow trouble must not stop the study; results stay on disk
             self.error = exc
-            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {mask_text(str(exc))}); "
+            first = (mask_text(str(exc)).strip().splitlines() or [""])[0][:300]  # SQLAlchemy's text spans lines
+            print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {first}); "
                   "results are kept on disk and synced at the end", file=sys.stderr)
 
     def close(self, stall: float | None = None) -> bool:

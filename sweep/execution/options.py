@@ -6,6 +6,7 @@ allowed, so a mistyped option never turns into a hang, a traceback or a half-wri
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import re
 import socket
@@ -62,11 +63,15 @@ def ray_address(address: str | None) -> tuple[str | None, str]:
 
 def check_address(address: str | None, field: str = "address") -> None:
     """--address (or RAY_ADDRESS, `field`): host:port of a reachable Ray head (or 'auto'); refused at once otherwise."""
+    if address is not None and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise ParameterError(f"{field}: {mask(address)} is a Ray Client address, which needs the package ray[client] "
+                             "(pip install 'ray[client]'); or give the head's host:port (e.g. 127.0.0.1:6379)")
     if address is None or address == "auto" or address.startswith("ray://"):
         return
     unset = "; unset it to start a local Ray" if field == "RAY_ADDRESS" else ""
     m = re.fullmatch(r"\[?([^\]\s]+?)\]?:(\d{1,5})", address)
-    if m is None or "://" in address or not 0 < int(m.group(2)) < 65536:  # a URL (the dashboard's) is no head
+    # a URL (the dashboard's) is no head, and a head takes no user:password@ (Ray's auth is a token)
+    if m is None or "://" in address or "@" in address or not 0 < int(m.group(2)) < 65536:
         raise ParameterError(f"{field}: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', "
                              f"got {mask(address)!r}{unset}")
     refused = _refused(m.group(1), int(m.group(2)), f"Ray head answers at {address}")
@@ -126,6 +131,14 @@ def check_tracking_uri(uri: str | None) -> None:
 def _check_server(uri: str) -> None:
     """An MLflow server answers its health check (asked once: the MLflow client would retry for minutes)."""
     parts = urlsplit(uri)
+    try:
+        parts.port  # noqa: B018  raises for a port that is no number
+        cut = "@" in parts.path  # a '/' in the password: urllib ends the host there
+    except ValueError:
+        cut = True
+    if cut:
+        raise ParameterError(f"tracking-uri: cannot read the host of {mask(uri)}: a '/' (or ':') in the user name or "
+                             "password must be percent-encoded ('/' as %2F)")
     # urllib takes user:password@ for a part of the host name: the credentials go in a header, as MLflow sends them
     request = urllib.request.Request(parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().rstrip("/")
                                      + "/health")
@@ -143,16 +156,40 @@ DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
 
 
 def _check_database(uri: str, scheme: str) -> None:
-    """A database server on host:port accepts connections (MLflow's store would retry for minutes); a URI
-    without a host (a local socket) is left to MLflow."""
-    parts = urlsplit(uri)
+    """A database server on host:port accepts connections (MLflow's store would retry for minutes), and for
+    PostgreSQL speaks its protocol; a URI without a host (a local socket) is left to MLflow. The URI is read as
+    SQLAlchemy (MLflow's store) reads it, so a password holding '/' is no part of the host."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
-        host, port = parts.hostname, parts.port or DATABASE_PORTS[scheme]
-    except ValueError as exc:  # a port that is no number
-        raise ParameterError(f"tracking-uri: {exc} in {mask(uri)!r}") from None
+        url = make_url(uri)
+        host, port = url.host, url.port or DATABASE_PORTS[scheme]
+    except ValueError:  # a port that is no number
+        raise ParameterError(f"tracking-uri: cannot read {mask(uri)!r}: the port is not a number") from None
+    except ArgumentError as exc:
+        raise ParameterError(f"tracking-uri: cannot read {mask(uri)!r} ({mask_text(str(exc))[:200]})") from None
     refused = host and _refused(host, port, f"database server answers at {host}:{port}")
     if refused:
         raise ParameterError(f"tracking-uri: {refused}")
+    if host and scheme == "postgresql" and not _speaks_postgresql(host, port):
+        raise ParameterError(f"tracking-uri: not a PostgreSQL server at {host}:{port} (it does not answer "
+                             "PostgreSQL's SSL request); check the host and port")
+
+
+#: PostgreSQL's SSLRequest: length 8, code 1234.5679; a server answers one byte, 'S' or 'N' (before any login).
+SSL_REQUEST = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
+
+
+def _speaks_postgresql(host: str, port: int) -> bool:
+    """Whether the server at host:port answers PostgreSQL's SSL request as a PostgreSQL server does (an HTTP or
+    other server answers something else, or nothing within CONNECT_TIMEOUT)."""
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT) as sock:
+            sock.sendall(SSL_REQUEST)
+            return sock.recv(1) in (b"S", b"N")
+    except OSError:
+        return False
 
 
 #: The first 16 bytes of every SQLite database file.

@@ -11,7 +11,8 @@ import re
 import selectors
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from problems.validation import ParameterError
@@ -26,6 +27,18 @@ class ClusterError(ParameterError):
 
 class NodeLost(RuntimeError):
     """The Ray node(s) a study ran on went away (sweep/execution/node_watch.py); the message is the driver's one line."""
+
+
+class RayStartTimeout(NodeLost):
+    """A local Ray did not start in time (twice); the message is the driver's one line."""
+
+
+#: How long a local Ray may take to start (seconds; `--ray-start-timeout`): it starts in about 5 s on an idle
+#: machine, but Ray's own 30-s wait for its raylet ran out repeatedly on a busy 2-core one.
+RAY_START_SECONDS = 120.0
+#: What Ray says when its node or GCS did not come up in time.
+_START_TIMED_OUT = ("timed out during startup", "failed to connect to gcs", "timed out while waiting",
+                    "timed out waiting for")
 
 
 #: How long a Ray head may take to answer the handshake (seconds).
@@ -78,8 +91,9 @@ def _wait_line(proc: subprocess.Popen, timeout: float) -> None:
 _LOCAL_CONFIG = {"raylet_client_connect_timeout_milliseconds": 20, "raylet_client_num_connect_attempts": 500}
 
 
-def start_ray(address: str | None, num_cpus: int | None) -> bool:
-    """Connect to `address`, or start a Ray of this process's own; False when Ray was already initialised."""
+def start_ray(address: str | None, num_cpus: int | None, start_timeout: float = RAY_START_SECONDS) -> bool:
+    """Connect to `address`, or start a Ray of this process's own (within `start_timeout` seconds, tried twice);
+    False when Ray was already initialised."""
     import ray
 
     if ray.is_initialized():
@@ -97,12 +111,39 @@ def start_ray(address: str | None, num_cpus: int | None) -> bool:
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         workers_env = {"PYTHONPATH": os.pathsep.join([os.getcwd()] + [p for p in paths if p != os.getcwd()]),
                        "PL_DISABLE_FORK": os.environ.get("PL_DISABLE_FORK", "1")}
+        # Ray's wait for its GCS, stretched to the time allowed (its wait for the raylet is a fixed 30 s: retried).
+        workers_env["RAY_gcs_server_port_wait_time_s"] = str(max(int(start_timeout), 1))
         with _environ(workers_env):  # inherited by every process Ray starts here
             # address="local": a Ray of its own, not the cluster a `ray start` left running here (with num_cpus,
             # Ray's default of joining that cluster is an error).
-            ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
-                     _system_config=_LOCAL_CONFIG, **common)
+            _start_local(lambda: ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
+                                          _system_config=_LOCAL_CONFIG, **common), start_timeout)
     return True
+
+
+def _start_local(init: Callable[[], Any], timeout: float) -> None:
+    """`init()`, once more if Ray's start-up timed out while time is left; RayStartTimeout (one line naming the
+    machine's load) when it timed out twice or the time ran out."""
+    import ray
+
+    began = time.monotonic()
+    for attempt in (1, 2):
+        try:
+            init()
+            return
+        except Exception as exc:  # noqa: BLE001  Ray raises a bare Exception for its node's start-up
+            if not any(text in str(exc).lower() for text in _START_TIMED_OUT) and not isinstance(exc, TimeoutError):
+                raise
+            with contextlib.suppress(Exception):
+                ray.shutdown()  # the half-started node's processes
+            took = time.monotonic() - began
+            if attempt == 2 or took >= timeout:
+                load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+                raise RayStartTimeout(
+                    f"bisweep: error: the local Ray did not start within {took:.0f} s (tried "
+                    f"{'twice' if attempt == 2 else 'once'}) — the machine "
+                    f"is busy (load {load:.1f} on {os.cpu_count()} CPUs); rerun, or raise --ray-start-timeout "
+                    f"(now {timeout:g} s)") from None
 
 
 def started_here() -> bool:

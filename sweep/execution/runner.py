@@ -27,14 +27,17 @@ from sweep import kinds
 from sweep.execution import options, rounds
 from sweep.execution.background import Background
 from sweep.execution.lock import StudyLock
-from sweep.execution.processes import ProcessGuard
+from sweep.execution.processes import PIDS_FILE, ProcessGuard
 from sweep.execution.progress import Progress, print_line
-from sweep.execution.ray_cluster import ClusterError, check_head, quiet_logs, start_ray, stop_ray
+from sweep.execution.ray_cluster import (RAY_START_SECONDS, ClusterError, check_head, quiet_logs, start_ray,
+                                         stop_ray)
 from sweep.execution.session import Session, Timeline, process_start
 from sweep.report.build import build_report
+from sweep.results.safe_files import check_tree, open_file
 from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.model import Point, Study
+from sweep.study.sources import checked_dir
 from sweep.tracking import mlflow_store
 from sweep.tracking.masking import mask, mask_text
 from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
@@ -80,6 +83,7 @@ class Driver:
     storage_path: str | None
     num_cpus: int | None
     out: TextIO
+    ray_start_timeout: float = RAY_START_SECONDS
 
     def say(self, text: str) -> None:
         """A line of the driver's own (a phase)."""
@@ -89,13 +93,15 @@ class Driver:
 # ---------------------------------------------------------------- the study
 def run_study(study: Study | str, results_dir: str | Path | None = None, *, address: str | None = None,
               tracking_uri: str | None = None, storage_path: str | None = None, resume: bool = False,
-              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None) -> Outcome:
+              num_cpus: int | None = None, report: bool = True, out: TextIO | None = None,
+              ray_start_timeout: float = RAY_START_SECONDS) -> Outcome:
     """Run (or finish) a study (validated, or a built-in name or YAML file) and write its report; see the module
     docstring."""
     study = study if isinstance(study, Study) else spec.load(study)
     out = out or sys.stdout
-    root = Path(results_dir or Path("results") / study.name).resolve()
+    root = checked_dir(results_dir or Path("results") / study.name)
     options.check_results_dir(root)
+    check_tree(root)  # no link in it, before anything is written there (sweep/results/safe_files.py)
     options.check_tracking_uri(tracking_uri)
     options.check_storage(storage_path)
     options.check_num_cpus(num_cpus)
@@ -108,17 +114,18 @@ def run_study(study: Study | str, results_dir: str | Path | None = None, *, addr
         raise FileNotFoundError(f"nothing to resume: no results of study '{study.name}' in {root}")
     quiet_logs()
     root.mkdir(parents=True, exist_ok=True)
-    driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out)
+    driver = Driver(root, address, tracking_uri, storage_path, num_cpus, out, ray_start_timeout)
     with StudyLock(str(root)):  # one driver per results directory
         if kinds.get(study.kind).growth(study) is None:
             return _run_locked(study, report, driver)
         session = functools.partial(_run_locked, driver=driver, ray_held=True)  # (study, report) of a round
-        with _ray_up(root, address, num_cpus, driver.say, " for every tuning round"):  # one Ray for all the rounds
+        with _ray_up(root, address, num_cpus, driver.say, " for every tuning round", driver.ray_start_timeout):  # one Ray for all the rounds
             return rounds.run_rounds(study, ResultStore(root), session, report, out)
 
 
 @contextlib.contextmanager
-def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "") -> Iterator[None]:
+def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, purpose: str = "",
+            start_timeout: float = RAY_START_SECONDS) -> Iterator[None]:
     """Ray started (or connected to) for the block, and for a local Ray the process guard; both stopped after.
 
     Ray stops on this thread, not on one overlapping later work: the garbage collector of this thread could
@@ -128,11 +135,15 @@ def _ray_up(root: Path, address: str | None, num_cpus: int | None, say: Any, pur
              else f"starting a local Ray ({num_cpus or os.cpu_count()} CPUs)")
     say(f"bisweep: {where}{purpose}")
     guard = None if address else ProcessGuard(str(root))
-    if guard is not None and guard.start():
+    reaped = guard.start() if guard is not None else 0
+    if reaped:
         say("bisweep: stopped processes a killed earlier driver of this study left running")
+    elif reaped is None:  # a record written by hand or copied from elsewhere: data, not an instruction
+        say(f"bisweep: ignored {root / PIDS_FILE}: not written by a driver of this study on this machine; "
+            "no process stopped")
     started = False
     try:
-        started = start_ray(address, num_cpus)
+        started = start_ray(address, num_cpus, start_timeout)
         yield
     finally:
         if started:
@@ -160,6 +171,10 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
     done = store.done(index)
     pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    added, reset = store.repair(p.run_key(s) for p, s in pending)  # what a killed driver left half-written
+    if added or reset:
+        say(f"bisweep: repaired what a killed driver left: {added} ended runs noted in ended.txt, {reset} runs to "
+            "run again from the start (their old records dropped)")
     writer = None
     if pending:
         if done:
@@ -259,7 +274,7 @@ def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before
     progress = Progress(session.study, done_before[0], session.out, diverged_before=done_before[1])
     loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(driver.root, driver.address, driver.num_cpus,
-                                                                     progress.message)
+                                                                     progress.message, "", driver.ray_start_timeout)
     try:
         with held:
             session.timeline.mark("ray_ready")
@@ -291,7 +306,7 @@ def _write_session(store: ResultStore, timeline: Timeline, writer: MlflowCallbac
     line = {"started": timeline.start, "spec_hash": spec_hash, "runs": runs, **timeline.marks}
     if writer is not None:
         line.update(mlflow_max_lag=round(writer.max_lag, 3), mlflow_drain=round(writer.drain_seconds, 3))
-    with open(store.root / "sessions.jsonl", "a") as fh:
+    with open_file(store.root / "sessions.jsonl", "a") as fh:
         fh.write(json.dumps(line) + "\n")
 
 

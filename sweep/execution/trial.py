@@ -41,7 +41,9 @@ def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state
             with _study_blas_limit(threads):
                 for _, group in itertools.groupby(stretch, key=lambda ir: _batch_of(ir[1], config.batched)):
                     todo = body.pending(list(group))
-                    if len(todo) < 2 or not run_batch(body, todo):
+                    # A lone run of a batched study runs as a batch of one: its mode (and `time_mode: batched`) is the
+                    # one its companions had, when a resumed session re-runs it alone.
+                    if (len(todo) < 2 and not config.batched) or not todo or not run_batch(body, todo):
                         for index, spec in todo:
                             body.run_one(index, spec)
     finally:

@@ -21,6 +21,7 @@ from sweep.report import report_cache
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.tables import best_table, fit_lines, format_table, runs_table, slug, write_csv
 from sweep.results.runs import RunData, load_runs, problem_label
+from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
 
 
@@ -62,7 +63,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     runs = load_runs(store, meta)
     if d != store.report_dir:
         _check_metric(runs, opts["metric"])
-    d.mkdir(parents=True, exist_ok=True)
+    folder(store.root, d)  # no link: a received results directory must not make the report write elsewhere
     report_cache.forget(d)
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
@@ -84,7 +85,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     for name, rows in tables.items():
         write_csv(d / f"{name}.csv", rows)
     text = fit_lines(text)  # prose too fits a terminal (the tables already do; the CSV files keep them whole)
-    (d / "summary.txt").write_text(text)
+    write_text(d / "summary.txt", text)
     report_cache.remember(d, fp)
     if not quiet:
         out.write(text)
@@ -154,7 +155,7 @@ def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimR
     if rep is None:
         path.unlink(missing_ok=True)
         return None
-    path.write_text(rep.text())
+    write_text(path, rep.text())
     return rep
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from sweep.results.safe_files import open_file
+
 #: Line styles that, combined with the 10 tab10 colours, tell up to 60 series apart.
 LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 4)))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -47,7 +49,8 @@ def pyplot() -> Any:
 def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
     """Lay out, write (legends outside the axes included) and close a figure; returns its path."""
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    with open_file(path, "wb") as fh:  # never through a link planted in the results directory
+        fig.savefig(fh, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi, bbox_inches="tight")
     pyplot().close(fig)
     return path
 

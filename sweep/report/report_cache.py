@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweep.results.safe_files import write_text
 from sweep.results.store import ResultStore
 
 FINGERPRINT = ".fingerprint"
@@ -54,7 +55,7 @@ def up_to_date(directory: Path, fp: str) -> bool:
 
 def remember(directory: Path, fp: str) -> None:
     """Note the fingerprint of the report just built in `directory`."""
-    (directory / FINGERPRINT).write_text(fp + "\n")
+    write_text(directory / FINGERPRINT, fp + "\n")
 
 
 def forget(directory: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.report import analysis as an
 from sweep.results.runs import RunData, config_label, problem_label
+from sweep.results.safe_files import open_file
 
 
 def fmt(v: Any) -> str:
@@ -137,7 +138,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     cols: list[str] = []
     for r in rows:
         cols.extend(k for k in r if k not in cols)
-    with open(path, "w", newline="") as fh:
+    with open_file(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in rows:

@@ -23,6 +23,7 @@ from typing import Any
 from problems.validation import ParameterError
 
 from sweep.results import environment
+from sweep.results.safe_files import folder, open_file
 from sweep.study.model import Study
 
 DONE_STATUSES = ("finished", "diverged")
@@ -85,8 +86,9 @@ class ResultStore:
 
     def ensure(self) -> None:
         """Create the directory layout."""
-        for d in (self.root, self.records_dir, self.runs_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name in ("records", "runs"):
+            self._dir(name)
 
     # ---- the study ----
     def write_study(self, study: Study) -> None:
@@ -98,7 +100,7 @@ class ResultStore:
         head = {**study_head(study), "environment": environment.describe()}  # where it ran (sweep/results/environment.py)
         path = self.root / "study.json"
         tmp = path.with_suffix(".json.tmp")
-        with open(tmp, "w") as fh:
+        with open_file(tmp, "w") as fh:
             fh.write("{\n")
             for k, v in head.items():
                 fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
@@ -154,15 +156,16 @@ class ResultStore:
             new = list(records)
             seen.update(idents)
         if new:
-            with open(os.path.join(self._dir("records"), f"{plain(run_key, 'run key')}.jsonl"), "a") as fh:
+            with open_file(os.path.join(self._dir("records"), f"{plain(run_key, 'run key')}.jsonl"), "a") as fh:
                 fh.write(text)
         return len(new)
 
     def _dir(self, name: str) -> str:
-        """The path of a subdirectory, made on first use (a driver writes thousands of files into it)."""
+        """The path of a subdirectory, made (and checked: no link) on first use (a driver writes thousands of
+        files into it)."""
         path = os.path.join(self.root, name)
         if name not in self._made:
-            os.makedirs(path, exist_ok=True)
+            folder(self.root, path)
             self._made.add(name)
         return path
 
@@ -203,9 +206,9 @@ class ResultStore:
             return
         runs = self._dir("runs")
         for key, summary in ended:
-            with open(os.path.join(runs, f"{plain(key, 'run key')}.json"), "w") as fh:
+            with open_file(os.path.join(runs, f"{plain(key, 'run key')}.json"), "w") as fh:
                 fh.write(json.dumps(summary, default=repr))
-        with open(self.root / "ended.txt", "a") as fh:
+        with open_file(self.root / "ended.txt", "a") as fh:
             fh.write("".join(f"{summary['status']} {key}\n" for key, summary in ended))
         for key, summary in ended:
             self._seen.pop(key, None)  # an ended run gets no more records: keep memory flat at any N
@@ -252,6 +255,39 @@ class ResultStore:
             self._ended = ended
         return self._ended
 
+    def repair(self, rerun: Iterable[str]) -> tuple[int, int]:
+        """Before a session resumes: ended.txt gets every intact summary it does not list (a driver killed between
+        the two writes), and each run of `rerun` (runs to run again) without a midway checkpoint loses its records
+        and any torn summary, so that its new run writes them whole instead of keeping the old lines
+        where the new ones repeat an iteration. (summaries added to ended.txt, runs reset)."""
+        listed = set()
+        path = self.root / "ended.txt"
+        if path.exists():
+            listed = {key for status, _, key in (ln.partition(" ") for ln in path.read_text().splitlines()) if key}
+        missing = [(k, s) for k, s in self._load_ended().items() if k not in listed]
+        if missing:
+            with open_file(path, "a") as fh:
+                fh.write("".join(f"{status} {key}\n" for key, status in missing))
+        resumable = self.checkpoints()
+        on_disk = {name: set(os.listdir(self.root / name)) if (self.root / name).is_dir() else set()
+                   for name in ("records", "runs")}
+        reset = 0
+        for key in rerun:
+            if key in resumable:
+                continue
+            gone = False
+            for name, suffix in (("records", ".jsonl"), ("runs", ".json")):
+                if f"{key}{suffix}" in on_disk[name] and (name == "records" or self.summary(key) is None):
+                    os.unlink(self.root / name / f"{plain(key, 'run key')}{suffix}")  # a failed run's summary stays
+                    gone = True
+            if gone:
+                reset += 1
+                self._seen.pop(key, None)
+                if self._ended is not None:
+                    self._ended.pop(key, None)
+        self._listed = None
+        return len(missing), reset
+
     def done(self, run_keys: Iterable[str]) -> set[str]:
         """The runs among `run_keys` that finished or diverged."""
         ended = self._load_ended()
@@ -260,7 +296,7 @@ class ResultStore:
     # ---- midway checkpoints ----
     def note_checkpoint(self, run_key: str, checkpoint: str) -> None:
         """Remember where a running run was last checkpointed (a later driver resumes it from there)."""
-        with open(self.root / "resume.txt", "a") as fh:
+        with open_file(self.root / "resume.txt", "a") as fh:
             fh.write(f"{run_key} {checkpoint}\n")
 
     def checkpoints(self) -> dict[str, str]:

@@ -14,13 +14,20 @@ from problems.validation import ParameterError
 MAX_LINES = 20
 #: The most characters of a value an error shows (a 5,000-character name is shown by its start and length).
 MAX_SHOWN = 60
+#: The longest error line printed (an 'allowed: ...' list fits; a value quoted whole is cut).
+MAX_LINE = 500
+
+
+def short(line: str) -> str:
+    """`line`, cut to MAX_LINE characters with its length said."""
+    return line if len(line) <= MAX_LINE else f"{line[:MAX_LINE - 40]}… ({len(line):,} characters)"
 
 
 class SpecError(ParameterError):
     """A bad study: one line per error, each `path: what is wrong`."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.errors = list(lines)
+        self.errors = [short(line) for line in lines]
         shown = self.errors[:MAX_LINES]
         more = len(self.errors) - len(shown)
         super().__init__("\n".join(shown + ([f"({more} more errors not shown)"] if more else [])))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from algorithms.base import Algorithm
@@ -69,6 +69,9 @@ class Expansion:
     errors: Errors
     seeds: list[int] = dataclasses.field(default_factory=list)  # the study's run seeds
     memory: float | None = None  # bytes one instance's arrays may take (None: not checked)
+    #: (path, field, id of a grid value) that made a record fail: every other grid point holding that value is
+    #: refused without building it (a YAML alias grid of 10⁵ points with a bad value took minutes before).
+    bad_values: set[tuple[str, str, int]] = dataclasses.field(default_factory=set)
 
     def problem_record(self, j: int) -> type[Params]:
         """The parameter record of problem entry j."""
@@ -87,6 +90,8 @@ class Expansion:
         A bad field is reported, then left at its default to look for the next one (cross-field rules
         are checked once every single field is fine).
         """
+        if grid and any((path, k, id(v)) in self.bad_values for k, v in grid.items()):
+            return None  # a value already reported bad: the study fails, its error is listed once
         params, seen, clean = dict(params), set(), True
         while True:
             try:
@@ -98,6 +103,8 @@ class Expansion:
                 self.record_error(path, exc, raw, grid)
                 clean = False
                 field, _ = split_record_error(exc)
+                if grid and field in grid:
+                    self.bad_values.add((path, field, id(grid[field])))
                 if field is None or field in seen or field not in params:
                     return None
                 seen.add(field)
@@ -125,8 +132,8 @@ class Expansion:
         return False
 
     def grid_points(self, params: Mapping[str, Any], record: type[Params],
-                    path: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Every grid point as (params, gridded values); unknown names and empty grids are errors."""
+                    path: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every grid point as (params, gridded values), one at a time; unknown names and empty grids are errors."""
         names = field_names(record)
         checks = {f.name: f.metadata.get("check", "any") for f in dataclasses.fields(record)}
         fixed, grids = {}, {}
@@ -140,8 +147,9 @@ class Expansion:
             else:
                 fixed[k] = v
         if any(k not in names for k in params) or any(not v for v in grids.values()):
-            return []
-        return [({**fixed, **dict(zip(grids, combo))}, dict(zip(grids, combo))) for combo in itertools.product(*grids.values())]
+            return
+        for combo in itertools.product(*grids.values()):
+            yield {**fixed, **dict(zip(grids, combo))}, dict(zip(grids, combo))
 
 
 def size_text(n: float) -> str:

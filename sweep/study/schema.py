@@ -247,7 +247,8 @@ class StudyBase(Block):
         "together as one batch (off where runs are timed: dimension_scaling, a seconds budget, a target); off: one by one")
     blas_threads: OptionalPositiveInt = Field(
         None, examples=[1], description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
-    checkpoint_seconds: NonNegativeSeconds = Field(10.0, examples=[30],  description="seconds between checkpoints of a running trial")
+    checkpoint_seconds: NonNegativeSeconds = Field(10.0, examples=[30],  description="seconds between checkpoints of a running trial; 0 (meant): a checkpoint with every report, "
+        "for runs whose every report is worth keeping")
     report_seconds: NonNegativeSeconds = Field(1.0, examples=[5],  description="seconds between a trial's reports to Tune")
     imports: Imports = Field([], examples=[["mypackage.algos"]],  description="modules imported on the driver and in every trial")
     report: ReportSpec = Field(ReportSpec(), examples=[{"metric": "F", "goal": "min"}],  description="{metric, goal, converged_metric, converged_below, ...}")

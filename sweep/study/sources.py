@@ -139,4 +139,17 @@ def study_name(study: str) -> str:
 def results_dir(name: str, scale: str | None = None, given: str | Path | None = None) -> Path:
     """`given`, else ./results/<name> (./results/<name>-<scale> at a named scale other than the default)."""
     suffix = f"-{scale}" if scale and scale != DEFAULT_SCALE else ""
-    return Path(given or Path("results") / f"{name}{suffix}").resolve()
+    return checked_dir(given or Path("results") / f"{name}{suffix}")
+
+
+def checked_dir(path: str | Path, field: str = "results-dir") -> Path:
+    """`path` resolved; one line when it holds a control character (a newline would split every line that names
+    it) or is a symbolic link loop."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
+        raise ParameterError(f"{field}: {str(path)[:200]!r} holds a control character (a newline, a tab...); "
+                             "give a path without one")
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError('Symlink loop ...')
+        raise ParameterError(f"{field}: {str(path)[:200]} cannot be resolved: a symbolic link loop "
+                             f"({str(exc)[:120]})") from None

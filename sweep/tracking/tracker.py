@@ -26,6 +26,7 @@ from typing import Any
 
 from sweep.results import environment
 from sweep.results.runs import run_name
+from sweep.results.safe_files import folder, open_file
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point, Study
 from sweep.tracking import mlflow_store
@@ -321,8 +322,7 @@ class SyncLog:
     """Run keys whose MLflow child run is complete, per parent run (a text file, one key a line)."""
 
     def __init__(self, store: ResultStore, parent_id: str) -> None:
-        self.path = store.root / "mlflow_synced" / f"{parent_id}.txt"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = folder(store.root, store.root / "mlflow_synced") / f"{parent_id}.txt"
         self.keys = set(self.path.read_text().split()) if self.path.exists() else set()
 
     def add(self, run_key: str) -> None:
@@ -334,5 +334,5 @@ class SyncLog:
         new = [k for k in dict.fromkeys(run_keys) if k not in self.keys]
         if new:
             self.keys.update(new)
-            with open(self.path, "a") as fh:
+            with open_file(self.path, "a") as fh:
                 fh.write("".join(k + "\n" for k in new))

@@ -1,9 +1,12 @@
 """Starting a local test server (`bisweep ui`, an MLflow server) on a free port and waiting for it to answer."""
+import contextlib
 import http.client
+import socket
 import subprocess
+import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class PortTaken(Exception):
@@ -43,3 +46,25 @@ def serve(start: Callable[[int], subprocess.Popen], pick: Callable[[], int], pat
         except PortTaken:
             (stop or (lambda p: (p.kill(), p.wait(timeout=20))))(proc)
     raise RuntimeError(f"no free port held for the server in {tries} tries")
+
+
+@contextlib.contextmanager
+def not_postgres() -> Iterator[int]:
+    """A server on 127.0.0.1 that answers every connection with an HTTP error (a port that is not PostgreSQL's);
+    yields its port."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                with conn:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()

@@ -23,6 +23,7 @@ import pandas as pd
 from sweep.compare import figures as bench_figures, profiles, runtime, statistics
 from sweep.kinds.benchmark import numbers as bench
 from sweep.report import tables
+from sweep.results import safe_files
 from sweep.results.runs import RunData
 
 FAMILY = "all"
@@ -103,7 +104,7 @@ def write_frame(path: Path, frame: pd.DataFrame, columns: list[str] | None = Non
     """A CSV of a frame; its header even when it has no rows."""
     columns = list(frame.columns) if columns is None else columns
     if frame.empty:
-        path.write_text(",".join(columns) + "\n")
+        safe_files.write_text(path, ",".join(columns) + "\n")
     else:
         tables.write_csv(path, records(frame[columns]))
 

@@ -2,6 +2,7 @@
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -9,7 +10,14 @@ import time
 import pytest
 
 from sweep.execution.lock import StudyLock, StudyLocked
-from sweep.execution.processes import PIDS_FILE, ProcessGuard, _stat, descendants, kill_recorded
+from sweep.execution.processes import (PIDS_FILE, ProcessGuard, _stat, descendants, key_path, kill_recorded,
+                                       signed_record, user_key)
+
+
+@pytest.fixture(autouse=True)
+def own_key(tmp_path_factory, monkeypatch):
+    """Each test its own signing key (the user's own stays untouched)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 HOLD = "import sys; from sweep.execution.lock import StudyLock; l = StudyLock(sys.argv[1]); l.acquire(); print('held', flush=True); input()"
 
@@ -52,11 +60,11 @@ def test_descendants_and_kill_recorded_only_touch_the_same_process(tmp_path):
     try:
         found = descendants(os.getpid())
         assert child.pid in found and found[child.pid] == _stat(child.pid)[1]
-        path = tmp_path / PIDS_FILE
-        path.write_text(json.dumps({str(child.pid): found[child.pid] + 1}))  # a reused PID: other start time
-        assert kill_recorded(str(path)) == 0 and child.poll() is None
-        path.write_text(json.dumps({str(child.pid): found[child.pid]}))
-        assert kill_recorded(str(path)) == 1
+        path, key = tmp_path / PIDS_FILE, user_key()
+        path.write_text(json.dumps(signed_record(key, str(tmp_path), {child.pid: found[child.pid] + 1})))
+        assert kill_recorded(str(path), key) == 0 and child.poll() is None  # a reused PID: other start time
+        path.write_text(json.dumps(signed_record(key, str(tmp_path), {child.pid: found[child.pid]})))
+        assert kill_recorded(str(path), key) == 1
         assert child.wait(timeout=10) == -signal.SIGKILL
     finally:
         child.kill()
@@ -97,7 +105,8 @@ def alive(pid):
 def test_the_next_driver_reaps_what_a_killed_watchdog_left(tmp_path):
     child = sleeper()
     try:
-        (tmp_path / PIDS_FILE).write_text(json.dumps({str(child.pid): _stat(child.pid)[1]}))
+        (tmp_path / PIDS_FILE).write_text(json.dumps(signed_record(user_key(), str(tmp_path),
+                                                                   {child.pid: _stat(child.pid)[1]})))
         guard = ProcessGuard(str(tmp_path))
         assert guard.start() == 1
         assert child.wait(timeout=10) == -signal.SIGKILL
@@ -117,3 +126,39 @@ def test_children_the_driver_had_before_are_never_recorded(tmp_path):
         assert child.poll() is None  # the clean stop's watchdog left it alone
     finally:
         child.kill()
+
+
+def forged(tmp_path, child):
+    """Records of the child the way a results directory could hold them without this user's key."""
+    start = _stat(child.pid)[1]
+    other = tmp_path / "other-study"
+    other.mkdir()
+    return {
+        "bare": {str(child.pid): start},  # the old unsigned form
+        "unsigned": {"pids": {str(child.pid): start}},
+        "guessed key": signed_record(b"0" * 32, str(tmp_path), {child.pid: start}),
+        "another study's": signed_record(user_key(), str(other), {child.pid: start}),
+        "not json": "{",
+    }
+
+
+@pytest.mark.parametrize("case", ["bare", "unsigned", "guessed key", "another study's", "not json"])
+def test_a_pid_file_this_users_driver_did_not_sign_kills_nothing(tmp_path, case):
+    child = sleeper()
+    try:
+        record = forged(tmp_path, child)[case]
+        (tmp_path / PIDS_FILE).write_text(record if isinstance(record, str) else json.dumps(record))
+        guard = ProcessGuard(str(tmp_path))
+        assert guard.start() is None
+        guard.stop()
+        assert alive(child.pid)
+    finally:
+        child.kill()
+
+
+def test_the_key_is_this_users_alone(tmp_path):
+    key = user_key()
+    mode = os.stat(key_path()).st_mode
+    assert len(key) == 32 and user_key() == key and stat.S_IMODE(mode) == 0o600
+    os.chmod(key_path(), 0o644)  # readable by others: no longer a secret, nothing reaped on its word
+    assert user_key() is None

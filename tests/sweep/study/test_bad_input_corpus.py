@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import importlib.util
 import io
 import os
 import socket
@@ -77,6 +78,20 @@ def afile(tmp: Path) -> Iterator[dict[str, str]]:
     yield {}
 
 
+@contextlib.contextmanager
+def not_postgres(_: Path) -> Iterator[dict[str, str]]:
+    from tests.sweep.servers import not_postgres as server
+
+    with server() as port:
+        yield {"port": str(port)}
+
+
+@contextlib.contextmanager
+def link_loop(tmp: Path) -> Iterator[dict[str, str]]:
+    (tmp / "loop").symlink_to("loop")
+    yield {}
+
+
 RUN = ("run", "{study}")
 NESTED = "name: t\ndescription: " + "[" * 10_000 + "]" * 10_000 + "\n"
 LONG = "a" * 5000
@@ -139,8 +154,7 @@ CASES = [
          (*RUN, "--tracking-uri", "sqlite:///afile"), setup=afile),
     Case("tracking-uri-db-closed", "tracking-uri: no database server answers at 127.0.0.1:1 (Connection refused)",
          GOOD, (*RUN, "--tracking-uri", "postgresql://u:pw@127.0.0.1:1/db")),
-    Case("tracking-uri-bad-port", "tracking-uri: Port could not be cast to integer value as 'x' in "
-                                  "'mysql://u:***@127.0.0.1:x/db'", GOOD, (*RUN, "--tracking-uri", "mysql://u:pw@127.0.0.1:x/db")),
+    Case("tracking-uri-bad-port", "tracking-uri: cannot read 'mysql://u:***@127.0.0.1:x/db': the port is not a number", GOOD, (*RUN, "--tracking-uri", "mysql://u:pw@127.0.0.1:x/db")),
     Case("results-dir-file", "results-dir: ", GOOD, (*RUN, "--results-dir", "afile"), setup=afile),
     Case("storage-file", "storage: ", GOOD, (*RUN, "--storage", "afile"), setup=afile),
     Case("storage-scheme", "storage: cannot use foo://bucket/x (Unrecognized filesystem type in URI", GOOD,
@@ -165,6 +179,31 @@ CASES = [
     Case("ui-port-range", "port: must be 1 to 65535, got 70000", None,
          ("ui", "--tracking-uri", "sqlite:///{tmp}/mlflow.db", "--port", "70000")),
     Case("second-driver", "results-dir: ", GOOD, RUN, setup=locked, at_lock=True),
+    # ---- issue 46: hostile paths, addresses and URIs, bad command lines
+    Case("results-dir-newline", "results-dir: './a\\nb' holds a control character", GOOD,
+         (*RUN, "--results-dir", "./a\nb")),
+    Case("results-dir-link-loop", "results-dir: ", GOOD, (*RUN, "--results-dir", "loop"), setup=link_loop),
+    Case("address-with-password", "address: must be host:port of a Ray head (e.g. 127.0.0.1:6379) or 'auto', got "
+                                  "'user:***@127.0.0.1:6379'", GOOD, (*RUN, "--address", "user:SECRET@127.0.0.1:6379")),
+    Case("tracking-uri-http-slash-password", "tracking-uri: cannot read the host of http://u:***@127.0.0.1:5000", GOOD,
+         (*RUN, "--tracking-uri", "http://u:pa/ss@127.0.0.1:5000")),
+    Case("tracking-uri-db-slash-password", "tracking-uri: no database server answers at 127.0.0.1:1", GOOD,
+         (*RUN, "--tracking-uri", "postgresql://u:pa/ssW0RD@127.0.0.1:1/db")),
+    Case("tracking-uri-not-postgres", "tracking-uri: not a PostgreSQL server at 127.0.0.1:", GOOD,
+         (*RUN, "--tracking-uri", "postgresql://u:pw@127.0.0.1:{port}/db"), setup=not_postgres),
+    Case("ui-dead-database", "tracking-uri: no database server answers at 127.0.0.1:1", None,
+         ("ui", "--tracking-uri", "postgresql://u:SECRET@127.0.0.1:1/db")),
+    Case("ray-start-timeout-0", "ray-start-timeout: must be a positive number of seconds, got 0", GOOD,
+         (*RUN, "--ray-start-timeout", "0")),
+    Case("num-cpus-abc", "argument --num-cpus: invalid int value: 'abc' (see `bisweep run --help`)", GOOD,
+         (*RUN, "--num-cpus", "abc")),
+    Case("unknown-option", "unrecognized arguments: --bogus", GOOD, (*RUN, "--bogus")),
+    Case("list-junk", "argument what: invalid choice: 'junk'", None, ("list", "junk")),
+    Case("no-command", "the following arguments are required: command", None, ()),
+    Case("missing-problems", "problems: is required", {k: v for k, v in GOOD.items() if k != "problems"}),
+    *([Case("address-ray-client-missing", "address: ray://127.0.0.1:10001 is a Ray Client address, which needs the "
+                                          "package ray[client]", GOOD, (*RUN, "--address", "ray://127.0.0.1:10001"))]
+      if importlib.util.find_spec("grpc") is None else []),
 ]
 
 
@@ -266,6 +305,13 @@ def test_the_corpus_holds_every_case_of_issue_34():
             "nested-10000", "name-5000", "label-3000", "num-cpus-100000", "sqlite-parent-missing",
             "saba-on-quadratic", "report-metric-unknown"} <= ids
     assert len(ALL) >= 90
+
+
+def test_the_corpus_holds_every_refusable_case_of_issue_46():
+    ids = {c.id for c in CASES}
+    assert {"results-dir-newline", "results-dir-link-loop", "address-with-password", "tracking-uri-http-slash-password",
+            "tracking-uri-not-postgres", "ui-dead-database", "num-cpus-abc", "unknown-option", "list-junk",
+            "missing-problems"} <= ids
 
 
 @pytest.mark.parametrize("case_id", ["seeds-1e9", "utf-16", "num-cpus-100000"])

@@ -237,11 +237,12 @@ def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
     assert best.metrics["status"] == "finished" and best.metrics["iteration"] == 30
 
 
-def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
+def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port, tmp_path):
     outcome = faults_study[0]
+    log = open(tmp_path / "ui.txt", "w")
     proc, base = serve(lambda port: subprocess.Popen(
         [str(venv_bin / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True), free_port, stop=stop_group)
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True), free_port, stop=stop_group)
     try:
         with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=faults") as r:
             exp = json.load(r)["experiment"]
@@ -259,6 +260,10 @@ def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
         assert "report/best.csv" in files
     finally:
         stop_group(proc)
+        log.close()
+    printed = (tmp_path / "ui.txt").read_text()
+    assert "bisweep: MLflow UI at http://127.0.0.1:" in printed
+    assert "Warning" not in printed, printed  # the server's deprecation warnings stay out (--debug shows them)
 
 
 # ---------------------------------------------------------------- a real mlflow server

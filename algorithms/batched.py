@@ -39,7 +39,7 @@ from algorithms.run import _NUMERIC_FAILURES, DIVERGENCE_NORM, Budget, Divergenc
 from algorithms.stacked import (StackedView, group_key, restack, stack, stacked_arrays, take, unstack,
                                 unstack_all, varying_fields)
 from problems.base import NOT_STRONGLY_CONVEX, BilevelProblem
-from problems.counting import OracleCounter
+from problems.counting import BudgetSpent, OracleCounter
 from problems.validation import ParameterError
 
 Config = Mapping[str, Any] | AlgorithmConfig | None
@@ -69,7 +69,8 @@ class BatchedRuns:
                                                                            else budget)
         divergence = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
         self.runs = [Run(algorithm, problem, c, s, budget, n_evals, divergence) for c, s in zip(configs, seeds)]
-        self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs)
+        self.batched = batchable(algorithm, problem) and all(self.cls.can_batch(r.algorithm.config) for r in self.runs) \
+            and not (budget.oracle_calls is not None and getattr(self.cls, "own_calls", False))
         self.varying = varying_fields(self.cls)
         if self.batched:
             for run in self.runs:
@@ -188,9 +189,15 @@ class BatchedRuns:
         leave are visited one by one."""
         first = self.runs[rows.index[0]]
         target, budget = first._next_point(), first.budget
+        rows.allow_calls(stacked.problem)
         with np.errstate(all="ignore"):  # a row's overflow must not stop the others (see the module docstring)
             while rows.index:
-                stacked.step()
+                try:
+                    stacked.step()
+                except BudgetSpent:  # cut, as Run's step is (`Run._allow_calls`): every row ends where it got
+                    ended = np.ones(len(rows.index), dtype=bool)
+                    self._leave_timed(stacked, rows, clock, np.zeros(len(ended), dtype=bool), [], ended, ok)
+                    return
                 stacked.iteration += 1
                 if budget.seconds is not None:
                     clock.lap()
@@ -446,9 +453,14 @@ class BatchedRuns:
         stacked, rows, budget = c.stacked, c.rows, c.budget
         target = c.points[min(c.next_point, len(c.points) - 1)]
         start, cpu_start = time.perf_counter(), time.thread_time()
+        rows.allow_calls(stacked.problem)
         with np.errstate(all="ignore"):
             while True:
-                stacked.step()
+                try:
+                    stacked.step()
+                except BudgetSpent:  # cut (`Run._allow_calls`): every run's budget is spent, where the step got
+                    c.add_seconds(start, cpu_start)
+                    return self._break_cohort(c, np.zeros(len(c.ks), dtype=bool), [], True)  # all leave
                 stacked.iteration += 1
                 failed, metric = rows.diverged(stacked)
                 at_point = stacked.iteration >= target or (budget.iterations is not None
@@ -624,6 +636,7 @@ class _Rows:
         # The calls and seconds spent before, where a budget counts them.
         self.calls = None if budget.oracle_calls is None else \
             np.array([r.view.counter.total_calls for r in members], dtype=float)
+        self.budget = budget.oracle_calls
         self.seconds = None if budget.seconds is None else np.array([r.compute_time for r in members])
         self.limits = {name: v[group] for name, v in limits.items()}
         self.screens, self.floors = _screens(self.limits)
@@ -634,6 +647,13 @@ class _Rows:
         self.seconds = None if self.seconds is None else self.seconds[rows]
         self.limits = {name: v[rows] for name, v in self.limits.items()}
         self.screens, self.floors = _screens(self.limits)
+
+    def allow_calls(self, view: Any) -> None:
+        """`Run._allow_calls` for the stack's view: the calls left to the row with the fewest (its rows have
+        the same calls but for calls of their own, TTSA's HIA factors, where a row may end a step early)."""
+        if self.calls is not None:
+            spent = self.calls + view.row_total_calls() + view.counter.total_calls
+            view.counter.left = int(self.budget - spent.max())
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
         """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""

@@ -238,6 +238,9 @@ class TTSA(SingleLoopHIA):
     name = "ttsa"
     draws_ahead = True
     batchable = True
+    #: Its runs make calls of their own (HIA lengths): under an oracle-call budget they run one at a time, so
+    #: that each is cut at its own budget (a stack is cut at once: algorithms.batched).
+    own_calls = True
     Stacked = _StackedTTSA
     Config = TTSAConfig
     step_sizes = ("alpha", "eta", "gamma")

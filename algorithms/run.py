@@ -33,7 +33,7 @@ from numpy.random.bit_generator import ISeedSequence
 
 from algorithms.base import Algorithm, AlgorithmConfig, get
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
-from problems.counting import counted
+from problems.counting import BudgetSpent, counted
 from problems.validation import ParameterError, Params, param
 
 #: Iterates larger than this always count as divergence (before they overflow to inf), whatever the rule.
@@ -208,7 +208,12 @@ class Run:
         self.view = counted(problem)
         # make_config, with the class already known (no second registry read per run)
         config = config if isinstance(config, cls.Config) else cls.Config.from_dict(config or {})
-        self.algorithm: Algorithm = cls(self.view, config, generator(seed))
+        self.view.counter.left = self.budget.oracle_calls  # calls made to start count against the budget
+        try:
+            self.algorithm: Algorithm = cls(self.view, config, generator(seed))
+        except BudgetSpent:
+            raise ParameterError(f"budget: 'oracle_calls' {self.budget.oracle_calls} is less than the calls "
+                                 f"'{algorithm}' makes to start (before its first step)") from None
         horizon = problem.horizon if self.online else None
         if self.online and self.budget.iterations is not None:
             horizon = min(horizon, self.budget.iterations)
@@ -298,9 +303,11 @@ class Run:
         return {**rec, "status": "finished"}
 
     def _finish(self) -> dict[str, Any]:
-        """The final record of a run whose budget is spent."""
+        """The final record of a run whose budget is spent (at the point a cut step reached: see `_allow_calls`)."""
         self.status = "finished"
-        if self.last_record is not None and self.last_record["iteration"] == self.algorithm.iteration:
+        last = self.last_record
+        if last is not None and last["iteration"] == self.algorithm.iteration \
+                and last.get("calls/total") == self.view.counter.total_calls:
             return {**self.last_record, "status": "finished"}
         rec = self._evaluate()
         return {**rec, "status": "finished"} if rec is not None else self._diverged()
@@ -322,6 +329,7 @@ class Run:
         seconds budget the wall clock, a cheap read, is also read after every step to stop on time.
         """
         target = self._next_point()
+        self._allow_calls()
         if self.online:
             return self._online_steps(target)
         alg, timed, base = self.algorithm, self.budget.seconds is not None, self.compute_time
@@ -331,6 +339,8 @@ class Run:
                 while True:
                     try:
                         alg.step()
+                    except BudgetSpent:
+                        return True  # cut: the budget is spent exactly, and the run ends where the step got
                     except _NUMERIC_FAILURES:
                         # Number the failed step as a completed one would be, like a non-finite iterate after it.
                         self._failed_step = alg.iteration + 1
@@ -345,6 +355,15 @@ class Run:
         finally:
             self.compute_time = base + (time.perf_counter() - start)
             self.cpu_time += time.thread_time() - cpu_start
+
+    def _allow_calls(self) -> None:
+        """Let the counter refuse any call past the oracle-call budget (`problems.counting.BudgetSpent`).
+
+        A step whose calls would pass the budget is cut at the call that would: no run spends more than its
+        budget, and the run ends at the point the step's allowed calls reached (its iteration not counted),
+        where its last record is made. Set before every stretch, as a batch adds calls to the counter."""
+        if self.budget.oracle_calls is not None:
+            self.view.counter.left = self.budget.oracle_calls - self.view.counter.total_calls
 
     def _online_steps(self, target: int) -> bool:
         """`_steps_to_next_point` online: the regret (evaluation) comes between steps, so each step is timed."""
@@ -364,6 +383,8 @@ class Run:
         start, cpu_start = time.perf_counter(), time.thread_time()
         try:
             alg.step()
+        except BudgetSpent:
+            return True  # cut (see `_allow_calls`): the iteration is not counted
         except _NUMERIC_FAILURES:
             self._failed_step = alg.iteration + 1
             return False

@@ -128,6 +128,8 @@ class StackedView:
         return getattr(self._problem, name)
 
     def _count(self, kind: str, batches: RunBatches | None) -> None:
+        if self.counter.left is not None:  # the budget of the row with the fewest calls left (algorithms.batched)
+            self.counter.spend()
         self.counter.calls[kind] += 1  # one call per run: added to each run's own counter when it leaves
         self.counter.samples[kind] += self._touched(kind, None if batches is None else batches[0])
 
@@ -135,6 +137,8 @@ class StackedView:
         """∇²yy g · v of `rows` alone (v: theirs), counted for those runs only."""
         x, y = self._xy(x, y)
         kind = "hvp"
+        if self.counter.left is not None:  # counted against every row's budget: no row passes its own
+            self.counter.spend()
         calls = self.row_calls.setdefault(kind, np.zeros(self.count, dtype=np.int64))
         samples = self.row_samples.setdefault(kind, np.zeros(self.count, dtype=np.int64))
         calls[rows] += 1

@@ -18,15 +18,35 @@ _CALL_KEYS = tuple(f"calls/{k}" for k in ORACLE_KINDS)
 _SAMPLE_KEYS = tuple(f"samples/{k}" for k in ORACLE_KINDS)
 
 
+class BudgetSpent(Exception):
+    """An oracle call refused: it would pass the run's oracle-call budget (`OracleCounter.left` is 0)."""
+
+
 class OracleCounter:
-    """Calls and samples per oracle kind."""
+    """Calls and samples per oracle kind; `left`, when set, is how many more calls are allowed.
+
+    The run loop sets `left` (its oracle-call budget minus the calls made) before it steps; a call made
+    when none is left raises `BudgetSpent` before it reaches the problem, so a run never spends more
+    than its budget: the step is cut there and the run ends at the point its calls reached.
+    """
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.samples: Counter[str] = Counter()
+        self.left: int | None = None
+
+    def spend(self) -> None:
+        """Take one call from `left` (when set), or raise `BudgetSpent` when none is left."""
+        left = self.left
+        if left is not None:
+            if left <= 0:
+                raise BudgetSpent
+            self.left = left - 1
 
     def add(self, kind: str, samples: int) -> None:
-        """Record one call of `kind` touching `samples` samples."""
+        """Record one call of `kind` touching `samples` samples (`BudgetSpent` when no call is left)."""
+        if self.left is not None:
+            self.spend()
         self.calls[kind] += 1
         self.samples[kind] += samples
 
@@ -72,6 +92,8 @@ class CountingProblem(_CountingView):
 
     def _count(self, kind: str, batch: Batch) -> None:
         counter = self.counter  # OracleCounter.add, inlined: this runs on every oracle call
+        if counter.left is not None:
+            counter.spend()
         counter.calls[kind] += 1
         counter.samples[kind] += self._touched(kind, batch)
 

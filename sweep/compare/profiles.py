@@ -6,8 +6,8 @@ first record where the convergence test of Moré & Wild holds:
 
     F(x0) − F(x) ≥ (1 − τ) (F(x0) − F_L),   i.e.   F(x) ≤ F_L + τ (F(x0) − F_L),
 
-with F_L the exact optimum of the function where it is known, else the smallest value any finished run
-found on it (flagged, so a plot can say so). F_L is a property of the function: a benchmark computes it once
+with F_L the exact optimum of the function where it is known, else (here) the smallest value any finished run
+found on it (flagged, so a plot can say so; a benchmark passes a reference solve instead: no compared run sets it). F_L is a property of the function: a benchmark computes it once
 from every run on the instance (`lower_bounds` over all configurations) and passes it to `hitting_costs`, so
 the target is the same for every algorithm and budget. For ‖∇F‖² targets the same test with F_L = 0 is the
 relative reduction ‖∇F(x)‖² ≤ τ ‖∇F(x0)‖². Runs that failed or diverged never solve a unit, even if a
@@ -132,7 +132,9 @@ def hitting_costs(histories: pd.DataFrame, taus: Sequence[float] = TAUS, value: 
 
     Every (unit, algorithm) pair present in the family appears; a pair without a run has status
     "missing". Columns: problem, instance, seed, algorithm, tau, status, reached, calls, samples, seconds,
-    start, lower, lower_exact, lower_source, target (the value F_L + τ(F(x0) − F_L) to reach).
+    spent (the run's gradient-equivalents in all, NaN when missing), start, lower, lower_exact, lower_source,
+    target (the value F_L + τ(F(x0) − F_L) to reach). A hit is the first record passing the test: with exact
+    budgets (algorithms.run) never past the run's budget, so ranking, profiles, ERT and the ECDF share it.
     """
     _require(histories, [*UNIT, "algorithm", "status", "iteration", "calls", "seconds", value], "histories")
     if "samples" not in histories:  # histories without sample counters: that axis is unknown
@@ -166,7 +168,9 @@ def hitting_costs(histories: pd.DataFrame, taus: Sequence[float] = TAUS, value: 
         frames.append(f)
     out = pd.concat(frames, ignore_index=True).merge(bounds, on=list(FUNCTION))
     out["target"] = out["lower"] + out["tau"] * (out["start"] - out["lower"])
-    return out[[*UNIT, "algorithm", "tau", "status", "reached", *COST_AXES, "start", "lower", "lower_exact",
+    spent = h.groupby(keys, sort=True)["calls"].last().rename("spent")  # a censored run is charged this
+    out = out.join(spent, on=keys)
+    return out[[*UNIT, "algorithm", "tau", "status", "reached", *COST_AXES, "spent", "start", "lower", "lower_exact",
                 "lower_source", "target"]]
 
 

@@ -1,8 +1,9 @@
 """Runtime distributions as optimizer benchmarks report them (COCO, IOHprofiler): the expected running time,
 the empirical cumulative distribution of costs to reach many targets, and the area under it as one score.
 
-- ERT (Hansen et al., COCO): the total cost of all runs, an unsuccessful run charged its whole budget, divided
-  by the number of successful runs; +inf when no run succeeds.
+- ERT (Hansen et al., COCO): the total cost of all runs, an unsuccessful run charged what it spent (its whole
+  budget, or less when it diverged or stopped early), divided by the number of successful runs; +inf when no
+  run succeeds.
 - Runtime ECDF: over every (run, target) pair of a group, the fraction reached within cost κ. The targets are
   `ECDF_TARGETS` log-spaced levels τ of the convergence test between the study's largest and smallest τ.
 - ECDF area: the area under the ECDF over log-cost from `FLOOR` to the budget, normalised to [0, 1]. A pair
@@ -29,16 +30,18 @@ def ecdf_taus(taus: Sequence[float], n: int = ECDF_TARGETS) -> np.ndarray:
     return np.logspace(math.log10(hi), math.log10(lo), n) if hi > lo else np.array([hi])
 
 
-def ert(costs: Sequence[float], budget: float) -> float:
-    """Expected running time: (sum of successful costs + budget per unsuccessful run) / successes (+inf: none).
+def ert(costs: Sequence[float], spent: float | Sequence[float]) -> float:
+    """Expected running time: (sum of successful costs + what each unsuccessful run spent) / successes (+inf: none).
 
-    `costs`: one per run, +inf where the run never reached the target.
+    `costs`: one per run, +inf where the run never reached the target; `spent`: what each run spent in all (its
+    last record's cost), or one number for every run (the budget).
     """
     c = np.asarray(costs, dtype=float)
+    charge = np.broadcast_to(np.asarray(spent, dtype=float), c.shape)
     solved = np.isfinite(c)
     if not solved.any():
         return math.inf
-    return float((c[solved].sum() + budget * (~solved).sum()) / solved.sum())
+    return float((c[solved].sum() + charge[~solved].sum()) / solved.sum())
 
 
 def ecdf_area(costs: Sequence[float], budget: float, floor: float = FLOOR) -> float:

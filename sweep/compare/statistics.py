@@ -12,13 +12,12 @@ Runs that never reach the target (failed, diverged, or out of budget) count as +
 more than half the values are; an interval bound of +inf says such resamples are plausible. The fraction of
 runs reaching the target is reported beside them, since a median alone hides it.
 
-Paired tests: the Wilcoxon signed-rank test of the instance differences a − b, two infinities of one sign
-counting as a tie (difference 0), zero differences dropped before ranking, an infinite difference ranked
-largest. The p-value is exact: the null distribution of the signed-rank sum over all 2^n sign flips of the
-(tie-averaged) ranks, computed by convolution (scipy's `method="exact"` ignores ties, and its permutation
-method enumerates the flips one by one). With n non-zero differences the smallest two-sided p-value is 2/2^n,
-so with m pairs Holm cannot go below m · 2/2^n: such a group is not tested. Holm runs over the pairs of one
-group (one problem, budget and τ): that group is a family.
+Paired comparisons (sweep.compare.effects): per instance, a's median against b's — a win, a loss or a tie (two
+censored medians tie) — the exact sign test on wins against losses, P(a beats b) with ties half and the log ERT
+ratio, each with a bootstrap interval over instances; every number finite whatever the censoring. With n
+instances not tied the smallest two-sided p-value is 2/2^n, so with m pairs Holm cannot go below m · 2/2^n: such
+a group is not tested. Holm runs over the pairs of one group (one problem, budget and τ): that group is a family.
+The exact signed-rank test (`signed_rank_test`) stays for callers that want it.
 """
 from __future__ import annotations
 
@@ -29,6 +28,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from sweep.compare import effects
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
@@ -190,19 +191,6 @@ def paired_wilcoxon(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
     return {**signed_rank_test(d), "median_difference": float(np.median(d)) if d.size else math.nan}
 
 
-def hodges_lehmann(d: np.ndarray) -> np.ndarray:
-    """Hodges–Lehmann estimate along the last axis: the median of the Walsh averages (d_i + d_j)/2, i ≤ j.
-
-    +inf and −inf average to 0 (one instance each way: no net direction).
-    """
-    d = np.asarray(d, dtype=float)
-    i, j = np.triu_indices(d.shape[-1])
-    x, y = d[..., i], d[..., j]
-    with np.errstate(invalid="ignore"):
-        walsh = np.where(np.isinf(x) & np.isinf(y) & (x != y), 0.0, (x + y) / 2)
-    return np.median(walsh, axis=-1)
-
-
 def paired_instances(table: pd.DataFrame, a: str, b: str, unit: str = UNIT) -> list[np.ndarray]:
     """Per instance where both ran: the (replicates, 2) values of a and b, replicate by replicate."""
     both = table[[a, b]].dropna()
@@ -218,18 +206,6 @@ def instance_differences(pairs: list[np.ndarray]) -> np.ndarray:
     return paired_differences(a, b)
 
 
-def effect_interval(pairs: list[np.ndarray], seed: int = 0, confidence: float = CONFIDENCE,
-                    n_resamples: int = RESAMPLES) -> tuple[float, float]:
-    """Hierarchical percentile-bootstrap interval of the Hodges–Lehmann effect (instances, then replicates;
-    a resampled replicate keeps its a and b together). Fewer than two instances: (NaN, NaN)."""
-    if len(pairs) < 2:
-        return math.nan, math.nan
-    draws = hierarchical_index(pairs, np.random.default_rng(seed), n_resamples)
-    a = resampled_medians([p[:, 0] for p in pairs], draws)
-    b = resampled_medians([p[:, 1] for p in pairs], draws)
-    return _percentiles(hodges_lehmann(paired_differences(a, b)), confidence)
-
-
 def smallest_holm_p(pairs: int, units: int) -> float:
     """The smallest Holm-adjusted p-value m pairs can reach with n non-zero instance differences: m · 2/2^n."""
     return min(1.0, pairs * 2.0 ** (1 - units)) if pairs else 1.0
@@ -242,22 +218,26 @@ def instances_needed(pairs: int, alpha: float = ALPHA) -> int:
 
 def pairwise_tests(frame: pd.DataFrame, value: str = "calls", group: Sequence[str] = ("problem", "tau"),
                    unit: str = UNIT, replicate: str = REPLICATE, goal: str = "min", alpha: float = ALPHA,
-                   seed: int = 0, n_resamples: int = RESAMPLES) -> pd.DataFrame:
+                   seed: int = 0, n_resamples: int = RESAMPLES, spent: str = "spent") -> pd.DataFrame:
     """Every pair of algorithms in each group, tested on instances, Holm-corrected within the group.
 
-    Rows are replicates (`unit`, `replicate`); per algorithm the replicates of an instance are reduced to
-    their median, and the exact signed-rank test runs on the instance differences a − b.
-    Columns: the `group` columns, algorithm_a, algorithm_b (a < b alphabetically), units (instances both
-    ran on), n (non-zero differences), statistic, p_value, p_holm, median_difference, effect (Hodges–Lehmann
-    estimate of a − b over instances), effect_low, effect_high (hierarchical bootstrap interval), verdict
-    (for a: better, worse, or no significant difference at level `alpha` after Holm).
+    Rows are replicates (`unit`, `replicate`); per algorithm the replicates of an instance are reduced to their
+    median, and a pair is compared instance by instance (sweep.compare.effects): wins, losses and ties, the exact
+    sign test on wins against losses, P(a beats b) with ties half and the log ERT ratio (from the `spent` column:
+    what each run spent in all; absent, NaN), each with a bootstrap interval over instances.
+    Columns: the `group` columns, algorithm_a, algorithm_b (a < b alphabetically), units (instances both ran on),
+    n (instances not tied), wins, losses, ties (a's), statistic (wins), p_value, p_holm, median_difference,
+    p_beats, p_beats_low, p_beats_high, log_ert_ratio, log_ert_low, log_ert_high, test, verdict (for a: better,
+    worse, or no significant difference at level `alpha` after Holm).
     """
     if goal not in ("min", "max"):
         raise ValueError(f"goal: must be one of min, max, got {goal!r}")
     rows = []
     for key, g in frame.groupby(list(group), sort=True):
         table = g.pivot_table(index=[unit, replicate], columns="algorithm", values=value, aggfunc="first")
-        tests = [_pair(table, a, b, goal, unit, seed, n_resamples)
+        spend = (g.pivot_table(index=[unit, replicate], columns="algorithm", values=spent, aggfunc="first",
+                               dropna=False).reindex_like(table) if spent in g else None)
+        tests = [_pair(table, spend, a, b, goal, unit, seed, n_resamples)
                  for a, b in combinations(sorted(table.columns), 2)]
         adjusted = holm([t["p_value"] for t in tests])
         for t, p_holm in zip(tests, adjusted):
@@ -268,24 +248,41 @@ def pairwise_tests(frame: pd.DataFrame, value: str = "calls", group: Sequence[st
     return pd.DataFrame(rows, columns=[*group, *PAIR_COLUMNS])
 
 
-PAIR_COLUMNS = ("algorithm_a", "algorithm_b", "units", "n", "statistic", "p_value", "p_holm", "median_difference",
-                "effect", "effect_low", "effect_high", "verdict")
+PAIR_COLUMNS = ("algorithm_a", "algorithm_b", "units", "n", "wins", "losses", "ties", "statistic", "p_value", "p_holm",
+                "median_difference", "p_beats", "p_beats_low", "p_beats_high", "log_ert_ratio", "log_ert_low",
+                "log_ert_high", "test", "verdict")
 
 
-def _pair(table: pd.DataFrame, a: str, b: str, goal: str, unit: str, seed: int,
+def _pair(table: pd.DataFrame, spend: pd.DataFrame | None, a: str, b: str, goal: str, unit: str, seed: int,
           n_resamples: int) -> dict[str, object]:
-    """The test of a against b on the instances where both ran, its effect, and which way a differs."""
+    """The sign test of a against b on the instances where both ran, its effects, and which way a differs."""
     pairs = paired_instances(table, a, b, unit)
     d = instance_differences(pairs)
-    res = signed_rank_test(d)
-    lower = res["r_minus"] > res["r_plus"]  # a's values mostly below b's
-    direction = SAME if res["r_minus"] == res["r_plus"] else (BETTER if lower == (goal == "min") else WORSE)
-    low, high = effect_interval(pairs, seed, n_resamples=n_resamples)
-    return {"algorithm_a": a, "algorithm_b": b, "units": len(pairs), "n": res["n"],
-            "statistic": res["statistic"], "p_value": res["p_value"],
+    o = effects.outcomes([np.median(p[:, 0]) for p in pairs], [np.median(p[:, 1]) for p in pairs], goal)
+    wins, losses = int((o == 1).sum()), int((o == 0).sum())
+    p_beats = effects.p_beats(o, seed, n_resamples=n_resamples)
+    ratio = (math.nan,) * 3
+    if spend is not None:
+        ratio = effects.log_ert_ratio(*_charged(table, spend, a, b, unit), seed=seed, n_resamples=n_resamples)
+    direction = SAME if wins == losses else BETTER if wins > losses else WORSE
+    return {"algorithm_a": a, "algorithm_b": b, "units": len(pairs), "n": wins + losses, "wins": wins,
+            "losses": losses, "ties": len(pairs) - wins - losses, "statistic": wins,
+            "p_value": effects.sign_test(wins, losses),
             "median_difference": float(np.median(d)) if d.size else math.nan,
-            "effect": float(hodges_lehmann(d)) if d.size else math.nan, "effect_low": low, "effect_high": high,
+            "p_beats": p_beats[0], "p_beats_low": p_beats[1], "p_beats_high": p_beats[2],
+            "log_ert_ratio": ratio[0], "log_ert_low": ratio[1], "log_ert_high": ratio[2], "test": effects.TEST,
             "direction": direction}
+
+
+def _charged(table: pd.DataFrame, spend: pd.DataFrame, a: str, b: str, unit: str) -> list[np.ndarray]:
+    """Per instance where both ran: the cost charged to a (hits' costs + censored runs' spend), a's hits, and b's."""
+    both = table[[a, b]].notna().all(axis=1)
+    cost, spent = table.loc[both, [a, b]], spend.loc[both, [a, b]]
+    hit = np.isfinite(cost.to_numpy(float))
+    charged = pd.DataFrame(np.where(hit, cost.to_numpy(float), spent.to_numpy(float)), index=cost.index)
+    hits = pd.DataFrame(hit.astype(float), index=cost.index)
+    c, h = charged.groupby(level=unit, sort=True).sum(min_count=1), hits.groupby(level=unit, sort=True).sum()
+    return [c[0].to_numpy(float), h[0].to_numpy(float), c[1].to_numpy(float), h[1].to_numpy(float)]
 
 
 def nonzero_units(frame: pd.DataFrame, value: str, unit: str = UNIT, replicate: str = REPLICATE) -> int:

@@ -164,12 +164,28 @@ def trial_scores(scores: pd.DataFrame, goal: str = "min", aggregate: str = "mean
                               "seconds", "tiebreak"]]
 
 
+#: What decides a choice, by default: the score, then the tiebreak, then the lower trial number.
+RULES = ("score", "tiebreak")
+
+
+def deciding_rule(pool: pd.DataFrame, order: np.ndarray, rules: Sequence[str] = RULES) -> str:
+    """Which key separated the chosen trial (order[0]) from the runner-up: a rule name, "trial order" (equal on
+    every key), or "only candidate"."""
+    if len(order) < 2:
+        return "only candidate"
+    best, next_ = pool.iloc[int(order[0])], pool.iloc[int(order[1])]
+    for key, name in zip(("loss", "tiebreak"), rules):
+        if best[key] != next_[key]:
+            return name
+    return "trial order"
+
+
 def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "min",
-                   aggregate: str = "mean") -> pd.DataFrame:
-    """The chosen trial of each (algorithm, study, budget): columns algorithm, study, budget, trial, score.
+                   aggregate: str = "mean", rules: Sequence[str] = RULES) -> pd.DataFrame:
+    """The chosen trial of each (algorithm, study, budget): columns algorithm, study, budget, trial, score, rule.
 
     Budget 0 is the one-shot trial 0; budget k > 0 is the best of trials 1..k (on equal losses the lower
-    tiebreak, then the lower trial).
+    tiebreak, then the lower trial). `rule`: what decided the choice (`deciding_rule`, named by `rules`).
     """
     budgets = _check_budgets(budgets)
     per_trial = trial_scores(scores, goal, aggregate)
@@ -186,8 +202,8 @@ def best_per_study(scores: pd.DataFrame, budgets: Sequence[int], goal: str = "mi
             order = np.lexsort((pool["trial"].to_numpy(), pool["tiebreak"].to_numpy(), pool["loss"].to_numpy()))
             best = pool.iloc[int(order[0])]
             rows.append({"algorithm": name, "study": study, "budget": int(k), "trial": int(best["trial"]),
-                         "score": float(best["score"])})
-    return pd.DataFrame(rows, columns=["algorithm", "study", "budget", "trial", "score"])
+                         "score": float(best["score"]), "rule": deciding_rule(pool, order, rules)})
+    return pd.DataFrame(rows, columns=["algorithm", "study", "budget", "trial", "score", "rule"])
 
 
 def tuning_cost(scores: pd.DataFrame, budgets: Sequence[int]) -> pd.DataFrame:
@@ -238,24 +254,25 @@ def split_seeds(seeds: Sequence[int], n_held_out: int, seed: int) -> tuple[list[
 
 
 def held_out_gap(scores: pd.DataFrame, held_out: pd.DataFrame, budgets: Sequence[int], goal: str = "min",
-                 aggregate: str = "mean") -> pd.DataFrame:
+                 aggregate: str = "mean", rules: Sequence[str] = RULES) -> pd.DataFrame:
     """The chosen configurations scored on held-out instances, per algorithm, study and budget.
 
     `held_out` has the columns of `scores` (algorithm, study, trial, instance, score) for the chosen
     trials run on held-out instance seeds. Output columns: algorithm, study, budget, trial, tune_score,
-    held_out_score, gap, where gap is how much worse the held-out score is (held − tune for min,
-    tune − held for max; 0 when both are equal, also both infinite).
+    held_out_score, gap, rule, where gap is how much worse the held-out score is (held − tune for min,
+    tune − held for max; 0 when both are equal; NaN, undefined, when both are infinite: two censored scores
+    say nothing of how far apart they are), and rule what decided the choice (`best_per_study`).
     """
     _check_leak(scores, held_out)
-    best = best_per_study(scores, budgets, goal, aggregate).rename(columns={"score": "tune_score"})
+    best = best_per_study(scores, budgets, goal, aggregate, rules).rename(columns={"score": "tune_score"})
     held = trial_scores(held_out, goal, aggregate)[["algorithm", "study", "trial", "score"]]
     out = best.merge(held.rename(columns={"score": "held_out_score"}), on=["algorithm", "study", "trial"],
                      how="left")
     t, h = out["tune_score"].to_numpy(float), out["held_out_score"].to_numpy(float)
     with np.errstate(invalid="ignore"):
         gap = np.where(t == h, 0.0, (h - t) if goal == "min" else (t - h))
-    out["gap"] = gap
-    return out[["algorithm", "study", "budget", "trial", "tune_score", "held_out_score", "gap"]]
+    out["gap"] = np.where(np.isinf(t) & np.isinf(h), math.nan, gap)
+    return out[["algorithm", "study", "budget", "trial", "tune_score", "held_out_score", "gap", "rule"]]
 
 
 def _check_leak(scores: pd.DataFrame, held_out: pd.DataFrame) -> None:

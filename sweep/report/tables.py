@@ -242,29 +242,62 @@ def stats(runs: list[RunData], opts: dict[str, Any]) -> dict[str, Any]:
             "stalled": sum(r.status == "finished" and not c for r, c in zip(runs, conv))}
 
 
+#: What `best_table` picks by (report option best_by), as its `criterion` column says.
+CRITERIA = {"robust": "best median over seeds among configurations stable on every seed (finished, final "
+                      "{metric} no worse than at the start); the others only when none is",
+            "median": "best median over seeds, whatever its worst seed did"}
+
+
+def stable(run: RunData, metric: str, goal: str) -> bool:
+    """Whether a seed ended well: finished (not diverged or failed) with its final metric no worse than at its
+    start (a run that blew up and came back finite, or rose, is not)."""
+    if run.status != "finished" or not run.records:
+        return False
+    start = run.records[0].get(metric)
+    final = an.final_value({"status": run.status, "final": run.final}, metric, goal)
+    if start is None or math.isnan(final):
+        return False
+    return final <= float(start) if goal == "min" else final >= float(start)
+
+
 def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per (problem, algorithm label, axis value): the configuration with the best median over seeds."""
+    """Per (problem, algorithm label, axis value): the best configuration by `opts["best_by"]` (`CRITERIA`), with
+    its median, quartiles and worst seed."""
+    by = opts.get("best_by", "robust")
     groups: dict[tuple, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         p = r.point
         groups[(problem_label(p), p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
     rows = []
     for (prob, label, _), configs in groups.items():
+        ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
+        pool = [k for k in configs if ok[k]] if by == "robust" and any(ok.values()) else list(configs)
         best_key, best = None, None
-        for key, rs in configs.items():
-            st = stats(rs, opts)
+        for key in pool:
+            st = stats(configs[key], opts)
             if best is None or an.better(st["median"], best["median"], opts["goal"]):
                 best_key, best = key, st
         p = configs[best_key][0].point
         axis = p["coords"].get("axis")
         if axis is None and p["coords"].get("reference"):
             axis = "reference"  # the unscaled configuration a sensitivity study compares against
+        vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"])
+                for r in configs[best_key]]
         rows.append({"problem": prob, "algorithm": label, "axis": axis,
                      "best_config": config_label(p), f"median_{opts['metric']}": best["median"],
+                     "worst_seed": _worst(vals, opts["goal"]),
                      "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
                      "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
-                     "configurations": len(configs)})
+                     "stable_on_all_seeds": ok[best_key], "configurations": len(configs),
+                     "criterion": CRITERIA[by].format(metric=opts["metric"])})
     return rows
+
+
+def _worst(values: list[float], goal: str) -> float:
+    """The worst seed's final value (a failed seed, NaN, counts as the worst)."""
+    if any(math.isnan(v) for v in values) or not values:
+        return math.nan
+    return max(values) if goal == "min" else min(values)
 
 
 

@@ -234,6 +234,7 @@ class ReportOptions:
     converged_below: float = 1e-3
     converged_relative: bool = True
     target: float | None = None
+    best_by: str = "robust"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -146,6 +146,9 @@ OptionalNumber = checked("null or a number", lambda v: v is None or is_number(v)
 CPUs = checked("a positive number", lambda v: is_number(v) and v > 0, float)
 
 
+BestBy = checked("one of robust, median", lambda v: v in ("robust", "median"))
+
+
 class ReportSpec(Block):
     """How reports compare final results (metric defaults depend on the kind and on online problems)."""
 
@@ -160,6 +163,8 @@ class ReportSpec(Block):
                                      "initial value (true) or absolute (false)")
     target: OptionalNumber = Field(None, examples=[1e-3], description="scaling studies: the value whose reaching "
                                    "is timed (oracle calls, iterations, seconds)")
+    best_by: BestBy = Field("robust", examples=["median"], description="the best configuration: robust (best median "
+                            "among those stable on every seed) or median (best median, whatever its seeds did)")
 
 
 class Resources(Block):

@@ -124,7 +124,7 @@ def _report(rep: Any, default_metric: str, online: bool) -> ReportOptions:
     return ReportOptions(rep.metric or default_metric, rep.goal,
                          rep.converged_metric or ("cumulative_regret" if online else "grad_F_sq"),
                          float(rep.converged_below), rep.converged_relative,
-                         None if rep.target is None else float(rep.target))
+                         None if rep.target is None else float(rep.target), rep.best_by)
 
 
 def _check_records(data: Mapping[str, Any], errors: Errors, max_runs: int) -> None:

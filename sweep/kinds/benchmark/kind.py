@@ -69,6 +69,23 @@ def _held_out(v: Any) -> Any:
 HeldOut = before(_held_out, Any)
 
 
+def _reference(v: Any) -> Any:
+    """{problem: F_L} or {problem: {instance seed: F_L}}: the study's own reference values."""
+    if v is None:
+        return v
+    if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+        raise invalid(f"must map problem names to F_L (a number, or instance seed -> number), got {shown(v)}")
+    for k, val in v.items():
+        inner = val.values() if isinstance(val, dict) else [val]
+        if not all(is_number(x) and x == x and abs(x) != float("inf") for x in inner) or \
+                (isinstance(val, dict) and not all(is_int(s) or (isinstance(s, str) and s.isdigit()) for s in val)):
+            raise invalid(f"{k}: must be a finite number or a map of instance seeds to finite numbers, got {shown(val)}")
+    return v
+
+
+ReferenceValues = before(_reference, Any)
+
+
 class Budgets(Block):
     """Trials per study at the small and large budgets (1 ≤ small ≤ large ≤ trials)."""
 
@@ -120,6 +137,9 @@ class BenchmarkAxis(Block):
                                                     "{hvp: 2, cross: 2} (default 1 each)")
     tune_on: TuneOn = Field(None, description="what tuning scores: time_to_target (gradient-equivalents to the "
                                               "primary τ; default) or final (the final metric; optuna's default)")
+    reference: ReferenceValues = Field(None, description="F_L per problem ({name: value} or {name: {seed: value}}) "
+                                                         "where no exact optimum is known; default: a reference "
+                                                         "solve of each instance")
     primary: Primary = Field(Primary(), description="{problem, budget, tau}: the declared primary comparison "
                                                     "(default all, large, the middle τ)")
 

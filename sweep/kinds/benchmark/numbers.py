@@ -10,18 +10,20 @@ before testing). At the one-shot budget every study chooses the same paper-defau
 study 1 is used there.
 
 The target of an instance is fixed once for every algorithm and budget (`instance_bounds`): its exact optimum
-where the problem knows it, else the best value any run of the study reached on it (every configuration of
-every tuning study ran there).
+where the problem knows it, else a reference solve of the instance that is not one of the compared runs
+(sweep.kinds.benchmark.targets).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from sweep.compare import profiles, tuning
+from sweep.compare import profiles, runtime, tuning
+from sweep.kinds.benchmark import targets
 from sweep.report import analysis
 from sweep.results.runs import RunData, problem_label
 
@@ -55,10 +57,11 @@ def tuning_frame(frame: pd.DataFrame, runs: list[RunData], axis: Mapping[str, An
                  goal: str) -> tuple[pd.DataFrame, str]:
     """The run frame tuning reads and its goal, by `tune_on`.
 
-    final: the frame as it is. time_to_target: score = gradient-equivalents to the primary τ's target (the
-    instance's fixed F_L; +inf when not reached, so a trial's mean is +inf unless every tuning instance
-    reaches it), goal min, and tiebreak = the final metric as a loss: among trials at +inf the lowest mean
-    final value is kept.
+    final: the frame as it is. time_to_target: a run that does not reach the primary τ's target is censored at
+    what it spent, not +inf: a configuration's score is its ERT over the instances of a split (tuning, or
+    held-out) — the gradient-equivalents of its hits plus the spend of its censored runs, over its hits; +inf
+    only when no run of it hits — the same for each of its rows, goal min; tiebreak = its mean final metric as a
+    loss, which decides among configurations that never hit (`RULES`).
     """
     if axis.get("tune_on", "final") == "final":
         return frame, goal
@@ -66,10 +69,23 @@ def tuning_frame(frame: pd.DataFrame, runs: list[RunData], axis: Mapping[str, An
     units = [{"algorithm": r.point["key"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
               "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
     costs = hitting_costs(units, axis, bounds, taus=[tau])
-    calls = {(c.algorithm, c.instance): c.calls for c in costs.itertuples(index=False)}
+    hits = {(c.algorithm, c.instance): c.calls for c in costs.itertuples(index=False)}
     final = frame["score"].astype(float) if goal == "min" else -frame["score"].astype(float)
-    score = [calls.get((k, i), math.inf) for k, i in zip(frame["key"], frame["instance"])]
-    return frame.assign(score=score, tiebreak=final.fillna(math.inf)), "min"
+    held = frame["instance"].isin(axis["held_out"])
+    ert = {}
+    for (key, split), g in frame.assign(held=held).drop_duplicates(["key", "instance"]).groupby(["key", "held"]):
+        cost = [hits.get((key, i), math.inf) for i in g["instance"]]
+        ert[(key, split)] = runtime.ert(cost, g["calls"].to_numpy(float))
+    score = [ert[(k, h)] for k, h in zip(frame["key"], held)]
+    mean_final = final.groupby([frame["key"], held]).transform("mean")
+    return frame.assign(score=score, tiebreak=mean_final.fillna(math.inf)), "min"
+
+
+def rules(axis: Mapping[str, Any]) -> tuple[str, str]:
+    """What the tuning keys are called in `rule` (choices.csv, tuning.csv), by `tune_on`."""
+    if axis.get("tune_on", "final") == "final":
+        return "final value", "tiebreak"
+    return "ERT to the primary target", "final value (no hit)"
 
 
 def weights(axis: Mapping[str, Any]) -> dict[str, float]:
@@ -130,12 +146,12 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
     out = []
     for prob, t in tune.groupby("problem", sort=True):
         h = held[held["problem"] == prob]
-        gaps = tuning.held_out_gap(t, h, sorted(set(named.values())), goal)
+        gaps = tuning.held_out_gap(t, h, sorted(set(named.values())), goal, rules=rules(axis))
         for name, k in named.items():
             g = gaps[gaps["budget"] == k].assign(problem=prob, budget=name, trials=k)
             out.append(g)
     columns = ["problem", "algorithm", "budget", "trials", "study", "trial", "key", "tune_score", "held_out_score",
-               "gap", "regret"]
+               "gap", "regret", "rule"]
     if not out:
         return pd.DataFrame(columns=columns)
     chosen = regret(pd.concat(out, ignore_index=True), held, goal)
@@ -146,7 +162,7 @@ def choices(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.DataF
 def regret(chosen: pd.DataFrame, held: pd.DataFrame, goal: str) -> pd.DataFrame:
     """`chosen` with column regret: how much worse on the held-out instances the chosen trial is than the best
     trial the study could have chosen at that budget (its trials 1..k; one-shot: trial 0), 0 when it is that
-    one. Scores are the mean over held-out instances (`tuning.trial_scores`)."""
+    one, NaN when both are +inf (censored). Scores are the mean over held-out instances (`tuning.trial_scores`)."""
     if held.empty:
         return chosen.assign(regret=math.nan)
     loss = {}
@@ -158,7 +174,8 @@ def regret(chosen: pd.DataFrame, held: pd.DataFrame, goal: str) -> pd.DataFrame:
         pool = [0] if c.trials == tuning.ONE_SHOT else range(1, c.trials + 1)
         best = min(loss.get((c.problem, c.algorithm, c.study, t), math.inf) for t in pool)
         mine = loss.get((c.problem, c.algorithm, c.study, c.trial), math.inf)
-        out.append(0.0 if mine == best else mine - best)
+        # Both censored (+inf): undefined, not 0 — neither reached the target, how far apart is unknown.
+        out.append(math.nan if math.isinf(mine) and math.isinf(best) else 0.0 if mine == best else mine - best)
     return chosen.assign(regret=out)
 
 
@@ -169,12 +186,13 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
     (`tuning.tuning_summary`); held_out_median, gap_median: the same choices on held-out instances
     (`tuning.held_out_summary`); regret_median: median over studies of the held-out regret (`regret`);
     tuning_trials, tuning_calls, tuning_samples, tuning_seconds: what the S studies spent on tuning instances
-    up to that budget, each study paying for its own trials.
+    up to that budget, each study paying for its own trials; rules: what decided the studies' choices (counts).
     """
     tune, _ = split(frame, axis)
     named = budgets(axis)
     gaps = choices(frame, axis, goal)
     regrets = gaps.groupby(["problem", "algorithm", "budget"])["regret"].apply(list).to_dict()
+    decided = gaps.groupby(["problem", "algorithm", "budget"])["rule"].apply(_count_rules).to_dict()
     rows = []
     for prob, t in tune.groupby("problem", sort=True):
         summary = tuning.tuning_summary(t, sorted(set(named.values())), goal)
@@ -187,9 +205,15 @@ def tuning_table(frame: pd.DataFrame, axis: Mapping[str, Any], goal: str) -> pd.
                              "tune_median": r.median, "tune_q25": r.q25, "tune_q75": r.q75,
                              "held_out_median": r.held_out_median, "gap_median": r.gap_median,
                              "regret_median": analysis.median(regrets.get((prob, r.algorithm, name), [])),
+                             "rules": decided.get((prob, r.algorithm, name), ""),
                              "n_studies": r.n_studies, "tuning_trials": r.trials, "tuning_calls": r.calls,
                              "tuning_samples": r.samples, "tuning_seconds": r.seconds})
     return pd.DataFrame(rows)
+
+
+def _count_rules(rules_: pd.Series) -> str:
+    """"ERT to the primary target: 2, final value (no hit): 1": what decided the studies' choices."""
+    return ", ".join(f"{k}: {v}" for k, v in rules_.value_counts(sort=False).sort_index().items())
 
 
 # ------------------------------------------------------------------ what the profiles and the ranking compare
@@ -214,18 +238,13 @@ def chosen_runs(runs: list[RunData], chosen: pd.DataFrame, axis: Mapping[str, An
     return out
 
 
-def instance_bounds(runs: list[RunData], axis: Mapping[str, Any]) -> pd.DataFrame:
-    """F(x0) and F_L of every (problem, instance), from every ended run of the study (`profiles.lower_bounds`).
-
-    The same target for every algorithm and budget: the exact optimum where known, else the best value any
-    configuration of any tuning study reached on the instance (lower_source says which).
-    """
+def instance_bounds(runs: list[RunData], axis: Mapping[str, Any], directory: Path | None = None) -> pd.DataFrame:
+    """F(x0) and F_L of every (problem, instance) (`targets.instance_bounds`): the same target for every algorithm
+    and budget, the exact optimum where known, else a reference solve no compared run sets (lower_source says
+    which); reference solves are cached in `directory`."""
     units = [{"algorithm": r.point["label"], "problem": problem_label(r.point), "instance": r.seed, "seed": 0,
               "status": r.status, "records": r.records} for r in runs if r.status in ENDED and r.records]
-    if not units:
-        return pd.DataFrame(columns=[*profiles.FUNCTION, "start", "lower", "lower_exact", "lower_source"])
-    hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
-    return profiles.lower_bounds(hist, axis["metric"])
+    return targets.instance_bounds(runs, axis, directory, units)
 
 
 def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any], bounds: pd.DataFrame,
@@ -234,7 +253,7 @@ def hitting_costs(units: list[dict[str, Any]], axis: Mapping[str, Any], bounds: 
     (default the axis's); an algorithm absent from a problem is not counted there."""
     if not units:
         return pd.DataFrame(columns=[*profiles.UNIT, "algorithm", "tau", "status", "reached", *profiles.COST_AXES,
-                                     "start", "lower", "lower_exact", "lower_source", "target"])
+                                     "spent", "start", "lower", "lower_exact", "lower_source", "target"])
     hist = profiles.history_frame(units, weights(axis), values=(axis["metric"],))
     taus = axis["taus"] if taus is None else taus
     frames = [profiles.hitting_costs(h, taus, axis["metric"], bounds=bounds[bounds["problem"] == prob])

@@ -6,8 +6,11 @@ ranking.csv has one row per (problem, budget, τ, algorithm) — and per (budget
 `all` (the problems every algorithm ran on, pooled) — with the number of independent instances, the median
 over instances of the per-instance median gradient-equivalents, samples and seconds to the target and their
 hierarchical bootstrap 95% intervals, and the algorithms it is significantly better or worse than in
-gradient-equivalents by Holm-adjusted exact signed-rank tests on instances (adjusted p-values in brackets);
-the rank counts only those. Each (problem, budget, τ) is one Holm family.
+gradient-equivalents by Holm-adjusted exact sign tests on instance wins (adjusted p-values in brackets); the
+rank counts only those. pairwise.csv gives every pair's finite effects (P(a beats b), ties half; log ERT ratio)
+with bootstrap intervals over instances and the Holm family it was corrected in (sweep.kinds.benchmark.power:
+the per-problem pairs at one budget and τ; the pooled pairs apart). power.csv: the strongest pair of each group,
+its power now and the instances its effect needs. Files with no rows keep their header.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from sweep.compare import figures as bench_figures, profiles, runtime, statistics
-from sweep.kinds.benchmark import numbers as bench
+from sweep.kinds.benchmark import numbers as bench, power as bench_power, targets
 from sweep.report import tables
 from sweep.results import safe_files
 from sweep.results.runs import RunData
@@ -31,8 +34,12 @@ COSTS = {"calls": "gradient-equivalents", "samples": "samples", "seconds": "comp
 #: The cost the paired tests rank by. Samples and seconds get medians and intervals but no tests: seconds
 #: measure the machine's load as much as the method, and one family of tests per cost keeps Holm's families few.
 TESTED = ("calls",)
-PAIRWISE = ["problem", "budget", "tau", "a", "b", "units", "statistic", "p", "p_holm", "effect", "effect_low",
-            "effect_high"]
+PAIRWISE = ["problem", "budget", "tau", "a", "b", "units", "wins", "losses", "ties", "p_beats", "p_beats_low",
+            "p_beats_high", "log_ert_ratio", "log_ert_low", "log_ert_high", "test", "p", "p_holm", "family"]
+
+
+RANKING = ["problem", "budget", "tau", "algorithm", "runs", "instances", "reached", "fraction", "calls_median",
+           "calls_low", "calls_high", "rank_calls", "better_calls", "worse_calls"]
 
 
 def weights_note(axis: dict[str, Any]) -> str:
@@ -46,7 +53,7 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
     """Every table and figure of a benchmark study; printed: tuning, the family ranking, power, primary."""
     axis, goal = meta["axis"], meta["report"]["goal"]
     frame = bench.run_frame(runs, meta)
-    bounds = bench.instance_bounds(runs, axis)
+    bounds = bench.instance_bounds(runs, axis, directory)
     tuned, tuned_goal = bench.tuning_frame(frame, runs, axis, bounds, goal)
     chosen = bench.choices(tuned, axis, tuned_goal)
     tuning_rows = records(bench.tuning_table(tuned, axis, tuned_goal).assign(tune_on=axis.get("tune_on", "final")))
@@ -59,7 +66,7 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
         ranks.append(r)
         pairs.append(p)
         powers.append(pw)
-        erts.append(ert_rows(costs, units, budget).assign(budget=name))
+        erts.append(ert_rows(costs, units, bench.weights(axis)).assign(budget=name))
         dense = bench.hitting_costs(units, axis, bounds, runtime.ecdf_taus(axis["taus"]))
         areas.append(ecdf_areas(dense, budget).assign(budget=name))
         if name == "large":
@@ -68,14 +75,17 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
             plots += convergence_figures(units, bounds, meta, directory)
     plots += tuning_figure(frame, bounds, meta, directory)
     ranking_frame = pd.concat(ranks, ignore_index=True)
-    tables.write_csv(directory / "ranking.csv", records(ranking_frame))
+    write_frame(directory / "ranking.csv", ranking_frame, None if len(ranking_frame.columns) else RANKING)
     write_frame(directory / "pairwise.csv", pd.concat(pairs, ignore_index=True), PAIRWISE)
-    tables.write_csv(directory / "choices.csv", records(chosen))
+    write_frame(directory / "choices.csv", chosen)
     write_frame(directory / "targets.csv", bounds, list(bounds.columns))
     write_frame(directory / "ert.csv", pd.concat(erts, ignore_index=True))
     write_frame(directory / "ecdf_area.csv", pd.concat(areas, ignore_index=True))
     power = pd.concat(powers, ignore_index=True)
-    out = {"tuning": tuning_rows, "power": records(power.drop(columns=["power", "family"]))}
+    out = {"tuning": tuning_rows, "power": records(power)}
+    note = targets.below_note(bounds)
+    if note:
+        out["reference"] = [{"note": note}]
     if ranking_frame.empty:
         return out, plots
     family = ranking_frame[(ranking_frame["problem"] == FAMILY) & (ranking_frame["budget"] == "large")]
@@ -110,33 +120,30 @@ def write_frame(path: Path, frame: pd.DataFrame, columns: list[str] | None = Non
 
 
 # ------------------------------------------------------------------ runtime distributions
-def ert_rows(costs: pd.DataFrame, units: list[dict[str, Any]], budget: float) -> pd.DataFrame:
-    """ERT per problem, τ and algorithm: gradient-equivalents (an unsuccessful run charged the call budget)
-    and samples (charged the samples that budget buys at the run's own samples per gradient-equivalent)."""
+def ert_rows(costs: pd.DataFrame, units: list[dict[str, Any]], weights: dict[str, float]) -> pd.DataFrame:
+    """ERT per problem, τ and algorithm in gradient-equivalents and samples, an unsuccessful run charged what it
+    actually spent (its last record's; exact budgets: never more than the budget)."""
     if costs.empty:
         return pd.DataFrame(columns=["problem", "tau", "algorithm", "runs", "successes", "ert_calls", "ert_samples"])
     rows = []
-    rate = _samples_per_call(units)
+    spent = _spent(units, weights)
     for (prob, tau, name), g in costs.groupby(["problem", "tau", "algorithm"], sort=True):
-        charge = np.array([budget * rate.get((prob, r.instance, r.seed, name), math.nan)
-                           for r in g.itertuples(index=False)])
+        charge = np.array([spent.get((prob, r.instance, r.seed, name), (math.nan, math.nan))
+                           for r in g.itertuples(index=False)]).reshape(-1, 2)
         calls, samples = g["calls"].to_numpy(float), g["samples"].to_numpy(float)
-        solved = np.isfinite(calls)
-        ert_samples = (math.inf if not solved.any() else
-                       float((samples[solved].sum() + np.nansum(charge[~solved])) / solved.sum()))
-        rows.append({"problem": prob, "tau": tau, "algorithm": name, "runs": len(g), "successes": int(solved.sum()),
-                     "ert_calls": runtime.ert(calls, budget), "ert_samples": ert_samples})
+        rows.append({"problem": prob, "tau": tau, "algorithm": name, "runs": len(g),
+                     "successes": int(np.isfinite(calls).sum()), "ert_calls": runtime.ert(calls, charge[:, 0]),
+                     "ert_samples": runtime.ert(np.where(np.isfinite(calls), samples, math.inf), charge[:, 1])})
     return pd.DataFrame(rows)
 
 
-def _samples_per_call(units: list[dict[str, Any]]) -> dict[tuple, float]:
-    """Samples per gradient-equivalent of each run, from its last record."""
+def _spent(units: list[dict[str, Any]], weights: dict[str, float]) -> dict[tuple, tuple[float, float]]:
+    """(gradient-equivalents, samples) each run spent in all, from its last record."""
     out = {}
     for u in units:
         last = u["records"][-1] if u["records"] else {}
-        calls = float(last.get("calls/total", 0) or 0)
         out[(u["problem"], u["instance"], u["seed"], u["algorithm"])] = (
-            float(last.get("samples/total", math.nan)) / calls if calls else math.nan)
+            profiles.gradient_equivalents(last, weights), float(last.get("samples/total", math.nan)))
     return out
 
 
@@ -164,9 +171,9 @@ def _with_family(costs: pd.DataFrame) -> pd.DataFrame:
 def ranking(costs: pd.DataFrame, budget: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(ranking rows, pairwise tests, power rows) at one budget, per problem and for the pooled family.
 
-    A group (problem, τ) is tested only when its instances could make a difference significant after Holm:
-    with m pairs and at most n non-zero instance differences the smallest adjusted p-value is m · 2/2^n, so
-    a group where that is at least α gets `tested` false and every algorithm rank 1.
+    Every pair of every (problem, τ) group is compared (sweep.compare.effects: finite effects, the sign test);
+    Holm runs over the declared family (sweep.kinds.benchmark.power: the per-problem pairs at this budget and τ,
+    the pooled pairs apart), and the ranks count only the verdicts that survive it.
     """
     if costs.empty:
         return pd.DataFrame(), pd.DataFrame(columns=PAIRWISE), pd.DataFrame()
@@ -175,47 +182,24 @@ def ranking(costs: pd.DataFrame, budget: str, seed: int) -> tuple[pd.DataFrame, 
     with warnings.catch_warnings():  # medians and differences of +inf (never reached) costs
         warnings.simplefilter("ignore", RuntimeWarning)
         out = statistics.time_to_target(frame, by=keys, axes=tuple(COSTS), seed=seed).rename(columns={"n": "runs"})
-        power = testable(frame)
-        out = out.merge(power[["problem", "tau", "tested"]], on=["problem", "tau"], how="left")
-        sub = frame.merge(power[power["tested"]][["problem", "tau"]], on=["problem", "tau"])
         tests = []
         for cost in TESTED:
-            t = statistics.pairwise_tests(sub, cost, group=("problem", "tau"), seed=seed)
+            t = bench_power.adjust(statistics.pairwise_tests(frame, cost, group=("problem", "tau"), seed=seed), budget)
             out = out.merge(_ranks(t, cost), on=keys, how="left")
             tests.append(t)
+        power = bench_power.power_rows(frame, tests[0], budget, seed)
     size = out.groupby(["problem", "tau"])["algorithm"].transform("size")
-    for cost in TESTED:  # untested groups: nobody is separated
+    for cost in TESTED:  # groups with no pair: nobody is separated
         out[f"rank_{cost}"] = out[f"rank_{cost}"].fillna(1).astype(int)
         out[f"same_{cost}"] = out[f"same_{cost}"].fillna(size - 1).astype(int)
         out[[f"better_{cost}", f"worse_{cost}"]] = out[[f"better_{cost}", f"worse_{cost}"]].fillna("")
     out.insert(1, "budget", budget)
-    power.insert(1, "budget", budget)
     order = {p: i for i, p in enumerate(sorted(set(out["problem"]) - {FAMILY}) + [FAMILY])}
     out = out.assign(_p=out["problem"].map(order), _t=-out["tau"]).sort_values(["_p", "_t", "rank_calls", "algorithm"])
     pairwise = pd.concat(tests, ignore_index=True).rename(columns={
         "algorithm_a": "a", "algorithm_b": "b", "p_value": "p"})
     pairwise.insert(1, "budget", budget)
     return out.drop(columns=["_p", "_t"]).reset_index(drop=True), pairwise[PAIRWISE], power
-
-
-def testable(frame: pd.DataFrame, alpha: float = statistics.ALPHA) -> pd.DataFrame:
-    """The power line of each (problem, τ): instances, pairs, the most non-zero instance differences of any
-    pair, the smallest Holm-adjusted p-value they allow (m · 2/2^n), whether a test can reach α (`tested`),
-    the instances significance needs, and what the Holm family is."""
-    rows = []
-    for (prob, tau), g in frame.groupby(["problem", "tau"], sort=True):
-        names = g["algorithm"].nunique()
-        pairs = names * (names - 1) // 2
-        n = statistics.nonzero_units(g, "calls")
-        smallest = statistics.smallest_holm_p(pairs, n)
-        need = statistics.instances_needed(pairs, alpha)
-        rows.append({"problem": prob, "tau": tau, "instances": int(g["instance"].nunique()), "pairs": pairs,
-                     "nonzero": n, "smallest_p_holm": smallest, "tested": bool(smallest < alpha),
-                     "instances_needed": need,
-                     "power": f"with {g['instance'].nunique()} instances and {pairs} pairs the smallest adjusted "
-                              f"p is {smallest:.3g}; significance needs >= {need} instances",
-                     "family": f"the {pairs} pairs of {prob} at this budget and τ"})
-    return pd.DataFrame(rows)
 
 
 def primary_rows(pairwise: pd.DataFrame, power: pd.DataFrame, axis: dict[str, Any]) -> pd.DataFrame:
@@ -228,8 +212,8 @@ def primary_rows(pairwise: pd.DataFrame, power: pd.DataFrame, axis: dict[str, An
     shown = p[p["p_holm"] < statistics.ALPHA]
     shown = shown if len(shown) else p.head(3)
     head = pw[["problem", "budget", "tau", "power", "family"]].assign(a="", b="")
-    return pd.concat([head, shown[["problem", "budget", "tau", "a", "b", "p_holm", "effect", "effect_low",
-                                   "effect_high"]]], ignore_index=True)
+    return pd.concat([head, shown[["problem", "budget", "tau", "a", "b", "p_holm", "p_beats", "p_beats_low",
+                                   "p_beats_high", "log_ert_ratio"]]], ignore_index=True)
 
 
 def primary(axis: dict[str, Any]) -> tuple[str, str, float]:
@@ -271,6 +255,8 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
     """Performance and data profiles of the large-budget choices: the pooled family on every cost axis, and
     each problem in gradient-equivalents."""
     if costs.empty:
+        write_frame(directory / "profiles.csv", pd.DataFrame(), ["tau", "algorithm", "x", "fraction", "profile",
+                                                                 "cost", "family"])
         return []
     axis = meta["axis"]
     common = bench.common_problems(costs)
@@ -308,18 +294,20 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
                 x = "ratio" if "ratio" in prof.columns else "budget"
                 rows += records(prof.rename(columns={x: "x"}).assign(
                     profile=kind, cost=cost, family=",".join(shown)))
-    tables.write_csv(directory / "profiles.csv", rows)
+    write_frame(directory / "profiles.csv", pd.DataFrame(rows), None if rows else
+                ["tau", "algorithm", "x", "fraction", "profile", "cost", "family"])
     return paths
 
 
 def ecdf_figure(dense: pd.DataFrame, meta: dict[str, Any], directory: Path, budget: float) -> list[Path]:
     """Runtime ECDFs in gradient-equivalents over the log-spaced targets, per problem and pooled (ecdf.csv)."""
     if dense.empty or not budget > runtime.FLOOR:
+        write_frame(directory / "ecdf.csv", pd.DataFrame(), ["algorithm", "x", "fraction", "problem"])
         return []
     frame = _with_family(dense)
     curves = {p: runtime.ecdf(g, "calls") for p, g in frame.groupby("problem", sort=False)}
-    rows = [r for p, c in curves.items() for r in records(c.assign(problem=p))]
-    tables.write_csv(directory / "ecdf.csv", rows)
+    write_frame(directory / "ecdf.csv", pd.concat([c.assign(problem=p) for p, c in curves.items()], ignore_index=True),
+                ["algorithm", "x", "fraction", "problem"])
     taus = sorted(dense["tau"].unique())
     caption = (f"{len(taus)} log-spaced targets τ from {taus[-1]:g} to {taus[0]:g} per instance (one F_L per "
                f"instance); each (instance, study) unit's run to each target; large budget; "

@@ -81,14 +81,7 @@ def test_clustered_test_counts_instances_not_studies():
     # The per-instance value is the median over studies: the test runs on those three differences.
     med = table.groupby(level="instance").median()
     assert t["median_difference"] == pytest.approx(float(np.median(med["A"] - med["B"])), rel=1e-12)
-    assert t["effect"] == pytest.approx(float(sx.hodges_lehmann(med["A"] - med["B"])), rel=1e-12)
-
-
-def test_hodges_lehmann_by_hand():
-    # Walsh averages of (1, 2, 9): 1, 1.5, 5, 2, 5.5, 9 -> median (2 + 5) / 2
-    assert sx.hodges_lehmann(np.array([1.0, 2.0, 9.0])) == 3.5
-    assert sx.hodges_lehmann(np.array([math.inf, -math.inf, 1.0])) == 0.5  # +inf and −inf average to 0
-    np.testing.assert_array_equal(sx.hodges_lehmann(np.array([[1.0, 2.0, 9.0], [0.0, 0.0, 4.0]])), [3.5, 1.0])
+    assert (t["wins"], t["losses"], t["p_beats"]) == (3, 0, 1.0)  # A cheaper on each instance
 
 
 def test_hierarchical_bootstrap_covers_where_the_naive_one_does_not():
@@ -160,7 +153,7 @@ def matched_frame():
 def test_pairwise_tests_and_ranking_by_hand():
     tests = sx.pairwise_tests(matched_frame(), n_resamples=499).set_index(["algorithm_a", "algorithm_b"])
     assert tests.loc[("A", "B"), "p_value"] == 2 / 2**12 and tests.loc[("A", "B"), "median_difference"] == -10.0
-    assert tests.loc[("A", "B"), ["effect", "effect_low", "effect_high"]].tolist() == [-10.0] * 3
+    assert tests.loc[("A", "B"), ["p_beats", "p_beats_low", "p_beats_high"]].tolist() == [1.0] * 3  # A always
     raw = [tests.loc[k, "p_value"] for k in (("A", "B"), ("A", "C"), ("B", "C"))]
     np.testing.assert_allclose(tests["p_holm"].to_numpy(), sx.holm(raw), rtol=1e-15)
     assert tests.loc[("A", "B"), "verdict"] == "better" and tests.loc[("A", "C"), "verdict"] == "better"

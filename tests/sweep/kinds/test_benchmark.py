@@ -180,15 +180,19 @@ def records(point, seed, held, exact=True):
              "time": c / 100} for i, (c, f) in enumerate(path)]
 
 
-def report_study():
-    """Seven held-out instances (enough for one pair: 2/2^7 < 0.05), two tuning instances (0, 1)."""
+def report_study(exact=True):
+    """Seven held-out instances (enough for one pair: 2/2^7 < 0.05), two tuning instances (0, 1); without an
+    exact optimum the study gives F_L = 0.1 (the best value any run reaches: a reference solve of the quadratic
+    would find the instance's true optimum, which these constructed records do not follow)."""
     data = copy.deepcopy(STUDY)
     data["seeds"], data["axis"]["held_out"] = 9, list(range(2, 9))
+    if not exact:
+        data["axis"]["reference"] = {"quadratic": 0.1}
     return spec.validate(data)
 
 
 def write(tmp, write_synthetic, exact=True):
-    st = report_study()
+    st = report_study(exact)
     held = st.axis["held_out"]
     write_synthetic(st, tmp, lambda p, s: ("finished", records(p, s, held, exact)[-1]),
                     lambda p, s: records(p, s, held, exact))
@@ -197,7 +201,7 @@ def write(tmp, write_synthetic, exact=True):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, write_synthetic):
-    """No exact optimum: F_L is the best value any run reached on the instance."""
+    """No exact optimum: F_L is the study's reference value, the best value any run reached on the instance."""
     return write(tmp_path_factory.mktemp("bench"), write_synthetic, exact=False)
 
 
@@ -255,9 +259,15 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
             and r["budget"] == "large" and float(r["tau"]) == 0.1]
     assert len(pair) == 1 and float(pair[0]["p_holm"]) == pytest.approx(p, rel=1e-12)
     assert (pair[0]["a"], pair[0]["b"], pair[0]["units"]) == ("aid_cg", "soba", "7")
-    # Hodges–Lehmann of the differences 100 + 2i (i = 2..8): the median of their Walsh averages, 110.
-    assert float(pair[0]["effect"]) == 110.0
-    assert float(pair[0]["effect_low"]) <= 110.0 <= float(pair[0]["effect_high"])
+    # soba wins on every instance: P(aid_cg beats soba) = 0, its interval [0, 0]; the sign test's p is 2/2^7.
+    assert (pair[0]["wins"], pair[0]["losses"], pair[0]["ties"]) == ("0", "7", "0")
+    assert [float(pair[0][k]) for k in ("p_beats", "p_beats_low", "p_beats_high")] == [0.0, 0.0, 0.0]
+    assert pair[0]["test"] == "exact sign test on instance wins (ties dropped)"
+    # Every run hits at τ = 0.1: ERT = Σ costs / (14 hits + ½) on each side.
+    aid_sum, soba_sum = sum(sum(g) for g in aid), sum(sum(g) for g in soba)
+    assert float(pair[0]["log_ert_ratio"]) == pytest.approx(math.log(aid_sum / soba_sum), rel=1e-12)
+    assert float(pair[0]["log_ert_low"]) <= float(pair[0]["log_ert_ratio"]) <= float(pair[0]["log_ert_high"])
+    assert pair[0]["family"] == "per-problem pairs at budget large, τ 0.1"
     assert (large["soba"]["rank_calls"], large["aid_cg"]["rank_calls"]) == ("1", "2")
     assert large["soba"]["better_calls"] == f"aid_cg (p={p:.2g})" and large["aid_cg"]["worse_calls"].startswith("soba")
     # τ = 1e-3 (F <= 0.1 + 1e-3 · 9.9): only soba's study-2 choice reaches it, so on every instance the median
@@ -269,40 +279,44 @@ def test_ranking_tests_instances_with_the_exact_p_and_hierarchical_intervals(bui
     one = [r for r in rows if r["budget"] == "one-shot" and float(r["tau"]) == 0.1]
     assert {(r["instances"], r["runs"]) for r in one} == {("7", "7")}
     power = {(r["budget"], float(r["tau"])): r for r in read_csv(rep.directory / "power.csv")}
-    assert power[("large", 0.1)]["tested"] == "True" and float(power[("large", 0.1)]["smallest_p_holm"]) == p
-    # τ = 1e-3: nobody reaches it, every difference is a tie: nothing left to test.
-    assert power[("large", 0.001)]["nonzero"] == "0" and power[("large", 0.001)]["tested"] == "False"
-    assert power[("large", 0.1)]["instances_needed"] == "6"
+    assert power[("large", 0.1)]["significant"] == "True" and float(power[("large", 0.1)]["p_holm"]) == p
+    assert power[("large", 0.1)]["instances_needed"] == "7"  # significant with the 7 it has
+    # τ = 1e-3: nobody reaches it on any instance (medians over studies): all ties, no effect to power.
+    assert power[("large", 0.001)]["instances_needed"] == "no effect observed"
 
 
-def test_pairwise_csv_has_its_header_when_nothing_is_tested(tmp_path):
+def test_a_group_too_small_for_significance_gets_effects_and_instances_needed_beyond_it(tmp_path):
     from sweep.kinds.benchmark import report
 
-    # 4 instances, one pair: 2/2^4 > 0.05, so the group is not tested and no test is written.
+    # 4 instances, soba cheaper on 3, aid_cg on 1: sign test p = 0.625, not significant; the effect is finite.
     costs = pd.DataFrame([{"problem": "quadratic", "instance": i, "seed": 1, "algorithm": a, "tau": 0.1,
-                           "calls": 100.0 + i + (50 if a == "aid_cg" else 0), "samples": math.nan, "seconds": 1.0}
-                          for i in range(4) for a in ("aid_cg", "soba")])
+                           "calls": 100.0 + i + (50 if (a == "aid_cg") != (i == 0) else 0), "samples": math.nan,
+                           "seconds": 1.0, "spent": 300.0} for i in range(4) for a in ("aid_cg", "soba")])
     ranks, pairs, power = report.ranking(costs, "large", 0)
-    assert pairs.empty and list(power["tested"]) == [False] and set(ranks["rank_calls"]) == {1}
-    assert (power["nonzero"].tolist(), power["smallest_p_holm"].tolist()) == ([4], [0.125])
-    report.write_frame(tmp_path / "pairwise.csv", pairs, report.PAIRWISE)
-    assert (tmp_path / "pairwise.csv").read_text() == ("problem,budget,tau,a,b,units,statistic,p,p_holm,effect,"
-                                                       "effect_low,effect_high\n")
+    row = pairs.iloc[0]
+    assert (row["wins"], row["losses"], row["p"]) == (1, 3, pytest.approx(0.625))
+    assert row["p_beats"] == 0.25 and np.isfinite(pairs[["p_beats_low", "p_beats_high", "log_ert_ratio",
+                                                         "log_ert_low", "log_ert_high"]].to_numpy(float)).all()
+    assert set(ranks["rank_calls"]) == {1}
+    need = power.iloc[0]["instances_needed"]
+    assert int(need) > 4 and "not significant" in power.iloc[0]["power"]
+    report.write_frame(tmp_path / "pairwise.csv", pairs.iloc[:0], report.PAIRWISE)
+    assert (tmp_path / "pairwise.csv").read_text() == ",".join(report.PAIRWISE) + "\n"
 
 
 def test_one_target_per_instance_for_every_algorithm_and_budget(built, read_csv):
-    # No exact optimum: F_L is the best value any run reached on the instance, 0.1 (soba's configuration
+    # No exact optimum: F_L is the study's reference, 0.1, the best value any run reached (soba's configuration
     # (2, 2), chosen only by study 2 at the large budget). The one-shot choice reaches 0.5, so at τ = 1e-3
     # (target 0.1 + 1e-3 · 9.9) it never solves, though it would set its own F_L if only its runs counted.
     st, rep = built
     targets = read_csv(rep.directory / "targets.csv")
-    assert {(r["lower"], r["lower_source"]) for r in targets} == {("0.1", "best value of any run on the instance")}
+    assert {(r["lower"], r["lower_source"]) for r in targets} == {("0.1", "given in the study (axis reference)")}
     assert len(targets) == 9  # every instance, tuning ones too
     rows = [r for r in read_csv(rep.directory / "ranking.csv") if float(r["tau"]) == 1e-3 and r["algorithm"] == "soba"]
     reached = {r["budget"]: int(r["reached"]) for r in rows}
     assert reached == {"one-shot": 0, "small": 0, "large": 7}  # large: study 2's choice on the 7 instances
     ert = {(r["budget"], float(r["tau"]), r["algorithm"]): r for r in read_csv(rep.directory / "ert.csv")}
-    # 7 successes at 100 + 20 + i, 7 failures charged the 300-call budget
+    # 7 successes at 100 + 20 + i, 7 failures charged what they spent: 300 calls each
     want = (sum(120 + i for i in st.axis["held_out"]) + 7 * 300) / 7
     assert float(ert[("large", 0.001, "soba")]["ert_calls"]) == pytest.approx(want, rel=1e-12)
     assert float(ert[("large", 0.001, "soba")]["ert_samples"]) == pytest.approx(8 * want, rel=1e-12)
@@ -354,13 +368,26 @@ def test_tuning_on_time_to_target_scores_calls_to_the_primary_target(built):
     # Primary τ = 1e-3: target 0.1 + 1e-3 · 9.9, reached only by soba's (2, 2) configuration, at 100 + 20 + seed.
     reached = tuned[tuned["score"] < math.inf]
     assert goal == "min" and set(zip(reached["algorithm"], reached["study"], reached["trial"])) == {("soba", 2, 2)}
-    assert sorted(reached["score"]) == [100 + 20 + s for s in range(9)]
-    np.testing.assert_array_equal(tuned["tiebreak"], frame["score"])  # final F as the second key
+    # Censored runs are charged their spend, not +inf: the score is the configuration's ERT over a split. Here
+    # every run of (2, 2) hits: tuning instances 0, 1 at 120, 121 (ERT 120.5), held-out 2..8 at 122..128 (125).
+    assert sorted(reached["score"]) == [120.5] * 2 + [125.0] * 7
+    held = frame["instance"].isin(axis["held_out"])
+    mean_final = frame["score"].groupby([frame["key"], held]).transform("mean")
+    np.testing.assert_array_equal(tuned["tiebreak"], mean_final)  # mean final F as the second key
+    # ERT against a hand computation where a configuration hits on one instance only: soba (1, 2) final v = 2.
+    one = pd.DataFrame({"key": ["k", "k"], "instance": [0, 1], "calls": [300.0, 250.0]})
+    assert bench.runtime.ert([120.0, math.inf], one["calls"].to_numpy()) == (120 + 250) / 1
     chosen = bench.choices(tuned, axis, goal).set_index(["algorithm", "budget", "study"])
     assert chosen.loc[("soba", "large", 2), ["trial", "tune_score"]].tolist() == [2, 120.5]
     # Study 1 never reaches the target: every trial +inf, the lower final value (trial 2, v = 2) is kept.
     assert chosen.loc[("soba", "large", 1), ["trial", "tune_score"]].tolist() == [2, math.inf]
     assert chosen.loc[("aid_cg", "large", 1), "trial"] == 1  # v = 6 before 7, as on final values
+    # What decided each choice, as choices.csv and tuning.csv say it.
+    assert chosen.loc[("soba", "large", 2), "rule"] == "ERT to the primary target"
+    assert chosen.loc[("soba", "large", 1), "rule"] == "final value (no hit)"
+    assert set(chosen.xs("one-shot", level="budget")["rule"]) == {"only candidate"}
+    # Both censored (no hit on held-out or tuning instances): regret undefined, not 0.
+    assert math.isnan(chosen.loc[("aid_cg", "large", 1), "regret"])
     data = copy.deepcopy(STUDY)
     del data["axis"]["tune_on"]
     assert spec.validate(data).axis["tune_on"] == "time_to_target"  # the default: what the ranking scores

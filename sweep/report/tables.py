@@ -268,6 +268,7 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     for r in runs:
         p = r.point
         groups[(problem_label(p), p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
+    varied = _varied_parameters(runs)
     rows = []
     for (prob, label, _), configs in groups.items():
         ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
@@ -284,13 +285,34 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
         vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"])
                 for r in configs[best_key]]
         rows.append({"problem": prob, "algorithm": label, "axis": axis,
-                     "best_config": config_label(p), f"median_{opts['metric']}": best["median"],
+                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{opts['metric']}": best["median"],
                      "worst_seed": _worst(vals, opts["goal"]),
                      "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
                      "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
                      "stable_on_all_seeds": ok[best_key], "configurations": len(configs),
                      "criterion": CRITERIA[by].format(metric=opts["metric"])})
     return rows
+
+
+def _varied_parameters(runs: list[RunData]) -> dict[tuple[str, str], list[str]]:
+    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
+    (a grid's, or the step sizes a sensitivity axis scales)."""
+    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for r in runs:
+        for k, v in r.point.get("algorithm_params", {}).items():
+            seen[(problem_label(r.point), r.point["label"])][k].add(repr(v))
+    return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
+
+
+def named_config(point: dict[str, Any], varied: list[str]) -> str:
+    """The configuration as the runs table names it (its grid values); without a grid, by the parameters that
+    differ between its algorithm's configurations (e.g. 'soba(gamma=0.2, rho=0.2)' in a step-size study), not by
+    the algorithm's name alone."""
+    label = config_label(point)
+    if point["coords"].get("grid") or not varied:
+        return label
+    params = point["algorithm_params"]
+    return f"{label}({', '.join(f'{k}={fmt(params[k])}' for k in varied)})"
 
 
 def _worst(values: list[float], goal: str) -> float:

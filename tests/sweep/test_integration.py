@@ -107,6 +107,12 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
     assert documents.shape(again.stdout + again.stderr, str(tmp_path)) == documents.shape(
         (generated / "quickstart-report.txt").read_text())
     assert "report up to date in ./results/quickstart/report" in again.stdout.replace(str(tmp_path), ".")
+    pandas = subprocess.run([str(venv_bin / "python"), str(generated / "quickstart-pandas.py")], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=180)
+    assert pandas.returncode == 0, pandas.stderr[-3000:]
+    assert documents.shape(pandas.stdout) == documents.shape((generated / "quickstart-pandas.txt").read_text())
+    listed = sorted(p.name for p in (root / "report").iterdir() if not p.name.startswith("."))
+    assert listed == (generated / "quickstart-files.txt").read_text().split()
 
 
 # ---------------------------------------------------------------- in-process studies on one Ray

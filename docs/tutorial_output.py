@@ -1,6 +1,8 @@
 """Regenerate the real output the Getting-started tutorial shows: run the quickstart as a new user would
-(`bisweep run quickstart` in an empty directory, output not a terminal), then its report and the pandas
-lines, and write what each printed under docs/_generated/ (the tutorial includes these files).
+(`bisweep run quickstart` in an empty directory, output not a terminal), then `bisweep report quickstart` and
+the pandas lines, and write what each printed under docs/_generated/ (the tutorial includes these files;
+tests/sweep/test_integration.py::test_quickstart_from_the_readme_main_command compares a new run's output with
+them, numbers and paths normalised).
 
     python docs/tutorial_output.py        # about a minute on two cores
 """
@@ -37,7 +39,7 @@ def main() -> None:
         if len(sys.argv) > 1:  # an existing results/quickstart to describe instead of a new run
             shutil.copytree(sys.argv[1], work / "results" / "quickstart")
         else:
-            (OUT / "quickstart-run.txt").write_text(run([bisweep, "run", "quickstart", "--no-report"], work))
+            (OUT / "quickstart-run.txt").write_text(run([bisweep, "run", "quickstart"], work))
         (OUT / "quickstart-report.txt").write_text(run([bisweep, "report", "quickstart"], work))
         (OUT / "quickstart-pandas.py").write_text(PANDAS)
         (OUT / "quickstart-pandas.txt").write_text(run([sys.executable, "-c", PANDAS], work))

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import warnings
 import webbrowser
 from pathlib import Path
 from typing import Any, NoReturn
@@ -124,6 +125,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     options.check_listen(args.host, args.port)
     options.check_tracking_uri(uri)  # a database that does not answer: one line within seconds, not endless retries
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    if not args.debug:  # the server's own warnings (Starlette's deprecations) are no line of the platform's
+        env["PYTHONWARNINGS"] = "ignore"
     # One worker serves one person's browser; MLflow's default of four each import MLflow first (~70 s before the
     # first answer on a busy 2-core machine, against ~20 s). The store's URI goes in the environment (ui_server.start).
     cmd = [sys.executable, "-m", "mlflow", "ui", "--host", args.host, "--port", str(args.port), "--workers", "1"]
@@ -325,9 +328,19 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def quiet_third_party_warnings() -> None:
+    """Keep the libraries' warnings (deprecations in Ray, MLflow, Starlette, ...) out of the platform's own lines:
+    a user can act on none of them; `--debug` shows them."""
+    for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"(?!(problems|algorithms|sweep)(\.|$))")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `bisweep` console script: every failure is one line (--debug: the traceback)."""
     args = parser().parse_args(argv)
+    if not args.debug:
+        quiet_third_party_warnings()
     try:
         return args.func(args)
     except (ParameterError, FileNotFoundError, StudyLocked) as exc:

@@ -2,6 +2,7 @@
 blocks, which the tests run or validate as written (a block is found by the HTML comment above it)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,3 +32,25 @@ def marked_block(marker: str) -> str:
             end = lines.index("```", i + 1)
             return "\n".join(lines[i + 1:end]) + "\n"
     raise AssertionError(f"no document has <!-- {marker} -->")
+
+
+#: What differs between two runs of the same command and is no drift of the docs: live progress lines,
+#: numbers (times, run ids, last digits of stochastic values), absolute paths, and column padding.
+_PROGRESS = re.compile(r"^runs \d+/\d+ done, ")
+_RUN_ID = re.compile(r"\b[0-9a-f]{12,32}\b")
+_NUMBER = re.compile(r"[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?")
+
+
+def shape(output: str, cwd: str | None = None) -> list[str]:
+    """`output` as the docs may show it, normalised: progress lines dropped, the working directory as '.', run
+    ids as ID, numbers as #, runs of spaces and table rules as one."""
+    lines = []
+    for line in output.splitlines():
+        if _PROGRESS.match(line):
+            continue
+        if cwd:
+            line = line.replace(cwd, ".")
+        line = _NUMBER.sub("#", _RUN_ID.sub("ID", line))
+        line = re.sub(r"-{3,}", "---", re.sub(r"\s+", " ", line)).strip()
+        lines.append(line)
+    return lines

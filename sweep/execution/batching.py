@@ -35,7 +35,7 @@ def resolve(study: Study) -> Batching:
     reason = timed_by(study)
     if reason:
         return Batching(False, f"unbatched: {reason}, so each run is timed alone")
-    return Batching(True, "batched: runs sharing an algorithm, problem instance and budget step together")
+    return Batching(True, "batched: runs of one algorithm, problem instance and budget step together")
 
 
 def algorithm_batchable(name: str) -> bool:

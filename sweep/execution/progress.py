@@ -30,13 +30,14 @@ class Progress:
     """Counts and the time-left estimate, independent of Tune (fed by `sweep.execution.experiment.ProgressCallback`)."""
 
     def __init__(self, study: Study, done_before: int, out: TextIO | None = None,
-                 interval: float | None = None) -> None:
+                 interval: float | None = None, diverged_before: int = 0) -> None:
         self.out = out or sys.stdout
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
         self.total = len(study.run_keys)
         self.budget = study.budget
         self.done_before = done_before
+        self.diverged_before = diverged_before  # of the runs done before: the line counts the whole study's runs
         self.ended: set[str] = set()  # runs that ended this session (a retried trial may report one again)
         self.failed = 0
         self.diverged = 0
@@ -85,11 +86,12 @@ class Progress:
 
     # ---- numbers ----
     def counts(self) -> dict[str, int]:
-        """Runs done, running, pending, failed and diverged."""
+        """Runs done, running, pending, failed and diverged, all of the study's runs (as the closing line counts
+        them): `done` includes the diverged runs and the runs an earlier driver ended."""
         done = self.done_before + len(self.ended) - self.failed
         running = min(len(self.running), self.total - done - self.failed)
         return {"done": done, "running": running, "pending": self.total - done - self.failed - running,
-                "failed": self.failed, "diverged": self.diverged, "total": self.total}
+                "failed": self.failed, "diverged": self.diverged_before + self.diverged, "total": self.total}
 
     def fraction(self) -> float:
         """Fraction of the study's runs ended (plus the running runs' progress)."""

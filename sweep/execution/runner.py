@@ -170,7 +170,8 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     written = Background(lambda: store.write_study(study), "bisweep-study-json")  # while Ray starts
     uri = driver.tracking_uri or default_tracking_uri(root)
     say(f"bisweep: study '{study.name}' ({study.kind}): {len(study.points)} configurations x {len(study.seeds)} seeds "
-        f"= {len(study.run_keys)} runs; results in {root}")
+        f"= {len(study.run_keys)} runs")
+    say(f"bisweep: results in {shown_path(root)}")
     say(f"bisweep: MLflow tracking at {mask(uri)}")
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
@@ -186,10 +187,19 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
     if pending:
         if done:
             say(f"bisweep: resuming: {len(done)} of {len(study.run_keys)} runs already done")
-        writer = _run_pending(session, pending, len(done), connecting, driver, report)
+        diverged = sum(store.status(k) == "diverged" for k in done)
+        writer = _run_pending(session, pending, (len(done), diverged), connecting, driver, report)
     else:
         say(f"bisweep: all {len(study.run_keys)} runs already done")
     return _finish(session, connecting, writer, written, report, len(pending))
+
+
+def shown_path(path: Path) -> str:
+    """`path` as a person typed it: relative to the working directory when inside it (lines stay short)."""
+    try:
+        return os.path.join(".", os.path.relpath(path)) if path.resolve().is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
 
 
 def _finish(session: Session, connecting: Background, writer: MlflowCallback | None, written: Any,
@@ -265,10 +275,11 @@ def active_seconds(session: Session) -> float:
     return total
 
 
-def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: int, connecting: Any,
+def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before: tuple[int, int], connecting: Any,
                  driver: Driver, report: bool) -> MlflowCallback:
-    """Run the pending runs in one fresh Tune experiment; the MLflow writer."""
-    progress = Progress(session.study, done_before, session.out)
+    """Run the pending runs in one fresh Tune experiment (`done_before`: runs an earlier driver ended, and how many
+    of them diverged); the MLflow writer."""
+    progress = Progress(session.study, done_before[0], session.out, diverged_before=done_before[1])
     loading = Background(_import_experiment, "bisweep-import-tune", yielding=True)  # while Ray starts
     held = contextlib.nullcontext() if session.ray_held else _ray_up(driver.root, driver.address, driver.num_cpus,
                                                                      progress.message, "", driver.ray_start_timeout)

@@ -19,7 +19,7 @@ from sweep import claims, kinds
 from sweep.claims import ClaimReport
 from sweep.report import report_cache
 from sweep.report.curves import palette, plot_convergence, plot_regret
-from sweep.report.tables import best_table, format_table, runs_table, slug, write_csv
+from sweep.report.tables import best_table, fit_lines, format_table, runs_table, slug, write_csv
 from sweep.results.runs import RunData, load_runs, problem_label
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
@@ -84,6 +84,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         text += "\n" + claim.text()
     for name, rows in tables.items():
         write_csv(d / f"{name}.csv", rows)
+    text = fit_lines(text)  # prose too fits a terminal (the tables already do; the CSV files keep them whole)
     write_text(d / "summary.txt", text)
     report_cache.remember(d, fp)
     if not quiet:

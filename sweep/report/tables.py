@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -28,16 +29,109 @@ def fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def format_table(rows: list[dict[str, Any]], title: str) -> str:
-    """A fixed-width text table."""
+#: The columns a printed table fits in (a terminal's width); the CSV files keep every table whole.
+WIDTH = 100
+#: Text cells wider than this wrap onto more lines of their row.
+MAX_CELL = 44
+
+
+def format_table(rows: list[dict[str, Any]], title: str, width: int = WIDTH) -> str:
+    """A fixed-width text table no wider than `width`: long text cells wrap within their row, and a table with
+    more columns than fit is printed in blocks of columns, each repeating the leading identity columns."""
     if not rows:
         return f"{title}\n  (no rows)\n"
     cols = list(rows[0])
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
-    body = "\n".join("  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in cells)
-    return f"{title}\n{line}\n{'-' * len(line)}\n{body}\n"
+    same = _shared_prose(cols, cells)  # a sentence every row repeats is said once, above the table
+    if same:
+        title += "".join(f"\n  {cols[i]}: {cells[0][i]}" for i in same)
+        cols = [c for i, c in enumerate(cols) if i not in same]
+        cells = [[x for i, x in enumerate(row) if i not in same] for row in cells]
+    widths = [min(max(len(c), *(len(row[i]) for row in cells)), max(MAX_CELL, len(c))) for i, c in enumerate(cols)]
+    _narrow_text_columns(widths, cells, width)
+    keys = _key_columns(widths, width)
+    blocks = _column_blocks(widths, keys, width)
+    parts = []
+    for n, block in enumerate(blocks):
+        shown = keys + block
+        room = width - sum(widths[i] + 2 for i in keys) - 2 * (len(block) - 1)
+        fitted = {i: widths[i] for i in shown}
+        if len(block) == 1 and fitted[block[0]] > room:  # one column wider than what is left: its cells wrap
+            fitted[block[0]] = max(room, len(cols[block[0]]))
+        head = f"{title}" if n == 0 else f"{title} (continued)"
+        parts.append(_render(head, [cols[i] for i in shown], [[row[i] for i in shown] for row in cells],
+                             [fitted[i] for i in shown]))
+    return "".join(parts)
+
+
+def _shared_prose(cols: list[str], cells: list[list[str]]) -> list[int]:
+    """Columns of prose (wider than 24, with spaces) that hold the same text in every one of several rows."""
+    if len(cells) < 2:
+        return []
+    return [i for i in range(len(cols)) if len(cells[0][i]) > 24 and " " in cells[0][i]
+            and all(row[i] == cells[0][i] for row in cells)]
+
+
+def _narrow_text_columns(widths: list[int], cells: list[list[str]], width: int, floor: int = 24) -> None:
+    """Narrow the widest columns of prose (cells with spaces) towards `floor`, until the table fits or they all
+    reach it: wrapping prose reads better than splitting a table into blocks."""
+    prose = [i for i, w in enumerate(widths) if w > floor and any(" " in row[i] for row in cells)]
+    while prose and sum(widths) + 2 * (len(widths) - 1) > width:
+        i = max(prose, key=lambda k: widths[k])
+        if widths[i] <= floor:
+            break
+        widths[i] -= 1
+
+
+def _key_columns(widths: list[int], width: int) -> list[int]:
+    """The leading columns repeated in every block (at most two, at most a third of the width)."""
+    keys: list[int] = []
+    for i, w in enumerate(widths[:2]):
+        if sum(widths[k] + 2 for k in keys) + w + 2 > width // 3 or i == len(widths) - 1:
+            break
+        keys.append(i)
+    return keys
+
+
+def _column_blocks(widths: list[int], keys: list[int], width: int) -> list[list[int]]:
+    """The other columns, in order, packed into blocks that fit beside the key columns."""
+    room = width - sum(widths[k] + 2 for k in keys)
+    blocks: list[list[int]] = [[]]
+    used = 0
+    for i in range(len(keys), len(widths)):
+        need = widths[i] + (2 if blocks[-1] else 0)
+        if blocks[-1] and used + need > room:
+            blocks.append([])
+            need, used = widths[i], 0
+        blocks[-1].append(i)
+        used += need
+    return blocks
+
+
+def _render(title: str, header: list[str], rows: list[list[str]], widths: list[int]) -> str:
+    """One block: the header, a rule, and each row on as many lines as its tallest wrapped cell."""
+    line = "  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()
+    body = []
+    for row in rows:
+        wrapped = [textwrap.wrap(x, w, break_on_hyphens=False) or [""] if len(x) > w else [x]
+                   for x, w in zip(row, widths)]
+        for k in range(max(map(len, wrapped))):
+            body.append("  ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(wrapped, widths)).rstrip())
+    return f"{title}\n{line}\n{'-' * len(line)}\n" + "".join(b + "\n" for b in body)
+
+
+def fit_lines(text: str, width: int = WIDTH) -> str:
+    """`text` with every line wider than `width` wrapped, its continuation indented past the line's own indent
+    (prose; tables from `format_table` already fit)."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        out.extend(textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_on_hyphens=False,
+                                 break_long_words=True, drop_whitespace=True))
+    return "\n".join(out)
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -174,6 +268,7 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     for r in runs:
         p = r.point
         groups[(problem_label(p), p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
+    varied = _varied_parameters(runs)
     rows = []
     for (prob, label, _), configs in groups.items():
         ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
@@ -190,13 +285,34 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
         vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"])
                 for r in configs[best_key]]
         rows.append({"problem": prob, "algorithm": label, "axis": axis,
-                     "best_config": config_label(p), f"median_{opts['metric']}": best["median"],
+                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{opts['metric']}": best["median"],
                      "worst_seed": _worst(vals, opts["goal"]),
                      "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
                      "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
                      "stable_on_all_seeds": ok[best_key], "configurations": len(configs),
                      "criterion": CRITERIA[by].format(metric=opts["metric"])})
     return rows
+
+
+def _varied_parameters(runs: list[RunData]) -> dict[tuple[str, str], list[str]]:
+    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
+    (a grid's, or the step sizes a sensitivity axis scales)."""
+    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for r in runs:
+        for k, v in r.point.get("algorithm_params", {}).items():
+            seen[(problem_label(r.point), r.point["label"])][k].add(repr(v))
+    return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
+
+
+def named_config(point: dict[str, Any], varied: list[str]) -> str:
+    """The configuration as the runs table names it (its grid values); without a grid, by the parameters that
+    differ between its algorithm's configurations (e.g. 'soba(gamma=0.2, rho=0.2)' in a step-size study), not by
+    the algorithm's name alone."""
+    label = config_label(point)
+    if point["coords"].get("grid") or not varied:
+        return label
+    params = point["algorithm_params"]
+    return f"{label}({', '.join(f'{k}={fmt(params[k])}' for k in varied)})"
 
 
 def _worst(values: list[float], goal: str) -> float:

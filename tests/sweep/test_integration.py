@@ -17,6 +17,7 @@ import problems
 from sweep.execution.ray_cluster import start_ray, started_here
 from sweep.execution.runner import run_study
 from sweep.study import spec
+from tests import documents
 from tests.sweep import toy_algorithms  # noqa: F401
 from tests.sweep.servers import serve
 
@@ -96,6 +97,22 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
             assert run["status"] == "finished" and recs[-1]["grad_F_sq"] <= 1e-3 * recs[0]["grad_F_sq"], run["run_key"]
             factor_one += 1
     assert factor_one == 9
+    # What the tutorial shows is what a new user sees: this run's output and a second `bisweep report`'s, in
+    # shape (numbers, ids and paths normalised) as docs/_generated holds them (docs/tutorial_output.py).
+    generated = repo / "docs" / "_generated"
+    assert documents.shape(out, str(tmp_path)) == documents.shape((generated / "quickstart-run.txt").read_text())
+    again = subprocess.run(f"{venv_bin}/bisweep report quickstart", shell=True, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=180)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert documents.shape(again.stdout + again.stderr, str(tmp_path)) == documents.shape(
+        (generated / "quickstart-report.txt").read_text())
+    assert "report up to date in ./results/quickstart/report" in again.stdout.replace(str(tmp_path), ".")
+    pandas = subprocess.run([str(venv_bin / "python"), str(generated / "quickstart-pandas.py")], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=180)
+    assert pandas.returncode == 0, pandas.stderr[-3000:]
+    assert documents.shape(pandas.stdout) == documents.shape((generated / "quickstart-pandas.txt").read_text())
+    listed = sorted(p.name for p in (root / "report").iterdir() if not p.name.startswith("."))
+    assert listed == (generated / "quickstart-files.txt").read_text().split()
 
 
 # ---------------------------------------------------------------- in-process studies on one Ray
@@ -226,11 +243,12 @@ def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
     assert best.metrics["status"] == "finished" and best.metrics["iteration"] == 30
 
 
-def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
+def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port, tmp_path):
     outcome = faults_study[0]
+    log = open(tmp_path / "ui.txt", "w")
     proc, base = serve(lambda port: subprocess.Popen(
         [str(venv_bin / "bisweep"), "ui", "faults", "--results-dir", str(outcome.results_dir), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True), free_port, stop=stop_group)
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True), free_port, stop=stop_group)
     try:
         with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=faults") as r:
             exp = json.load(r)["experiment"]
@@ -248,6 +266,10 @@ def test_bisweep_ui_serves_the_study_store(faults_study, venv_bin, free_port):
         assert "report/best.csv" in files
     finally:
         stop_group(proc)
+        log.close()
+    printed = (tmp_path / "ui.txt").read_text()
+    assert "bisweep: MLflow UI at http://127.0.0.1:" in printed
+    assert "Warning" not in printed, printed  # the server's deprecation warnings stay out (--debug shows them)
 
 
 # ---------------------------------------------------------------- a real mlflow server

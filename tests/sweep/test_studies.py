@@ -2,8 +2,8 @@
 integration) every built-in study run at its `ci` scale through Ray and MLflow with its claim section.
 """
 import copy
+import io
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -158,8 +158,9 @@ def ci_studies(tmp_path_factory):
     out = {}
     try:
         for name in PAPER_STUDIES:
-            with open(os.devnull, "w") as sink:
-                out[name] = run_study(spec.load(name, scale="ci"), root / name, out=sink)
+            printed = io.StringIO()  # what the terminal shows (not a terminal: one progress line every few seconds)
+            out[name] = run_study(spec.load(name, scale="ci"), root / name, out=printed)
+            out[name].printed = printed.getvalue()
     finally:
         if started:
             ray.shutdown()
@@ -189,6 +190,15 @@ def test_ci_study_runs_end_to_end_with_its_claim(ci_studies, name, read_csv):
     names = {a.path for a in client.list_artifacts(outcome.parent_run_id, "report")}
     assert {"report/claims.txt", "report/claim.png", "report/verdicts.csv", "report/summary.txt"} <= names
     CHECKS[name](rep, read_csv(rep / "claim_measured.csv"), read_csv(rep / "runs.csv"), read_csv)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", PAPER_STUDIES)
+def test_what_a_ci_study_prints_fits_100_columns(ci_studies, name):
+    printed = ci_studies[name].printed
+    assert "== paper claim: " in printed and "verdicts:" in printed  # the report was printed too
+    wide = [line for line in printed.splitlines() if len(line) > 100]
+    assert not wide, f"{len(wide)} lines wider than 100 columns, e.g. {wide[0]!r}"
 
 
 def _finite(v: str) -> bool:

@@ -86,3 +86,13 @@ def test_an_event_costs_the_same_at_any_number_of_runs(toy_study):
     small = min(cost(100) for _ in range(3))
     large = min(cost(100_000) for _ in range(3))
     assert large < 3 * small + 0.05, (small, large)
+
+
+def test_diverged_counts_the_runs_an_earlier_driver_ended_too(monkeypatch, toy_study):
+    st = toy_study(name="p", problems=["quadratic"], algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}],
+                   seeds=2, budget={"iterations": 100}, n_evals=20)
+    monkeypatch.setattr("sweep.execution.progress.time.monotonic", Clock())
+    pr = Progress(st, 2, io.StringIO(), diverged_before=1)  # 2 runs ended before this driver, 1 of them diverged
+    pr.result("t1", [chunk("a", 100, "diverged", True), chunk("b", 100, "finished", True)])
+    assert pr.counts() == {"done": 4, "running": 0, "pending": 0, "failed": 0, "diverged": 2, "total": 4}
+    assert pr.line().startswith("runs 4/4 done, 0 running, 0 pending, 0 failed | diverged 2 |")

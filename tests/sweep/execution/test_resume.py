@@ -98,10 +98,10 @@ def test_killed_study_resumes_and_finishes_each_run_once(tmp_path, repo, venv_bi
 
 def test_ctrl_c_stops_the_study_as_interrupted_and_running_it_again_finishes_it(tmp_path, repo, venv_bin):
     study_file = tmp_path / "slow.yaml"
-    study_file.write_text(yaml.safe_dump({
+    study_file.write_text(yaml.safe_dump({  # lr 60 and 80 diverge within a few steps, before the Ctrl-C
         "name": "slow", "imports": ["tests.sweep.toy_algorithms"],
         "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
-        "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.05, "lr": [0.1, 0.2, 0.3, 0.4]}}],
+        "algorithms": [{"name": "toy_aid", "params": {"sleep": 0.05, "lr": [0.1, 0.2, 60, 80]}}],
         "seeds": 2, "budget": {"iterations": 60}, "n_evals": 5}))
     res = tmp_path / "res"
     cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "2",
@@ -128,4 +128,7 @@ def test_ctrl_c_stops_the_study_as_interrupted_and_running_it_again_finishes_it(
     second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"running {8 - done} runs" in second.stdout
-    assert "8 finished, 0 diverged, 0 failed, 0 not run" in second.stdout
+    # The live line and the closing line count the same runs: all of the study's, the first driver's included.
+    assert "4 finished, 4 diverged, 0 failed, 0 not run" in second.stdout
+    last = [line for line in second.stdout.splitlines() if line.startswith("runs ")][-1]
+    assert last.startswith("runs 8/8 done, 0 running, 0 pending, 0 failed | diverged 4 |"), last

@@ -86,3 +86,19 @@ def test_a_maximised_metric_keeps_the_relative_average_change_as_its_sensitivity
     (row,) = build_report(tmp_path, quiet=True).tables["sensitivity"]
     assert row["sensitivity_measure"] == "relative_average_change"
     assert row["sensitivity"] == row["relative_average_change"] == pytest.approx(0.2, rel=1e-12)
+
+
+def test_best_config_names_the_step_sizes_each_factor_ran_with(tmp_path, toy_study, write_synthetic):
+    """A step-size study's best table names each row's configuration by what varies (toy_aid's defaults: lr 0.5
+    and inner_lr 0.5, both scaled by the factor), not by the algorithm's name alone."""
+    st = toy_study(kind="stepsize_sensitivity", axis={"factors": [0.5, 2]}, seeds=[0])
+
+    def final_of(p, s):
+        return "finished", {"iteration": 30, "status": "finished", "grad_F_sq": 0.1, "F": 1.0}
+
+    write_synthetic(st, tmp_path, final_of,
+                    lambda p, s: [{"iteration": 0, "status": "running", "grad_F_sq": 1.0, "F": 2.0}, final_of(p, s)[1]])
+    rows = build_report(tmp_path, quiet=True).tables["best"]
+    by_axis = {r["axis"]: r["best_config"] for r in rows}
+    assert by_axis == {0.5: "toy_aid(inner_lr=0.25, lr=0.25)", 2: "toy_aid(inner_lr=1, lr=1)",
+                       "reference": "toy_aid(inner_lr=0.5, lr=0.5)"}

@@ -98,7 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if tracker.find_parent(meta["spec_hash"]):
             tracker.log_report(rep.directory, rep.artifact_name)
             what = f"partial report ({rep.partial}) logged as {rep.artifact_name}/" if rep.partial else "report logged"
-            print(f"{what} to MLflow run {tracker.parent_id} at {mask(uri)}")
+            print(f"{what} to MLflow run {tracker.parent_id}\n  (store {mask(uri)})")
         else:
             print(f"bisweep: no MLflow parent run for this study at {mask(uri)}; report kept on disk", file=sys.stderr)
     if args.storage:

@@ -228,10 +228,10 @@ def _finish(session: Session, connecting: Background, writer: MlflowCallback | N
     timeline.mark("end")
     _write_session(store, timeline, writer, runs, study.spec_hash)
     unsent = 0 if parent_id is not None else _unsent(session, connecting)
-    tail = (f"MLflow parent run {parent_id}" if parent_id is not None else
-            f"MLflow logging incomplete: {unsent} results not sent; run again to send them")
+    say(f"bisweep: MLflow parent run {parent_id}" if parent_id is not None else
+        f"bisweep: MLflow logging incomplete: {unsent} results not sent; run again to send them")
     say(f"bisweep: {counts['finished']} finished, {counts['diverged']} diverged, {counts['failed']} failed, "
-        f"{counts['missing']} not run | {tail}")
+        f"{counts['missing']} not run")  # the last line: what a person and a script read first
     if counts["missing"] == 0 and "://" not in session.exp_path:
         shutil.rmtree(session.exp_path, ignore_errors=True)  # Tune's checkpoints serve only an unfinished study
     return Outcome(study, root, session.tracking_uri, parent_id, counts, report_dir, interrupted,

@@ -123,7 +123,7 @@ def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
             tables[path.stem] = list(csv.DictReader(fh))
     if not quiet:
         out.write((d / "summary.txt").read_text())
-        out.write(f"report up to date in {d} (nothing changed since it was built; --force rebuilds it)\n")
+        out.write(f"report up to date in {d}\n  (nothing changed since it was built; --force rebuilds it)\n")
         out.flush()
     return Report(d, tables, sorted(d.glob("*.png")))
 

@@ -43,8 +43,8 @@ def format_table(rows: list[dict[str, Any]], title: str, width: int = WIDTH) -> 
     cols = list(rows[0])
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
     same = _shared_prose(cols, cells)  # a sentence every row repeats is said once, above the table
+    notes = "".join(f"\n  {cols[i]}: {cells[0][i]}" for i in same)
     if same:
-        title += "".join(f"\n  {cols[i]}: {cells[0][i]}" for i in same)
         cols = [c for i, c in enumerate(cols) if i not in same]
         cells = [[x for i, x in enumerate(row) if i not in same] for row in cells]
     widths = [min(max(len(c), *(len(row[i]) for row in cells)), max(MAX_CELL, len(c))) for i, c in enumerate(cols)]
@@ -58,7 +58,7 @@ def format_table(rows: list[dict[str, Any]], title: str, width: int = WIDTH) -> 
         fitted = {i: widths[i] for i in shown}
         if len(block) == 1 and fitted[block[0]] > room:  # one column wider than what is left: its cells wrap
             fitted[block[0]] = max(room, len(cols[block[0]]))
-        head = f"{title}" if n == 0 else f"{title} (continued)"
+        head = f"{title}{notes}" if n == 0 else f"{title} (continued)"
         parts.append(_render(head, [cols[i] for i in shown], [[row[i] for i in shown] for row in cells],
                              [fitted[i] for i in shown]))
     return "".join(parts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ DIRECTIONS = ("agrees", "disagrees", "partly")
 SETTINGS = ("paper setting", "deviating setup", "-")
 #: The columns of report/verdicts.csv.
 CSV_COLUMNS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
-               "discriminating")
+               "discriminating", "note")
 
 
 # ---------------------------------------------------------------- measurements and the rule that judges them
@@ -45,6 +45,41 @@ class Estimate:
         if self.low == self.high or not (math.isfinite(self.low) and math.isfinite(self.high)):
             return num(self.value)
         return f"{num(self.value)} [{num(self.low)}, {num(self.high)}]"
+
+
+def censored(bounds: Sequence[tuple[float, float]], observed: Sequence[float]) -> Estimate:
+    """The mean over cases each known only within (low, high) — a censored case has one side open, e.g. a run that
+    stopped before the target took at least the time it ran — with its 95 % interval: from the lower end of the
+    lows' interval to the upper end of the highs'. Censoring widens the interval the same way in both directions.
+    `observed`: each case's measured number (the bound a censored case reached); the value is their mean, NaN when
+    no case is bounded on either side."""
+    known = [o for (lo, hi), o in zip(bounds, observed) if not (lo <= 0 and hi == math.inf) and not math.isnan(o)]
+    if not known:
+        return Estimate.point(math.nan)
+    lo, hi = estimate([b[0] for b in bounds]), estimate([b[1] for b in bounds])
+    if all(b[0] == b[1] for b in bounds):
+        return lo
+    return Estimate(float(np.mean(known)), lo.low, hi.high)
+
+
+def ratio_bounds(a: float, a_reached: bool, b: float, b_reached: bool) -> tuple[float, float]:
+    """Bounds on a / b for two times to a target, where an unreached time is only known to exceed the time its run
+    ended at: (a/b, a/b) when both reached; (a/b, inf) when only a is censored; (0, a/b) when only b is; (0, inf)
+    when neither reached it."""
+    if math.isnan(a) or math.isnan(b) or b <= 0:
+        return math.nan, math.nan
+    r = a / b
+    if a_reached and b_reached:
+        return r, r
+    if b_reached:
+        return r, math.inf
+    return (0.0, r) if a_reached else (0.0, math.inf)
+
+
+def ratio_estimate(cases: Sequence[tuple[float, bool, float, bool]]) -> Estimate:
+    """a / b over cases (instances, seeds) of (a, a reached, b, b reached); censored cases enter as one-sided bounds."""
+    cases = [c for c in cases if not (math.isnan(c[0]) or math.isnan(c[2]))]
+    return censored([ratio_bounds(*c) for c in cases], [c[0] / c[2] if c[2] > 0 else math.nan for c in cases])
 
 
 def estimate(values: Sequence[float]) -> Estimate:
@@ -112,9 +147,15 @@ class Criterion:
         return f"in [{num(self.threshold)}, {num(self.upper)}]"
 
     def verdict(self, statement: str, estimates: Sequence[Estimate], measured: str,
-                baselines: Sequence[Estimate] | None = None) -> Verdict:
-        """The verdict on `estimates` (the subjects' cases); `baselines`: the same test on the rivals."""
+                baselines: Sequence[Estimate] | None = None, broken: Mapping[str, str] | None = None) -> Verdict:
+        """The verdict on `estimates` (the subjects' cases); `baselines`: the same test on the rivals; `broken`: the
+        comparators the comparison involves that diverged, never moved or were not tuned (name -> why), which make
+        it `not measured (comparator <name>: <why>)` whichever way the numbers point."""
         status = self.judge(estimates)
+        note = "; ".join(f"comparator {name}: {why}" for name, why in (broken or {}).items())
+        if note and status != "not measured":
+            measured += f" (would read {status})"
+            status = "not measured"
         worst = _worst(self, estimates)
         disc = "-"
         if baselines is not None:
@@ -123,7 +164,7 @@ class Criterion:
             measured += f"; the baselines on the same test: {base} (" + ", ".join(e.text() for e in baselines) + ")"
         paper = self.quote + f" — threshold {self.rule}" + (f" (looser than the paper: {self.looser})" if self.looser else "")
         return Verdict(statement, paper, measured, status, self.depends, estimate=worst, discriminating=disc,
-                       criterion=self.name)
+                       criterion=self.name, note=note)
 
 
 def _worst(c: Criterion, estimates: Sequence[Estimate]) -> Estimate:
@@ -175,7 +216,7 @@ class Verdict:
         e = self.estimate
         return {"claim": claim, "statement": self.claim, "paper": self.paper, "measured": self.measured,
                 "low": e.low, "high": e.high, "verdict": self.status, "setting": self.setting,
-                "deviations": self.deviation, "discriminating": self.discriminating}
+                "deviations": self.deviation, "discriminating": self.discriminating, "note": self.note}
 
 
 def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...] | None = None) -> Verdict:

@@ -226,9 +226,21 @@ def test_fig3_without_s_tfbo_says_it_was_not_run(judge, run_data):
     assert got["Fig. 3, balanced: D-TFBO within 2× BCSR's CPU time to the target"].status == "agrees"
 
 
-def test_ratio_of_seconds_to_a_target():
-    assert tc._ratio(1.0, 2.0) == 0.5 and tc._ratio(math.inf, 2.0) == math.inf and tc._ratio(1.0, math.inf) == 0.0
-    assert math.isnan(tc._ratio(math.inf, math.inf)) and math.isnan(tc._ratio(math.nan, 1.0))
+def test_fig3_against_a_diverged_bcsr_is_not_measured_and_a_censored_bcsr_is_a_bound(judge, run_data):
+    # BCSR's F climbs from 2 to 11 (5.5× its start): a diverged comparator, whatever the ratio says; Table 1's
+    # comparisons among the same methods name it too.
+    got = _by(judge(_fig3_runs(run_data, {"stfbo": 1.5, "bcsr": 3.0, "dtfbo": 4.0}, finals={"bcsr": 11.0})))
+    why = "comparator bcsr: diverged (final F 5.5× its start)"
+    faster = got["Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"]
+    assert faster.label == f"not measured ({why})" and "would read agrees" in faster.measured
+    assert got["Fig. 3, balanced: D-TFBO within 2× BCSR's CPU time to the target"].label == f"not measured ({why})"
+    # BCSR lowers F but stops at 1.5, above the target 1.1, after 5 s: S-TFBO's ratio is at most 1.5/5 = 0.3 —
+    # a one-sided interval, agreeing; D-TFBO's at most 4/5, which straddles [1/2, 2]: partly.
+    got = _by(judge(_fig3_runs(run_data, {"stfbo": 1.5, "bcsr": 3.0, "dtfbo": 4.0}, finals={"bcsr": 1.5})))
+    faster = got["Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"]
+    assert faster.status == "agrees" and (faster.estimate.low, faster.estimate.high) == (0.0, pytest.approx(0.3))
+    comparable = got["Fig. 3, balanced: D-TFBO within 2× BCSR's CPU time to the target"]
+    assert comparable.status == "partly" and comparable.estimate.high == pytest.approx(0.8)
 
 
 def test_setup_names_the_stand_ins_and_cites_every_same_row(meta):

@@ -33,7 +33,7 @@ from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate,  # noqa: F401
-                                    Verdict, censored, estimate, not_moved, num, place, ratio_bounds, ratio_estimate,
+                                    Verdict, bounds_ratio, censored, estimate, not_moved, num, place, ratio_bounds, ratio_estimate,
                                     scorecard)
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData

@@ -82,6 +82,18 @@ def ratio_estimate(cases: Sequence[tuple[float, bool, float, bool]]) -> Estimate
     return censored([ratio_bounds(*c) for c in cases], [c[0] / c[2] if c[2] > 0 else math.nan for c in cases])
 
 
+def bounds_ratio(a: tuple[float, float], b: tuple[float, float]) -> Estimate:
+    """a / b for two quantities known within bounds (lo, hi) — a censored time to a target is (the time its run
+    ended, inf) —, by interval arithmetic: [a_lo / b_hi, a_hi / b_lo], the value the ratio of the lower ends (the
+    measured numbers). Censoring on either side opens the interval the same way."""
+    if any(math.isnan(v) for v in (*a, *b)) or b[0] <= 0:
+        return Estimate.point(math.nan)
+    lo, hi = a[0] / b[1] if b[1] > 0 else 0.0, a[1] / b[0]
+    if lo == 0.0 and hi == math.inf:
+        return Estimate.point(math.nan)
+    return Estimate(a[0] / b[0], lo, hi)
+
+
 def estimate(values: Sequence[float]) -> Estimate:
     """Mean over seeds with its 95 % Student-t interval (one value: a point; ±inf anywhere: that infinity)."""
     v = np.asarray([x for x in values if not math.isnan(x)], dtype=float)

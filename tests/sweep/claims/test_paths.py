@@ -66,6 +66,18 @@ def test_ratio_bounds_and_estimates():
     assert math.isnan(ratio_estimate([(1.0, False, 1.0, False)]).value)
 
 
+def test_bounds_ratio_is_interval_arithmetic_on_censored_times():
+    """TFBO's iterations to the target: a method that never reached it is censored at its run's end."""
+    from sweep.claims.base import bounds_ratio
+    assert bounds_ratio((50.0, 50.0), (100.0, 100.0)) == Estimate(0.5, 0.5, 0.5)
+    assert bounds_ratio((50.0, 50.0), (100.0, math.inf)) == Estimate(0.5, 0.0, 0.5)  # the rival stopped first
+    assert bounds_ratio((100.0, math.inf), (50.0, 50.0)) == Estimate(2.0, 2.0, math.inf)  # the mirror
+    assert math.isnan(bounds_ratio((100.0, math.inf), (50.0, math.inf)).value)  # neither: nothing known
+    c = Criterion("c", "§5: fastest", 1.0, "max")
+    assert c.judge([bounds_ratio((50.0, 50.0), (100.0, math.inf))]) == "agrees"
+    assert c.judge([bounds_ratio((100.0, math.inf), (50.0, 50.0))]) == "disagrees"
+
+
 def _mirrored_axis(ds, a, b):
     """d -> 1e6/d (the log-mirror about the crossover band's centre 1000), the two methods' order reversed."""
     return [1e6 / d for d in reversed(ds)], list(reversed(b)), list(reversed(a))

@@ -49,13 +49,10 @@ STATIC_ONE_C = Criterion("f2obo_static_one", "§3.2 after Theorem 3.4: 'in a sta
                          "obtain Reg_F(T) = O(1)' (τ > 1): the exponent of the static regret in T", STATIC_MARGIN, "max",
                          looser=f"{STATIC_MARGIN:g} rather than 0: a margin for a fit over two horizons",
                          depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
-ADAPT_C = Criterion("af2obo_adapts", "§4.3: 'The upper bound in Theorem 4.2 have the advantage when the "
-                    "drift of y*_t(x) is more severe'; §1: AF2OBO 'still ensures sublinear regret even when y*_t(x) drifts "
-                    "drastically … significant compared with static inner-iteration methods': the static methods' "
-                    "smallest regret over AF2OBO's, at the largest drift and horizon", 1.0, "min",
-                    looser="the paper compares bounds, not measured regrets: any ratio above 1 counts", comparative=True,
-                    depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
-CRITERIA = (PATH_C, STATIC_HALF_C, STATIC_ONE_C, ADAPT_C)
+#: §4.3 and §1 set AF2OBO's Theorem 4.2 bound against the static methods' bounds; measured regrets are shown beside.
+ADAPT_QUOTE = ("§4.3: 'The upper bound in Theorem 4.2 have the advantage when the drift of y*_t(x) is more severe' — a "
+               "comparison of bounds, not of measured regrets")
+CRITERIA = (PATH_C, STATIC_HALF_C, STATIC_ONE_C)
 
 
 # ---------------------------------------------------------------- the path quantities of a run's sequence
@@ -251,8 +248,12 @@ def _adapt_verdicts(cells: dict, names: dict[str, str]) -> list[Verdict]:
         measured = (f"drift {drift:g}, T = {T}: regret " + ", ".join(f"{lab} {num(an.median(list(reg[lab].values())))}"
                                                                    for lab in [a, *static])
                     + f"; min static / {a} = {mine.text()}")
-        out.append(ADAPT_C.verdict(f"{MOVING}: {a}'s regret below every static method's at the largest drift "
-                                   f"({drift:g}) and horizon", [mine], measured, base))
+        measured += "; the same ratio for each static method against the rest: " + ", ".join(
+            f"{s} {e.text()}" for s, e in zip(static, base))
+        out.append(Verdict(f"{MOVING}: {a}'s measured regret against the static methods' at the largest drift "
+                           f"({drift:g}) and horizon (no verdict: the paper compares bounds, and a measured regret "
+                           "below a bound says nothing of the bound)", ADAPT_QUOTE, measured, "reference",
+                           estimate=mine, criterion="af2obo_adapts"))
     return out
 
 

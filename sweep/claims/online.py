@@ -20,17 +20,23 @@ from sweep.claims.base import (Criterion, Measured, Setting, Verdict, chosen, cl
 from sweep.results.runs import RunData, config_label, group, problem_label
 
 SUBLINEAR = 1.0  # a regret exponent below this is sublinear
+SQRT_OR_LINEAR = 0.75  # halfway between the paper's √T (0.5) and linear (1): a threshold linear regret never passes
 LINEAR_REGRET = 0.9  # "becomes linear": exponent at least this
 STATIC = ("f2obo", "obbo")  # static inner-iteration methods the paper names
 RIVALS = ("f2obo", "obbo", "oagd", "sobow")  # every static inner-iteration method of the study
 SUBLINEAR_C = Criterion(
     "af2obo_sublinear", "§4.3: 'with τ = 1/2, AF2OBO achieves a sublinear regret of O(√T)' on the oscillating example, "
-    "while static inner-iteration methods 'suffer linear regret'", SUBLINEAR, "max",
-    looser="the paper's rate is exponent 0.5; every exponent up to 1 counts as sublinear", comparative=True)
-DRIFT_C = Criterion("af2obo_drift", "Theorem 4.2 (§4): regret O(√T + V_T), independent of H_2,T", SUBLINEAR, "max",
-                    looser="the bound's exponent on a fixed drift rate is 0.5 (V_T = O(T) at drift > 0 is linear)")
+    "while static inner-iteration methods 'suffer linear regret'", SQRT_OR_LINEAR, "max",
+    looser="the paper's rate is exponent 0.5; up to 0.75, halfway to the linear regret it is contrasted with, counts "
+           "(an exponent of 1 never passes)", comparative=True, depends=("problem and data", "constraints", "metric",
+                                                                        "inner-loop policy", "step sizes"))
+DRIFT_C = Criterion("af2obo_drift", "Theorem 4.2 (§4): regret O(√T + V_T), independent of H_2,T: at a fixed drift rate "
+                    "V_T grows like T, so the bound grows at most linearly: the regret's exponent in T", 1.1, "max",
+                    looser="1.1 rather than 1: a margin for a fit over the horizons",
+                    depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
 INNER_C = Criterion("af2obo_inner", "§4.3: I_T = O(T^(1+2τ) + T^(2τ) H_2,T) = O(T²) at τ = 1/2", 2.1, "max",
-                    looser="2.1 rather than 2: a 0.1 margin for the fit")
+                    looser="2.1 rather than 2: a 0.1 margin for the fit",
+                    depends=("problem and data", "inner-loop policy", "step sizes"))
 CRITERIA = (SUBLINEAR_C, DRIFT_C, INNER_C)
 INNER_KEYS = ("diag/inner_iterations_total", "diag/z_iterations_total", "diag/y_iterations_total")
 
@@ -94,7 +100,8 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
     verdicts = []
     af = [r for r in osc if r["name"] == "af2obo"]
     if af:
-        rivals = [r for r in osc if r["name"] in RIVALS]
+        # The paper's methods at their own settings (a variant such as f2obo_K1 is not what the paper contrasts).
+        rivals = [r for r in osc if r["name"] in RIVALS and r["algorithm"] == r["name"]]
         verdicts.append(SUBLINEAR_C.verdict(
             "AF2OBO's regret on oscillating_toy (H_2,T = 4T − 4) is sublinear (fitted exponent and the slope between "
             "the two largest T)", [e for r in af for e in (r["_fit"], r["_top"])],
@@ -110,7 +117,8 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
                                 + ", ".join(num(r[f'regret@T={T:g}']) for T in Ts), "reference"))
     drift = [r for r in rows if r["name"] == "af2obo" and not r["problem"].startswith("oscillating_toy")]
     if drift:
-        verdicts.append(DRIFT_C.verdict("AF2OBO's regret stays sublinear on drifting_quadratic at every drift rate",
+        verdicts.append(DRIFT_C.verdict("AF2OBO's regret grows no faster than its bound O(√T + V_T) (at most linearly "
+                                        "in T at a fixed drift rate) on drifting_quadratic at every drift rate",
                                         [e for r in drift for e in (r["_fit"], r["_top"])],
                                         ", ".join(f"{r['problem']} {r['_fit'].text()} (top slope {r['_top'].text()})"
                                                   for r in drift)))
@@ -131,7 +139,7 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
     plots = [_regret_plot(rows, Ts, directory / "claim.png")] if rows else []
     setup = (f"one run per horizon T ∈ {{{', '.join(f'{T:g}' for T in Ts)}}} to its end; the final bilevel local regret "
              f"Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖² (median over {len(meta['seeds'])} seeds) is fitted as c·T^p. Sublinear: "
-             f"p < {SUBLINEAR:g}; linear: p ≥ {LINEAR_REGRET:g}. Default configurations; f2obo_K1 uses K = 1.")
+             f"p < {SUBLINEAR:g} (AF2OBO's verdict: p ≤ {SQRT_OR_LINEAR:g}, which linear regret never passes); linear: p ≥ {LINEAR_REGRET:g}. Default configurations; f2obo_K1 uses K = 1.")
     return Measured(setup, {"measured": rows}, verdicts, plots)
 
 

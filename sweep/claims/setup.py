@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any
 
 #: The fields of every claim's setup table, in the order printed.
@@ -32,6 +33,13 @@ class Setting:
     deviation: str | None = None  # None: the study runs the paper's setting, or a value the paper leaves open
     shown: str | None = None  # the study ran both ways and the deviation did not change the verdicts: how
     chosen: str | None = None  # the study's value of a setting the paper leaves open
+    problems: tuple[str, ...] | None = None  # the problems the row concerns (None: all the study runs)
+
+    def concerns(self, problems: Sequence[str] | None) -> bool:
+        """The row bears on a statement about `problems` (labels such as 'coreset_toy(points=paper)'; None: all)."""
+        if self.problems is None or problems is None:
+            return True
+        return any(label.split("(")[0] in self.problems for label in problems)
 
     @property
     def status(self) -> str:

@@ -212,6 +212,7 @@ class Verdict:
     discriminating: str = "-"
     criterion: str = ""
     note: str = ""  # e.g. NO_MOVE for a `not measured`
+    problems: tuple[str, ...] | None = None  # the problems the statement is about (None: every one the study runs)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -237,14 +238,15 @@ def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...
 
 
 def place(verdicts: Iterable[Verdict], settings: Sequence[Setting]) -> None:
-    """Say where each measured verdict was earned: the open deviations of the fields it depends on, or the paper's
-    setting. The direction is left as it is, whichever it is."""
+    """Say where each measured verdict was earned: the open deviations of the fields it depends on (of the rows that
+    concern its problems), or the paper's setting. The direction is left as it is, whichever it is."""
     no_paper = bool(settings) and all(s.paper == NO_PAPER for s in settings)
     for v in verdicts:
         if v.status not in DIRECTIONS or no_paper:  # a reference, or a reference model without a paper
             v.setting, v.deviation = "-", ""
             continue
-        open_ = [s for s in settings if s.open and (v.depends is None or s.field in v.depends)]
+        open_ = [s for s in settings if s.open and (v.depends is None or s.field in v.depends)
+                 and s.concerns(v.problems)]
         v.deviation = "; ".join(f"{s.field}: {s.deviation}" for s in open_)
         v.setting = "deviating setup" if open_ else "paper setting"
 

@@ -47,6 +47,18 @@ def test_a_verdict_is_placed_only_by_the_fields_it_depends_on_and_not_by_shown_o
     assert [s.status for s in settings_] == ["deviation", "deviation (shown not to matter)", "chosen: CPU seconds"]
 
 
+def test_a_row_about_one_problem_places_only_the_statements_about_that_problem():
+    """The minimax box is a deviation of the minimax statements, not of the coreset toy's."""
+    box = setting("constraints", "(10): none", "box", "minimax box")
+    box.problems = ("minimax_toy",)
+    coreset, minimax, every = _v("agrees"), _v("disagrees"), _v("agrees")
+    coreset.problems, minimax.problems = ("coreset_toy(points=paper)",), ("minimax_toy(bound=5)", "coreset_toy")
+    place([coreset, minimax, every], [box])
+    assert (coreset.setting, coreset.deviation) == ("paper setting", "")
+    assert (minimax.setting, minimax.deviation) == ("deviating setup", "constraints: minimax box")
+    assert every.setting == "deviating setup"
+
+
 @pytest.mark.parametrize("side, low, high, want", [
     ("max", 0.1, 0.3, "agrees"), ("max", 0.5, 0.9, "disagrees"), ("max", 0.3, 0.5, "partly"),
     ("min", 0.5, 0.9, "agrees"), ("min", 0.1, 0.3, "disagrees"), ("min", 0.3, 0.5, "partly"),

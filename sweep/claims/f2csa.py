@@ -9,7 +9,8 @@ stated, so both readings are measured: seconds per iteration, and seconds (and o
 ⌈c κ_g ln(1/δ)⌉ (`remark41_length`); their accuracy is measured at report time (`oracle_accuracy`); both
 and the setup table live in sweep.claims.f2csa_setup. Fig. 1's runs all converged in the paper, so a budget
 that ends one of the paper's configurations at d = 50 before ‖∇F‖² reaches TARGET_FRACTION of its start is an
-iteration-counts deviation (`fig1_budget`), named beside the Fig. 1 verdict whichever way it goes; Fig. 1 lives in
+iteration-counts deviation (`fig1_budget`), named beside the Fig. 1 verdict whichever way it goes — except F2CSA at
+the paper's η = 1e-5, whose x orbits the minimiser whatever the budget (the step size, not the budget); Fig. 1 lives in
 sweep.claims.f2csa_fig1 and is judged per problem (the `fig1` scale runs the text's box and the file name's 10 linear
 rows). Remark 4.1's constant c is open: each F2CSA entry is paired with the baselines of its own c (labels
 '<method>_c<c>', the `inner_c` scale) and the crossover is reported for each c (`crossover_by_c`).

@@ -280,13 +280,12 @@ def regret_setup(meta: dict[str, Any]) -> list[Setting]:
         chosen("dimensions", "dim_x, dim_y = " + ", ".join(f"{a}, {b}" for a, b in dims)),
         chosen("constraints", "X = a ball (radius 10); the stationary point of moving_quadratic stays inside it",
                note="§2.2: X a closed convex set"),
-        setting("noise", "Algorithm 1 (§3.1): exact gradients of f_t, g_t", "exact gradients"),
-        setting("metric", "(3): Reg_F(T) = Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖²; V_T, H_2,T by (5)",
-                "the final cumulative regret (3) with exact ∇F_t and γ = 0.1 (the algorithms' γ); V_T, H_2,T by (5), "
-                "exact per instance"),
-        setting("what is timed", "Theorem 3.4 (§3.2): nothing (a theorem)", "nothing"),
+        chosen("noise", "exact gradients", note="Theorem 3.4: a theorem, no experiment"),
+        chosen("metric", "the final cumulative regret (3) with exact ∇F_t and γ = 0.1 (the algorithms' γ); V_T, H_2,T by "
+                         "(5), exact per instance", note="(3), (5): Reg_F(T) = Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖², γ not given"),
+        chosen("what is timed", "nothing", note="Theorem 3.4: a theorem"),
         chosen("iteration counts", f"horizons T = {', '.join(map(str, Ts))}, one run per T"),
-        setting("batch sizes", "Algorithm 1 (§3.1): exact gradients", "exact gradients"),
+        chosen("batch sizes", "exact gradients", note="Theorem 3.4: a theorem, no experiment"),
         chosen("inner-loop policy", "F2OBO: K = ⌈(1+2τ) ln T/(−ln ρ)⌉, ρ = 1 − μ_g/(4 L_g,1) ('auto'); AF2OBO: δ_y = T^(−1/2), "
                "δ_z = T^(−(1+τ)/2) (Theorem 4.2); OBBO, OAGD, SOBOW: 10 steps",
                note="Theorem 3.4: K ≥ ⌈(1+2τ)/(−ln ρ) ln T + (ln c − ln λ_1)/ln ρ⌉, c not stated: its second term is dropped"),

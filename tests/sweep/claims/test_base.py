@@ -10,7 +10,7 @@ from sweep import claims
 from sweep.claims import base
 from sweep.study import spec
 from sweep.claims.base import (CSV_COLUMNS, FIELDS, Criterion, Estimate, Measured, Verdict, chosen, claim, compare,
-                               estimate, place, setting)
+                               estimate, place, quoted, setting)
 from sweep.results.store import study_meta
 
 #: The built-in study each built-in claim reads.
@@ -129,7 +129,7 @@ def test_every_claim_can_disagree_with_the_same_setting(name):
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
-@pytest.mark.parametrize("scale", ["default", "full"])
+@pytest.mark.parametrize("scale", ["default", "full", "paper", "ci"])
 def test_every_same_row_cites_the_paper(name, scale):
     """A setup row is `same` only with the paper's section cited; a value the paper leaves open is `chosen: ...`."""
     try:
@@ -143,6 +143,16 @@ def test_every_same_row_cites_the_paper(name, scale):
             or s.status.startswith("chosen: "), (s.field, s.status)
         if s.status == "same":
             assert s.cited, f"{name}: a bare 'same' on {s.field!r}: {s.paper!r}"
+            # The paper column quotes the passage that states the value, and the passage contains it.
+            assert s.states and s.value in s.quote and f"'{s.quote}'" in s.paper, (name, s.field, s.paper)
+
+
+def test_a_quote_must_state_the_value():
+    row = quoted(setting("batch sizes", "App. B.3", "64"), "The batch size is 64", "64")
+    assert row.states and row.status == "same" and row.paper == "App. B.3: 'The batch size is 64'"
+    with pytest.raises(ValueError, match="does not state the value '128'"):
+        quoted(setting("batch sizes", "App. B.3", "128"), "The batch size is 64", "128")
+    assert not setting("constraints", "App. B.2: none", "none").states  # a citation is not a quote
 
 
 def test_a_bare_same_is_caught():

@@ -109,7 +109,8 @@ def test_af2obo_against_the_static_methods_is_shown_not_judged(run_data, tmp_pat
 def test_the_built_in_study_setup_table_and_a_broken_condition():
     rows = {s.field: s for s in claims.CLAIMS["f2obo_regret_bound"].settings(study_meta(spec.load("f2obo_regret_bound")))}
     assert [f for f, s in rows.items() if s.deviation] == ["problem and data"]
-    assert rows["noise"].status == rows["metric"].status == rows["batch sizes"].status == "same"
+    assert rows["noise"].status == rows["batch sizes"].status == "chosen: exact gradients"  # a theorem: no experiment
+    assert rows["metric"].status.startswith("chosen: the final cumulative regret (3)")
     assert rows["step sizes"].status.startswith("chosen: γ = 0.1") and "every stated condition holds" in rows["step sizes"].study
     assert rows["iteration counts"].study == "horizons T = 100, 400, one run per T"
     data = dict(spec.load("f2obo_regret_bound", scale="ci").source)

@@ -34,7 +34,7 @@ from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED,
                                  quoted, setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate,  # noqa: F401
                                     Verdict, bounds_ratio, censored, estimate, not_moved, num, place, ratio_bounds, ratio_estimate,
-                                    scorecard)
+                                    reduced, scorecard)
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData
 
@@ -140,7 +140,11 @@ def evaluate(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Clai
     if not name:
         return None
     rep = CLAIMS[name](meta, runs, directory)
-    rep.setup += f" Scale: {meta.get('scale', 'default')}."
+    scale = meta.get("scale") or "default"
+    rep.setup += f" Scale: {scale}."
+    if reduced(rep.verdicts, scale):
+        rep.setup += (f" The {scale} scale is below the paper's sizes: its verdicts (setting 'reduced scale') check that "
+                      "the study runs end to end and are not evidence for or against the paper.")
     return rep
 
 

@@ -22,7 +22,9 @@ from sweep.report.tables import format_table
 STATUSES = ("agrees", "disagrees", "partly", "not measured", "reference")
 DIRECTIONS = ("agrees", "disagrees", "partly")
 #: Where a verdict was earned ('-': a reference or an unmeasured statement).
-SETTINGS = ("paper setting", "deviating setup", "-")
+SETTINGS = ("paper setting", "deviating setup", "reduced scale", "-")
+#: Scales below the paper's sizes: their verdicts say so (`reduced`), whichever way they go.
+REDUCED_SCALES = ("ci", "reduced")
 #: The columns of report/verdicts.csv.
 CSV_COLUMNS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
                "discriminating", "note")
@@ -249,6 +251,18 @@ def place(verdicts: Iterable[Verdict], settings: Sequence[Setting]) -> None:
                  and s.concerns(v.problems)]
         v.deviation = "; ".join(f"{s.field}: {s.deviation}" for s in open_)
         v.setting = "deviating setup" if open_ else "paper setting"
+
+
+def reduced(verdicts: Iterable[Verdict], scale: str) -> bool:
+    """At a scale below the paper's sizes, every measured verdict's setting is `reduced scale` (its deviations kept
+    after the scale): a check that the pipeline runs, not evidence. True when the scale is reduced."""
+    if scale not in REDUCED_SCALES:
+        return False
+    for v in verdicts:
+        if v.setting != "-":
+            v.setting = "reduced scale"
+            v.deviation = f"scale {scale}: below the paper's sizes" + (f"; {v.deviation}" if v.deviation else "")
+    return True
 
 
 def scorecard(name: str, verdicts: Sequence[Verdict]) -> str:

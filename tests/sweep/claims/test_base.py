@@ -69,6 +69,28 @@ def test_the_interval_against_the_threshold(side, low, high, want):
     assert c.judge([]) == "not measured" and c.judge([Estimate.point(math.nan)]) == "not measured"
 
 
+@pytest.mark.parametrize("scale, want", [("ci", "reduced scale"), ("reduced", "reduced scale"),
+                                         ("default", "deviating setup"), ("full", "deviating setup")])
+def test_a_reduced_scale_says_so_on_every_measured_verdict(tmp_path, scale, want):
+    crit = Criterion("c", "§6: at most 1", 1.0, "max")
+
+    def evaluate_(meta, runs, directory):
+        return Measured("notes", {}, [crit.verdict("low", [Estimate.point(0.5)], "0.5"),
+                                      crit.verdict("high", [Estimate.point(2.0)], "2"), _v("reference")])
+
+    claim("test_claim_scale", kind="comparison", title="t", statement="s",
+          setup=lambda meta: [setting("dimensions", "Fig. 2: d = 4000", "2000", "smaller d")])(evaluate_)
+    try:
+        rep = claims.evaluate({"claim": "test_claim_scale", "scale": scale}, [], tmp_path)
+        assert [v.status for v in rep.verdicts] == ["agrees", "disagrees", "reference"]  # the label stays
+        assert [v.setting for v in rep.verdicts] == [want, want, "-"]
+        if want == "reduced scale":
+            assert rep.verdicts[0].deviation == f"scale {scale}: below the paper's sizes; dimensions: smaller d"
+            assert "are not evidence" in rep.setup and "[AGREES | reduced scale: scale" in rep.text()
+    finally:
+        del base.CLAIMS["test_claim_scale"]
+
+
 def test_estimate_is_a_student_t_interval_over_seeds():
     e = estimate([1.0, 2.0, 3.0])
     assert e.value == 2.0 and e.high - 2.0 == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-6)

@@ -171,6 +171,17 @@ def test_table2_where_bcsr_is_as_robust_is_not_discriminating_and_the_reverse_di
                ].status == "disagrees"
 
 
+def test_table2_against_a_diverged_bcsr_is_not_measured(judge, run_data):
+    """BCSR's run at its defaults 5 ends with F 5.5× its start: 'less than BCSR' names the diverged comparator."""
+    runs = _table2_runs(run_data, _paper_table2())
+    runs = [_run(run_data, "bcsr", "balanced", 0, A=0.616, curve=((0, 2.0), (10, 11.0))) if r.point["label"] == "bcsr"
+            else r for r in runs]
+    got = _by(judge(runs))
+    less = got["Table 2, balanced: D-TFBO and S-TFBO change A_T less than BCSR (Table 2's relative average change)"]
+    assert less.label == "not measured (comparator bcsr: diverged (final F 5.5× its start))"
+    assert got["Table 2, balanced: D-TFBO and S-TFBO change A_T by at most 0.4%"].status == "agrees"
+
+
 def test_table2_on_a_metric_no_method_moved_is_not_measured(judge, run_data):
     flat = {a: ((40.0, 40.0, 40.0, 40.0), 40.0) for a in ("dtfbo", "stfbo", "bcsr")}  # A_T 0.4 from start to end
     (v,) = [v for v in judge(_table2_runs(run_data, flat)).verdicts

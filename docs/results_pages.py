@@ -5,8 +5,10 @@ the claim's full report with its setup table (report/claims.txt), and the report
     python docs/results_pages.py results/tfbo_sensitivity results/f2csa_scaling-full ...
 
 writes docs/results/generated/<study>[-<scale>].md and its figures and scorecard beside it; each page of
-docs/results/ includes the generated part of its study under its own discussion. It then counts the verdicts
-of every generated scorecard into docs/results/generated/counts.md, the table of the results index.
+docs/results/ includes the generated part of its study under its own discussion. A page names the project version
+and the commit of the code that made it, and its sentences about verdicts are generated from verdicts.csv (`check`
+fails the command when a generated page and its verdicts.csv disagree). It then counts the verdicts of every
+generated scorecard into docs/results/generated/counts.md, the table of the results index.
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import csv
 import datetime
 import json
 import shutil
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "results" / "generated"
@@ -31,6 +35,55 @@ def cell(text: str) -> str:
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
             *("| " + " | ".join(cell(c) for c in row) + " |" for row in rows), ""]
+
+
+def made_with() -> str:
+    """The project version and the commit of the code that generates the page (a '+' marks uncommitted changes)."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        version = metadata.version("bilevel-sweep")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    commit = git("rev-parse", "HEAD") or "unknown"
+    dirty = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"bilevel-sweep {version}, commit {commit}{dirty}"
+
+
+def label(row: dict[str, str]) -> str:
+    """A verdict as printed: its direction with its note (e.g. the comparator that makes it not measured)."""
+    note = row.get("note") or ""
+    return row["verdict"] + (f" ({note})" if note else "") + (
+        " (not discriminating)" if row.get("discriminating") == "no" else "")
+
+
+def sentences(rows: list[dict[str, str]]) -> list[str]:
+    """One generated sentence per verdict: the statement, its label and where it was earned — the only prose about
+    verdicts on a page, so it cannot disagree with verdicts.csv."""
+    out = []
+    for r in rows:
+        where = "" if r.get("setting") in (None, "", "-") else f", {r['setting']}" + (
+            f" ({r['deviations']})" if r.get("deviations") else "")
+        out.append(f"- {cell(r['statement'])}: **{cell(label(r))}**{cell(where) if where else ''}.")
+    return out + [""]
+
+
+def check(stem: str) -> list[str]:
+    """Where a generated page's verdicts disagree with the verdicts.csv beside it (empty: they agree)."""
+    page_text = (OUT / f"{stem}.md").read_text()
+    path = OUT / stem / "verdicts.csv"
+    if not path.is_file():
+        return []
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    bad = []
+    for r in rows:
+        row_text = "| " + " | ".join(cell(r.get(c, "")) for c in SCORECARD[:2])
+        if row_text not in page_text:
+            bad.append(f"{stem}: scorecard row for {r['statement']!r} is not '{r['verdict']}'")
+        if "**Verdicts**" in page_text and f"{cell(r['statement'])}: **{cell(label(r))}**" not in page_text:
+            bad.append(f"{stem}: the sentence for {r['statement']!r} does not say '{label(r)}'")
+    return bad
 
 
 def when(root: Path) -> str:
@@ -55,7 +108,7 @@ def page(root: Path) -> tuple[str, str]:
     report = root / "report"
     command = f"bisweep run {name}" + (f" --scale {scale}" if scale else "")
     lines = [f"**Reproduce**: `{command}` (then `bisweep report {name}" + (f" --scale {scale}" if scale else "")
-             + "`). Ran on " + when(root) + ".", ""]
+             + "`). Ran on " + when(root) + ".", "", f"**Page made with**: {made_with()}.", ""]
     env = meta.get("environment") or {}
     if env:
         lines += ["**Where it ran**: " + "; ".join(f"{k} {env[k]}" for k in ENVIRONMENT if env.get(k) is not None)
@@ -68,6 +121,7 @@ def page(root: Path) -> tuple[str, str]:
         shutil.copy(verdicts, figures / "verdicts.csv")  # the counts table reads it
         with verdicts.open() as fh:
             rows = list(csv.DictReader(fh))
+        lines += ["**Verdicts**", "", *sentences(rows)]
         lines += ["**Scorecard**", ""] + table(list(SCORECARD), [[r.get(c, "") for c in SCORECARD] for r in rows])
     claims = report / "claims.txt"
     if claims.is_file():
@@ -92,8 +146,11 @@ def counts() -> str:
         rows.append([f"`{study}`", scale or "default",
                      *(str(sum(v["verdict"].startswith(c) for v in verdicts)) for c in COUNTS),
                      str(sum(v["setting"] == "paper setting" for v in verdicts)),
-                     str(sum(v["discriminating"] == "no" for v in verdicts))])
-    header = ["study", "scale", *COUNTS, "in the paper's setting", "not discriminating"]
+                     str(sum(v["setting"] == "reduced scale" for v in verdicts)),
+                     str(sum(v["discriminating"] == "no" for v in verdicts)),
+                     str(sum(v["discriminating"] == "partly" for v in verdicts))])
+    header = ["study", "scale", *COUNTS, "in the paper's setting", "at a reduced scale", "not discriminating",
+              "partly discriminating"]
     return "\n".join(table(header, rows))
 
 
@@ -105,6 +162,9 @@ def main(paths: list[str]) -> None:
         print(f"wrote {OUT / stem}.md")
     (OUT / "counts.md").write_text(counts())
     print(f"wrote {OUT / 'counts.md'}")
+    bad = [b for md in sorted(OUT.glob("*.md")) if md.stem != "counts" for b in check(md.stem)]
+    if bad:
+        sys.exit("pages disagree with their verdicts.csv:\n" + "\n".join(bad))
 
 
 if __name__ == "__main__":

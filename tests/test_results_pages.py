@@ -9,7 +9,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
-          "discriminating")
+          "discriminating", "note")
 
 
 @pytest.fixture
@@ -55,6 +55,28 @@ def test_the_counts_table_counts_each_studys_verdicts(pages, tmp_path: Path):
     pages.main([str(a), str(b)])
     lines = (pages.OUT / "counts.md").read_text().splitlines()
     assert lines[0] == ("| study | scale | agrees | disagrees | partly | not measured | reference "
-                        "| in the paper's setting | not discriminating |")
-    assert lines[2] == "| `alpha` | default | 1 | 1 | 0 | 1 | 0 | 1 | 1 |"
-    assert lines[3] == "| `beta` | full | 0 | 0 | 1 | 0 | 1 | 0 | 0 |"
+                        "| in the paper's setting | at a reduced scale | not discriminating | partly discriminating |")
+    assert lines[2] == "| `alpha` | default | 1 | 1 | 0 | 1 | 0 | 1 | 0 | 1 | 0 |"
+    assert lines[3] == "| `beta` | full | 0 | 0 | 1 | 0 | 1 | 0 | 0 | 0 | 0 |"
+
+
+def test_a_page_names_the_code_that_made_it_and_its_verdict_sentences_come_from_the_csv(pages, tmp_path: Path):
+    root = results_dir(tmp_path / "r", "gamma", "default", [("agrees", "deviating setup", "no"),
+                                                           ("not measured", "-", "-")])
+    pages.main([str(root)])
+    text = (pages.OUT / "gamma.md").read_text()
+    assert "**Page made with**: bilevel-sweep " in text and ", commit " in text
+    assert "- s \\| t: **agrees (not discriminating)**, deviating setup." in text
+    assert pages.check("gamma") == []
+    # A page whose verdict text no longer matches its verdicts.csv is caught, and the command fails.
+    (pages.OUT / "gamma.md").write_text(text.replace("**agrees (not discriminating)**", "**disagrees**")
+                                        .replace("| s \\| t | agrees |", "| s \\| t | partly |"))
+    assert len(pages.check("gamma")) == 2
+    with pytest.raises(SystemExit, match="disagree with their verdicts.csv"):
+        pages.main([])
+
+
+def test_every_generated_results_page_agrees_with_its_verdicts_csv(pages):
+    """The pages in docs/results/generated against the verdicts.csv beside each."""
+    pages.OUT = REPO / "docs" / "results" / "generated"
+    assert [b for md in sorted(pages.OUT.glob("*.md")) if md.stem != "counts" for b in pages.check(md.stem)] == []

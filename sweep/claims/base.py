@@ -31,9 +31,10 @@ from typing import Any
 from problems.registries import Registry
 from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
-                                 setting, unstated)
+                                 quoted, setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate,  # noqa: F401
-                                    Verdict, estimate, not_moved, num, place, scorecard)
+                                    Verdict, bounds_ratio, censored, estimate, not_moved, num, place, ratio_bounds, ratio_estimate,
+                                    reduced, scorecard)
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData
 
@@ -139,7 +140,11 @@ def evaluate(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Clai
     if not name:
         return None
     rep = CLAIMS[name](meta, runs, directory)
-    rep.setup += f" Scale: {meta.get('scale', 'default')}."
+    scale = meta.get("scale") or "default"
+    rep.setup += f" Scale: {scale}."
+    if reduced(rep.verdicts, scale):
+        rep.setup += (f" The {scale} scale is below the paper's sizes: its verdicts (setting 'reduced scale') check that "
+                      "the study runs end to end and are not evidence for or against the paper.")
     return rep
 
 
@@ -188,3 +193,28 @@ def moved(starts: Sequence[float], finals: Sequence[float], fraction: float) -> 
     """Some method's final value differs from its start by at least `fraction` of the start."""
     return any(math.isfinite(s) and math.isfinite(f) and abs(f - s) >= fraction * max(abs(s), 1e-300)
                for s, f in zip(starts, finals))
+
+
+#: A comparator whose final metric is this many times worse than its start has diverged.
+DIVERGED = 2.0
+
+
+def health(runs: Sequence[RunData], metric: str, goal: str = "min", fraction: float = 1e-3) -> str | None:
+    """Why a comparator's runs cannot carry a comparison — diverged (a diverged run, or its final `metric` at least
+    DIVERGED × worse than its start) or never moved (no run changed `metric` by `fraction` of its start) —, None
+    when they can. Judged on the median over its runs."""
+    if not runs:
+        return None
+    if any(r.status == "diverged" for r in runs):
+        return "diverged (a run stopped as diverged)"
+    starts = [initial(r, metric) for r in runs]
+    finals = [final(r, metric, goal) for r in runs]
+    s, f = an.median(starts), an.median(finals)
+    if not (math.isfinite(s) and math.isfinite(f)):
+        return None if math.isnan(f) or math.isnan(s) else f"diverged (final {metric} {num(f)})"
+    worse = f / s if goal == "min" else s / f if f > 0 else math.inf
+    if s > 0 and worse >= DIVERGED:
+        return f"diverged (final {metric} {num(worse)}× {'its start' if goal == 'min' else 'below its start'})"
+    if not moved(starts, finals, fraction):
+        return f"never moved ({metric} within {fraction:g} of its start)"
+    return None

@@ -14,7 +14,7 @@ import numpy as np
 
 from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare, num,
-                               setting)
+                               quoted, setting)
 from sweep.results.runs import RunData, config_label, group, problem_label
 
 BOME_TOL = 0.05  # distance to the optimum that counts as "reached"
@@ -110,30 +110,54 @@ def bome_setup(meta: dict[str, Any]) -> list[Setting]:
                 "; ".join((["the coreset toy only with the authors' code's points"] if "paper" not in points else [])
                           + (["the non-unique toy's f rewritten in Liu et al.'s form (App. A.3's printed f makes every "
                               "v optimal)"] if "nonunique_toy" in names else [])) or None),
-        setting("dimensions", "§5, App. A: v ∈ R⁴, θ ∈ R² (coreset); R, R (minimax); R, R² (non-unique)", "the same"),
-        setting("constraints", "(10), App. A.2: none (v, θ ∈ R)",
-                f"minimax iterates kept in [−{bound:g}, {bound:g}] (as the authors' code)" if bound else "none",
-                f"minimax box [−{bound:g}, {bound:g}]: the printed game needs one to be well posed" if bound else None),
-        setting("noise", "§5: deterministic toys", "deterministic"),
-        setting("metric", "Figs. 1–3: trajectories, f and q̂ along iterations (Figs. 1–2); distances to the optimum against "
-                          "training seconds (Fig. 3)",
-                f"final distance to the optimum (coreset: the larger of ‖θ − θ_opt‖ and ‖θ*(v) − θ_opt‖); compute "
-                f"seconds to distance ≤ {BOME_TOL:g}"),
+        quoted(setting("dimensions", "§5, App. A: v ∈ R⁴, θ ∈ R² (coreset); R, R (minimax); R, R² (non-unique)",
+                       "v ∈ R⁴, θ ∈ R² (coreset); R, R (minimax); R, R² (non-unique)"),
+               "v ∈ R^4, θ ∈ R^2", "v ∈ R^4, θ ∈ R^2"),
+        _scoped(setting("constraints", "(10), App. A.2: none (v, θ ∈ R)",
+                        f"minimax iterates kept in [−{bound:g}, {bound:g}] (as the authors' code)" if bound else "none",
+                        f"minimax box [−{bound:g}, {bound:g}]: the printed game needs one to be well posed" if bound
+                        else None), ("minimax_toy",)),
+        chosen("noise", "none", note="App. A defines the toys as deterministic functions"),
+        chosen("metric", f"final distance to the optimum (coreset: the larger of ‖θ − θ_opt‖ and ‖θ*(v) − θ_opt‖); "
+                         f"compute seconds to distance ≤ {BOME_TOL:g} (the tolerance is this study's)",
+               note="Figs. 1–3 plot trajectories, f and q̂ along iterations and distances against training seconds"),
         chosen("what is timed", "CPU seconds of the stepping thread (one BLAS thread; evaluation excluded)",
                note="Fig. 3: training time"),
         chosen("iteration counts", f"budget {meta['points'][0]['budget']}"),
-        setting("batch sizes", "§5: full gradients (deterministic toys)", "full (deterministic)"),
-        compare("inner-loop policy", {PAPER_T}, set(t_used.values()), f"§5: T = {PAPER_T} for every method",
-                "T = " + ", ".join(sorted({str(v) for v in t_used.values()})) + " (BOME's T ablated separately)",
-                f"not T = {PAPER_T}"),
-        compare("step sizes", ({n: [PAPER_STEPS[n]] for n in names}, full, PAPER_GRID, [0.1, 0.5, 0.9], [1, 10, 100]),
+        chosen("batch sizes", "full gradients", note="App. A's toys are deterministic functions"),
+        quoted(compare("inner-loop policy", {PAPER_T}, set(t_used.values()), f"§5: T = {PAPER_T} for every method",
+                       "T = " + ", ".join(sorted({str(v) for v in t_used.values()})) + " (BOME's T ablated separately)",
+                       f"not T = {PAPER_T}"), "For all methods, we set the inner iteration T = 10", "T = 10"),
+        _alpha_chosen(quoted(compare("step sizes", ({n: [PAPER_STEPS[n]] for n in names}, full, PAPER_GRID, [0.1, 0.5, 0.9], [1, 10, 100]),
                 (steps, {tuple(grids[0])} if grids[0] else set(), grids[1], ablation.get("eta"), ablation.get("T")),
                 "App. A: ξ = α = 0.05 (coreset, minimax), 0.5 (non-unique); §5: BVFSM, Penalty grid {0.001, 0.01, 0.1}; "
                 "Fig. 1 d–e: BOME η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100}, α varied (values not given)",
                 "ξ = " + ", ".join(f"{n}: {v}" for n, v in steps.items()) + f"; grids {grids[0]}; BOME ablation "
                 + ", ".join(f"{k} ∈ {v}" for k, v in ablation.items()), "not the paper's step sizes or grids"),
-        setting("seeds", "§5: deterministic toys", "deterministic, 1 run"),
+            "we fix both the inner stepsize α and the outer stepsize ξ to be 0.05 and set T = 10", "ξ to be 0.05"),
+            ablation.get("alpha")),
+        chosen("seeds", "1 run per configuration", note="deterministic toys"),
     ]
+
+
+def _alpha_chosen(row: Setting, alphas: list[float] | None) -> Setting:
+    """The step-size row: ξ and the grids are the paper's (quoted); the ablation's α values are this study's choice
+    (Fig. 1 d–e varies α without giving its values)."""
+    if row.deviation is None and alphas:
+        row.chosen = f"ablation α ∈ {{{', '.join(f'{a:g}' for a in alphas)}}} (Fig. 1 d–e gives no α values)"
+    return row
+
+
+def _scoped(row: Setting, problems: tuple[str, ...]) -> Setting:
+    """A setup row that concerns only these toys (the minimax box: the minimax statements only)."""
+    row.problems = problems
+    return row
+
+
+def _about(v: Verdict, problems: Any) -> Verdict:
+    """The verdict with the toys it is about (its deviations are those of these toys' rows)."""
+    v.problems = tuple(dict.fromkeys(problems))
+    return v
 
 
 @claim("bome_fig1", kind="comparison", title="BOME paper §5, Figs. 1-3 (toys)", setup=bome_setup, criteria=CRITERIA,
@@ -187,42 +211,44 @@ def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, st
     rivals = {p: {b: best[(p, b)] for b in BOME_BASELINES if (p, b) in best} for p in bome}
     if bome:
         # "Reaches what the others don't": the same test on each rival's best grid point on the same toy.
-        verdicts.append(REACH_C.verdict(
+        verdicts.append(_about(REACH_C.verdict(
             f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {BOME_TOL:g})",
             [pt(d) for d, _, _ in bome.values()], ", ".join(f"{p} {num(d)}" for p, (d, _, _) in bome.items()),
-            [pt(d) for got in rivals.values() for d, _, _ in got.values()] or None))
+            [pt(d) for got in rivals.values() for d, _, _ in got.values()] or None), bome))
         closer = {p: bome[p][0] / min(d for d, _, _ in got.values()) for p, got in rivals.items() if got}
         if closer:
-            verdicts.append(CLOSER_C.verdict(
+            verdicts.append(_about(CLOSER_C.verdict(
                 "BOME ends closer to the optimum than every rival's best grid point, toy by toy",
                 [pt(v) for v in closer.values()],
                 "; ".join(f"{p}: BOME {num(bome[p][0])}, closest rival "
                           + min(((b, d) for b, (d, _, _) in rivals[p].items()), key=lambda t: t[1])[0]
                           + f" {num(min(d for d, _, _ in rivals[p].values()))} (ratio {num(v)})"
-                          for p, v in closer.items())))
+                          for p, v in closer.items())), closer))
     for b in BOME_BASELINES:
         got = {p: best[(p, b)] for p in probs if (p, b) in best}
         if got:
-            verdicts.append(MISS_C.verdict(
+            verdicts.append(_about(MISS_C.verdict(
                 f"{b} stops away from the optimum even at its best grid point (distance > {BOME_TOL:g})",
-                [pt(d) for d, _, _ in got.values()], ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items())))
+                [pt(d) for d, _, _ in got.values()], ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items())),
+                got))
     ogd = {p: best[(p, MINIMAX_BASELINE)] for p in probs if (p, MINIMAX_BASELINE) in best}
     if ogd:
-        verdicts.append(OGD_C.verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
-                                      f"(distance ≤ {BOME_TOL:g})", [pt(d) for d, _, _ in ogd.values()],
-                                      ", ".join(f"{p} {num(d)}" for p, (d, _, _) in ogd.items())))
+        verdicts.append(_about(OGD_C.verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
+                                             f"(distance ≤ {BOME_TOL:g})", [pt(d) for d, _, _ in ogd.values()],
+                                             ", ".join(f"{p} {num(d)}" for p, (d, _, _) in ogd.items())), ogd))
     if bome_all:
         worst = max(bome_all, key=lambda t: (not math.isnan(t[2]), t[2]))
         ok = [d <= BOME_TOL for _, _, d in bome_all]
-        verdicts.append(ROBUST_C.verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: "
+        verdicts.append(_about(ROBUST_C.verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: "
                                          f"every configuration reaches the optimum (distance ≤ {BOME_TOL:g})",
                                          [pt(d) for _, _, d in bome_all],
                                          f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on "
-                                         f"{worst[0]}: {num(worst[2])}"))
+                                         f"{worst[0]}: {num(worst[2])}"), [p for p, _, _ in bome_all]))
     q = {r["problem"]: r["q_hat"] for r in rows if r["algorithm"] == "bome" and not math.isnan(r["q_hat"])}
     if q:
-        verdicts.append(QHAT_C.verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})",
-                                       [pt(abs(v)) for v in q.values()], ", ".join(f"{p} {num(v)}" for p, v in q.items())))
+        verdicts.append(_about(QHAT_C.verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})",
+                                              [pt(abs(v)) for v in q.values()],
+                                              ", ".join(f"{p} {num(v)}" for p, v in q.items())), q))
     timing = [r for r in rows if r["problem"].startswith("nonunique_toy") and r["algorithm"] in ("bome", *BOME_BASELINES)]
     if timing:
         verdicts.append(Verdict(f"Fig. 3 (non-unique toy): compute seconds to distance ≤ {BOME_TOL:g}, best configuration "

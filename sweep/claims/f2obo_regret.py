@@ -49,13 +49,10 @@ STATIC_ONE_C = Criterion("f2obo_static_one", "§3.2 after Theorem 3.4: 'in a sta
                          "obtain Reg_F(T) = O(1)' (τ > 1): the exponent of the static regret in T", STATIC_MARGIN, "max",
                          looser=f"{STATIC_MARGIN:g} rather than 0: a margin for a fit over two horizons",
                          depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
-ADAPT_C = Criterion("af2obo_adapts", "§4.3: 'The upper bound in Theorem 4.2 have the advantage when the "
-                    "drift of y*_t(x) is more severe'; §1: AF2OBO 'still ensures sublinear regret even when y*_t(x) drifts "
-                    "drastically … significant compared with static inner-iteration methods': the static methods' "
-                    "smallest regret over AF2OBO's, at the largest drift and horizon", 1.0, "min",
-                    looser="the paper compares bounds, not measured regrets: any ratio above 1 counts", comparative=True,
-                    depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
-CRITERIA = (PATH_C, STATIC_HALF_C, STATIC_ONE_C, ADAPT_C)
+#: §4.3 and §1 set AF2OBO's Theorem 4.2 bound against the static methods' bounds; measured regrets are shown beside.
+ADAPT_QUOTE = ("§4.3: 'The upper bound in Theorem 4.2 have the advantage when the drift of y*_t(x) is more severe' — a "
+               "comparison of bounds, not of measured regrets")
+CRITERIA = (PATH_C, STATIC_HALF_C, STATIC_ONE_C)
 
 
 # ---------------------------------------------------------------- the path quantities of a run's sequence
@@ -251,8 +248,12 @@ def _adapt_verdicts(cells: dict, names: dict[str, str]) -> list[Verdict]:
         measured = (f"drift {drift:g}, T = {T}: regret " + ", ".join(f"{lab} {num(an.median(list(reg[lab].values())))}"
                                                                    for lab in [a, *static])
                     + f"; min static / {a} = {mine.text()}")
-        out.append(ADAPT_C.verdict(f"{MOVING}: {a}'s regret below every static method's at the largest drift "
-                                   f"({drift:g}) and horizon", [mine], measured, base))
+        measured += "; the same ratio for each static method against the rest: " + ", ".join(
+            f"{s} {e.text()}" for s, e in zip(static, base))
+        out.append(Verdict(f"{MOVING}: {a}'s measured regret against the static methods' at the largest drift "
+                           f"({drift:g}) and horizon (no verdict: the paper compares bounds, and a measured regret "
+                           "below a bound says nothing of the bound)", ADAPT_QUOTE, measured, "reference",
+                           estimate=mine, criterion="af2obo_adapts"))
     return out
 
 
@@ -279,13 +280,12 @@ def regret_setup(meta: dict[str, Any]) -> list[Setting]:
         chosen("dimensions", "dim_x, dim_y = " + ", ".join(f"{a}, {b}" for a, b in dims)),
         chosen("constraints", "X = a ball (radius 10); the stationary point of moving_quadratic stays inside it",
                note="§2.2: X a closed convex set"),
-        setting("noise", "Algorithm 1 (§3.1): exact gradients of f_t, g_t", "exact gradients"),
-        setting("metric", "(3): Reg_F(T) = Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖²; V_T, H_2,T by (5)",
-                "the final cumulative regret (3) with exact ∇F_t and γ = 0.1 (the algorithms' γ); V_T, H_2,T by (5), "
-                "exact per instance"),
-        setting("what is timed", "Theorem 3.4 (§3.2): nothing (a theorem)", "nothing"),
+        chosen("noise", "exact gradients", note="Theorem 3.4: a theorem, no experiment"),
+        chosen("metric", "the final cumulative regret (3) with exact ∇F_t and γ = 0.1 (the algorithms' γ); V_T, H_2,T by "
+                         "(5), exact per instance", note="(3), (5): Reg_F(T) = Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖², γ not given"),
+        chosen("what is timed", "nothing", note="Theorem 3.4: a theorem"),
         chosen("iteration counts", f"horizons T = {', '.join(map(str, Ts))}, one run per T"),
-        setting("batch sizes", "Algorithm 1 (§3.1): exact gradients", "exact gradients"),
+        chosen("batch sizes", "exact gradients", note="Theorem 3.4: a theorem, no experiment"),
         chosen("inner-loop policy", "F2OBO: K = ⌈(1+2τ) ln T/(−ln ρ)⌉, ρ = 1 − μ_g/(4 L_g,1) ('auto'); AF2OBO: δ_y = T^(−1/2), "
                "δ_z = T^(−(1+τ)/2) (Theorem 4.2); OBBO, OAGD, SOBOW: 10 steps",
                note="Theorem 3.4: K ≥ ⌈(1+2τ)/(−ln ρ) ln T + (ln c − ln λ_1)/ln ρ⌉, c not stated: its second term is dropped"),

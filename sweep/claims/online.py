@@ -16,21 +16,27 @@ from typing import Any
 
 from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Measured, Setting, Verdict, chosen, claim, exponent, final, growth, num,
-                               setting)
+                               quoted, setting)
 from sweep.results.runs import RunData, config_label, group, problem_label
 
 SUBLINEAR = 1.0  # a regret exponent below this is sublinear
+SQRT_OR_LINEAR = 0.75  # halfway between the paper's √T (0.5) and linear (1): a threshold linear regret never passes
 LINEAR_REGRET = 0.9  # "becomes linear": exponent at least this
 STATIC = ("f2obo", "obbo")  # static inner-iteration methods the paper names
 RIVALS = ("f2obo", "obbo", "oagd", "sobow")  # every static inner-iteration method of the study
 SUBLINEAR_C = Criterion(
     "af2obo_sublinear", "§4.3: 'with τ = 1/2, AF2OBO achieves a sublinear regret of O(√T)' on the oscillating example, "
-    "while static inner-iteration methods 'suffer linear regret'", SUBLINEAR, "max",
-    looser="the paper's rate is exponent 0.5; every exponent up to 1 counts as sublinear", comparative=True)
-DRIFT_C = Criterion("af2obo_drift", "Theorem 4.2 (§4): regret O(√T + V_T), independent of H_2,T", SUBLINEAR, "max",
-                    looser="the bound's exponent on a fixed drift rate is 0.5 (V_T = O(T) at drift > 0 is linear)")
+    "while static inner-iteration methods 'suffer linear regret'", SQRT_OR_LINEAR, "max",
+    looser="the paper's rate is exponent 0.5; up to 0.75, halfway to the linear regret it is contrasted with, counts "
+           "(an exponent of 1 never passes)", comparative=True, depends=("problem and data", "constraints", "metric",
+                                                                        "inner-loop policy", "step sizes"))
+DRIFT_C = Criterion("af2obo_drift", "Theorem 4.2 (§4): regret O(√T + V_T), independent of H_2,T: at a fixed drift rate "
+                    "V_T grows like T, so the bound grows at most linearly: the regret's exponent in T", 1.1, "max",
+                    looser="1.1 rather than 1: a margin for a fit over the horizons",
+                    depends=("problem and data", "metric", "inner-loop policy", "step sizes"))
 INNER_C = Criterion("af2obo_inner", "§4.3: I_T = O(T^(1+2τ) + T^(2τ) H_2,T) = O(T²) at τ = 1/2", 2.1, "max",
-                    looser="2.1 rather than 2: a 0.1 margin for the fit")
+                    looser="2.1 rather than 2: a 0.1 margin for the fit",
+                    depends=("problem and data", "inner-loop policy", "step sizes"))
 CRITERIA = (SUBLINEAR_C, DRIFT_C, INNER_C)
 INNER_KEYS = ("diag/inner_iterations_total", "diag/z_iterations_total", "diag/y_iterations_total")
 
@@ -41,27 +47,40 @@ def online_setup(meta: dict[str, Any]) -> list[Setting]:
     osc = next((p["problem_params"] for p in meta["points"] if p["problem"] == "oscillating_toy"), None)
     horizons = ", ".join(f"{T:g}" for T in meta["axis"]["values"])
     af = next((p["algorithm_params"] for p in meta["points"] if p["algorithm"] == "af2obo"), {})
+    problem = setting("problem and data", "§4.3: f_t = c e^(−y²), g_t = (μ_g/2)(y − (−1)^t x)², X = [−1, 1] (c, μ_g "
+                                          "'set appropriately'); an analytic example, no experiment",
+                      ", ".join(names) + (f"; oscillating_toy with c = {osc['c']:g}, μ_g = {osc['mu_g']:g}" if osc else ""),
+                      None if osc else "no oscillating toy")
+    if osc:  # the paper's c and μ_g are 'set appropriately': the values are this study's
+        problem.chosen = f"c = {osc['c']:g}, μ_g = {osc['mu_g']:g} (§4.3: 'when constant c is set appropriately')"
+    space = "within constraints X = {x | x ∈ [−1, 1]} and y ∈ R"
     return [
-        setting("problem and data", "§4.3: f_t = c e^(−y²), g_t = (μ_g/2)(y − (−1)^t x)², X = [−1, 1] (c, μ_g 'set "
-                                    "appropriately'); an analytic example, no experiment",
-                ", ".join(names) + (f"; oscillating_toy with c = {osc['c']:g}, μ_g = {osc['mu_g']:g}" if osc else ""),
-                None if osc else "no oscillating toy"),
-        setting("dimensions", "§4.3: x, y ∈ R", "x, y ∈ R (oscillating toy)"),
-        setting("constraints", "§4.3: X = [−1, 1]", "X = [−1, 1] (oscillating toy)"),
-        setting("noise", "§4.3: deterministic", "deterministic"),
+        problem,
+        quoted(setting("dimensions", "§4.3", "x, y ∈ R (oscillating toy)"), space, "y ∈ R"),
+        quoted(setting("constraints", "§4.3", "X = [−1, 1] (oscillating toy)"), space, "x ∈ [−1, 1]"),
+        chosen("noise", "deterministic", note="§4.3: an analytic example"),
         setting("metric", "§4.3: upper bounds on the bilevel local regret Σ‖G_X(x_t, ∇F_t(x_t), γ)‖²",
                 "the measured cumulative regret at each horizon, fitted as c·T^p",
                 "measured regret against a bound: it can refute AF2OBO's bound only by exceeding it, and cannot "
                 "show the static methods' bound is reached"),
-        setting("what is timed", "§4.3: nothing (no experiment)", "nothing"),
+        chosen("what is timed", "nothing", note="§4.3: an analytic example, no experiment"),
         chosen("iteration counts", f"horizons T = {horizons}"),
-        setting("batch sizes", "§4.3: exact gradients", "exact gradients"),
+        chosen("batch sizes", "exact gradients", note="§4.3: an analytic example"),
         chosen("inner-loop policy", "AF2OBO: tolerances δ_y = T^(−1/2), δ_z = T^(−(1+τ)/2) (defaults); F2OBO: K = 'auto' "
                                       "or 1; OBBO, OAGD, SOBOW: K = 10", "AF2OBO adaptive; static K for the others"),
-        setting("step sizes", "§4.3: τ = 1/2 (the other constants not given)", f"τ = {af.get('tau', 0.5):g}; the "
-                "algorithms' defaults otherwise", None if af.get("tau", 0.5) == 0.5 else "τ is not 1/2"),
+        _tau_row(af),
         chosen("seeds", f"{len(meta['seeds'])} seeds", note="deterministic example"),
     ]
+
+
+def _tau_row(af: dict[str, Any]) -> Setting:
+    """τ = 1/2 is the paper's (quoted); the other constants are the algorithms' defaults, this study's choice."""
+    tau = af.get("tau", 0.5)
+    row = quoted(setting("step sizes", "§4.3", f"τ = 1/2 ({tau:g}); the algorithms' defaults otherwise",
+                         None if tau == 0.5 else "τ is not 1/2"),
+                 "If we choose τ = 1/2, We can guarantee a sublinear regret of O(√T + V_T)", "τ = 1/2")
+    row.chosen = None if row.deviation else "the constants other than τ: the algorithms' defaults (§4.3 gives none)"
+    return row
 
 
 @claim("f2obo_regret", kind="drift", title="F2OBO paper §4.3 (regret under oscillating inner solutions)",
@@ -94,7 +113,8 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
     verdicts = []
     af = [r for r in osc if r["name"] == "af2obo"]
     if af:
-        rivals = [r for r in osc if r["name"] in RIVALS]
+        # The paper's methods at their own settings (a variant such as f2obo_K1 is not what the paper contrasts).
+        rivals = [r for r in osc if r["name"] in RIVALS and r["algorithm"] == r["name"]]
         verdicts.append(SUBLINEAR_C.verdict(
             "AF2OBO's regret on oscillating_toy (H_2,T = 4T − 4) is sublinear (fitted exponent and the slope between "
             "the two largest T)", [e for r in af for e in (r["_fit"], r["_top"])],
@@ -110,7 +130,8 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
                                 + ", ".join(num(r[f'regret@T={T:g}']) for T in Ts), "reference"))
     drift = [r for r in rows if r["name"] == "af2obo" and not r["problem"].startswith("oscillating_toy")]
     if drift:
-        verdicts.append(DRIFT_C.verdict("AF2OBO's regret stays sublinear on drifting_quadratic at every drift rate",
+        verdicts.append(DRIFT_C.verdict("AF2OBO's regret grows no faster than its bound O(√T + V_T) (at most linearly "
+                                        "in T at a fixed drift rate) on drifting_quadratic at every drift rate",
                                         [e for r in drift for e in (r["_fit"], r["_top"])],
                                         ", ".join(f"{r['problem']} {r['_fit'].text()} (top slope {r['_top'].text()})"
                                                   for r in drift)))
@@ -131,7 +152,7 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
     plots = [_regret_plot(rows, Ts, directory / "claim.png")] if rows else []
     setup = (f"one run per horizon T ∈ {{{', '.join(f'{T:g}' for T in Ts)}}} to its end; the final bilevel local regret "
              f"Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖² (median over {len(meta['seeds'])} seeds) is fitted as c·T^p. Sublinear: "
-             f"p < {SUBLINEAR:g}; linear: p ≥ {LINEAR_REGRET:g}. Default configurations; f2obo_K1 uses K = 1.")
+             f"p < {SUBLINEAR:g} (AF2OBO's verdict: p ≤ {SQRT_OR_LINEAR:g}, which linear regret never passes); linear: p ≥ {LINEAR_REGRET:g}. Default configurations; f2obo_K1 uses K = 1.")
     return Measured(setup, {"measured": rows}, verdicts, plots)
 
 

@@ -1,13 +1,14 @@
 """The setup table of a paper claim: the paper's setting next to the study's, field by field (`FIELDS`).
 
-A row is `same` only when the paper states the value — its section cited in the paper column — and the study
-uses it; a value the paper leaves open is `chosen: <value>` (`chosen`); anything else is a deviation, unless the
+A row is `same` only when the paper states the value — its section cited and the passage that states it quoted in the
+paper column (`quoted`) — and the study uses it; a value the paper leaves open is `chosen: <value>` (`chosen`); anything else is a deviation, unless the
 study ran both ways and showed it does not matter (`Setting.shown`).
 """
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any
 
 #: The fields of every claim's setup table, in the order printed.
@@ -32,6 +33,15 @@ class Setting:
     deviation: str | None = None  # None: the study runs the paper's setting, or a value the paper leaves open
     shown: str | None = None  # the study ran both ways and the deviation did not change the verdicts: how
     chosen: str | None = None  # the study's value of a setting the paper leaves open
+    problems: tuple[str, ...] | None = None  # the problems the row concerns (None: all the study runs)
+    quote: str | None = None  # the paper's passage that states the value (a `same` row needs one)
+    value: str | None = None  # the value the study uses, as the quote states it
+
+    def concerns(self, problems: Sequence[str] | None) -> bool:
+        """The row bears on a statement about `problems` (labels such as 'coreset_toy(points=paper)'; None: all)."""
+        if self.problems is None or problems is None:
+            return True
+        return any(label.split("(")[0] in self.problems for label in problems)
 
     @property
     def status(self) -> str:
@@ -43,6 +53,11 @@ class Setting:
         if self.chosen is not None or self.paper.startswith(NOT_STATED):
             return f"chosen: {self.chosen if self.chosen is not None else self.study}"
         return "same"
+
+    @property
+    def states(self) -> bool:
+        """The paper column quotes a passage that contains the value the study uses."""
+        return bool(self.quote and self.value and self.value in self.quote and self.quote in self.paper)
 
     @property
     def cited(self) -> bool:
@@ -67,6 +82,15 @@ def setting(field: str, paper: str, study: str, deviation: str | None = None, sh
     if field not in FIELDS:
         raise KeyError(f"setup field {field!r} is not one of {', '.join(FIELDS)}")
     return Setting(field, paper, study, deviation, shown)
+
+
+def quoted(row: Setting, quote: str, value: str) -> Setting:
+    """`row` with the paper's passage that states its value (`value`, a part of `quote`) added to its paper column."""
+    if value not in quote:
+        raise ValueError(f"setup row {row.field!r}: the quote does not state the value {value!r}")
+    row.paper += f": '{quote}'"
+    row.quote, row.value = quote, value
+    return row
 
 
 def compare(field: str, paper_value: Any, study_value: Any, paper: str, study: str, deviation: str) -> Setting:

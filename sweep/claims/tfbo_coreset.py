@@ -33,7 +33,7 @@ import numpy as np
 import problems
 from sweep.report import analysis as an
 from sweep.claims.base import (FIELDS, Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare,
-                               estimate, final, initial, moved, not_moved, num, setting)
+                               estimate, final, health, initial, moved, not_moved, num, ratio_estimate, setting)
 from sweep.claims.tfbo import CORESET_LOOPS, LESS_C, LIMIT_C, TFBO_TABLE2, relative_changes
 from sweep.claims.tfbo_coreset_figure import plot_tables
 from sweep.claims.tfbo_coreset_setup import (DEFAULT_VALUE, INITIAL_VALUES, SCENARIOS, SENSITIVE, SUM_REASON,
@@ -71,13 +71,13 @@ SENS_LESS_C = dataclasses.replace(
     quote="§5.3: 'The proposed algorithms demonstrate more robustness compared to Hao et al. (2024)' (Table 2: "
           "0.4%, 0.3% against BCSR's 5.8%): BCSR's change minus the larger of D-TFBO's and S-TFBO's, in points")
 DECREASE_C = Criterion("coreset_fig3_decrease", "App. B.4 (Fig. 3): 'The loss decreases gradually': the final upper "
-                       "loss F over its start, at the defaults", 1.0, "max")
+                       "loss F over its start, at the defaults", 1.0, "max", depends=TABLE_FIELDS)
 FASTER_C = Criterion("coreset_fig3_faster", "App. B.4 (Fig. 3): 'S-TFBO converges faster than BCSR': S-TFBO's "
-                     "seconds to the target over BCSR's", 1.0, "max")
+                     "seconds to the target over BCSR's", 1.0, "max", depends=FIELDS)
 COMPARABLE_C = Criterion("coreset_fig3_comparable", "App. B.4 (Fig. 3): 'D-TFBO performs comparably to BCSR': "
                          "D-TFBO's seconds to the target over BCSR's", 1 / COMPARABLE, "range", upper=COMPARABLE,
                          looser="the paper gives no number; within 2× either way is this study's reading of "
-                                "'comparably'")
+                                "'comparably'", depends=FIELDS)
 CRITERIA = (FGT_BEST_C, FGT_SECOND_C, AT_SECOND_C, BCSR_BEST_C, SENS_LIMIT_C, SENS_LESS_C, DECREASE_C, FASTER_C,
             COMPARABLE_C)
 # ---------------------------------------------------------------- reading the runs
@@ -125,14 +125,15 @@ def table1_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
 
 
 def _table1_test(crit: Criterion, statement: str, values: dict[str, dict[int, float]], rank: int, goal: str,
-                 subject: str, unit: str) -> Verdict:
-    """`crit` on the subject's gap to the `rank`-th best other method; the same test on every other method."""
+                 subject: str, unit: str, broken: dict[str, str]) -> Verdict:
+    """`crit` on the subject's gap to the `rank`-th best other method; the same test on every other method; a
+    comparator in `broken` (diverged, never moved) makes it not measured."""
     labs = [lab for lab in TABLE1 if lab in values]
     got = rank_gap({k: values[k] for k in labs}, subject, rank, goal)
     rivals = [rank_gap({k: values[k] for k in labs}, lab, rank, goal) for lab in labs if lab != subject]
     means = ", ".join(f"{lab} {num(float(np.mean(list(values[lab].values()))))}" for lab in labs)
     return crit.verdict(statement, [got], f"gap {got.text()}{unit} over {len(values[subject])} instances; means: {means}",
-                        rivals)
+                        rivals, broken={lab: why for lab, why in broken.items() if lab != subject and lab in labs})
 
 
 def table1_verdicts(runs: Sequence[RunData]) -> list[Verdict]:
@@ -150,7 +151,12 @@ def table1_verdicts(runs: Sequence[RunData]) -> list[Verdict]:
     out = []
     for crit, statement, table, scen, rank, goal, subject, unit in tests:
         if subject in table.get(scen, {}):
-            out.append(_table1_test(crit, statement, table[scen], rank, goal, subject, unit))
+            by_label: dict[str, dict[int, RunData]] = {}
+            for r in runs:
+                if _scenario(r) == scen and r.point["label"] in TABLE1:
+                    by_label.setdefault(r.point["label"], {})[r.seed] = r
+            broken = _broken(by_label, list(by_label))
+            out.append(_table1_test(crit, statement, table[scen], rank, goal, subject, unit, broken))
         else:
             out.append(Verdict(statement, crit.quote, f"{subject} on the {scen} stream is not among the runs",
                                "not measured", note="not run at this scale"))
@@ -226,10 +232,12 @@ def table2_verdicts(runs: Sequence[RunData]) -> list[Verdict]:
     out = [SENS_LIMIT_C.verdict("Table 2, balanced: D-TFBO and S-TFBO change A_T by at most 0.4%",
                                 [estimate(list(per[a][0].values())) for a in free], text(0), base)]
     if "bcsr" in per:
+        broken = _broken(fig3_runs(runs), ["bcsr"])  # BCSR at its defaults 5, the reference of its changes
         for i, how in ((0, "Table 2's relative average change"), (1, "the mean absolute change (no sign cancellation)")):
             gap = _gap(per, free, i)
             out.append(SENS_LESS_C.verdict(f"Table 2, balanced: D-TFBO and S-TFBO change A_T less than BCSR ({how})",
-                                           [gap], f"BCSR minus the larger tuning-free change {gap.text()} points; {text(i)}"))
+                                           [gap], f"BCSR minus the larger tuning-free change {gap.text()} points; {text(i)}",
+                                           broken=broken))
     return out
 
 
@@ -252,6 +260,16 @@ def _not_run(statement: str, crit: Criterion, what: str) -> Verdict:
 
 
 # ---------------------------------------------------------------- Fig. 3
+def _broken(by_label: dict[str, dict[int, RunData]], comparators: Sequence[str]) -> dict[str, str]:
+    """The comparators whose runs at the defaults diverged or never moved the upper loss F (name -> why)."""
+    out = {}
+    for lab in comparators:
+        why = health(list(by_label.get(lab, {}).values()), "F")
+        if why:
+            out[lab] = why
+    return out
+
+
 def fig3_runs(runs: Sequence[RunData], scenario: str = "balanced") -> dict[str, dict[int, RunData]]:
     """D-TFBO, S-TFBO and BCSR at the defaults 5: label -> seed -> run."""
     out: dict[str, dict[int, RunData]] = {}
@@ -263,8 +281,9 @@ def fig3_runs(runs: Sequence[RunData], scenario: str = "balanced") -> dict[str, 
 
 def time_ratios(chosen_runs: dict[str, dict[int, RunData]], subject: str) -> tuple[Estimate, list[dict[str, Any]]]:
     """Per instance: the subject's CPU seconds to the target over BCSR's; the target is F0 − FIG3_TARGET (F0 − the
-    median final F of the three methods) on that instance (an instance where the median method did not lower F: NaN)."""
-    ratios, rows = [], []
+    median final F of the three methods) on that instance (an instance where the median method did not lower F: no
+    case). A run that did not reach the target is censored at the seconds it ran: its case is a one-sided bound."""
+    cases, rows = [], []
     seeds = sorted(set(chosen_runs[subject]) & set(chosen_runs["bcsr"]))
     for s in seeds:
         rs = {lab: by[s] for lab, by in chosen_runs.items() if s in by}
@@ -273,19 +292,19 @@ def time_ratios(chosen_runs: dict[str, dict[int, RunData]], subject: str) -> tup
         target = f0 - FIG3_TARGET * (f0 - typical) if typical < f0 else math.nan
         secs = {lab: an.first_reach(r.records, "F", target, clock(r)) if math.isfinite(target) else math.nan
                 for lab, r in rs.items()}
-        secs = {lab: (v if math.isfinite(v) or not math.isfinite(target) else math.inf) for lab, v in secs.items()}
-        ratios.append(_ratio(secs[subject], secs["bcsr"]))
-        rows.append({"seed": s, "F_start": f0, "target_F": target, **{f"seconds_{lab}": v for lab, v in secs.items()}})
-    return estimate(ratios), rows
+        ran = {lab: float((r.final or {}).get(clock(r), math.nan)) for lab, r in rs.items()}
+        if math.isfinite(target):
+            cases.append((_seconds(secs[subject], ran[subject]), math.isfinite(secs[subject]),
+                          _seconds(secs["bcsr"], ran["bcsr"]), math.isfinite(secs["bcsr"])))
+        rows.append({"seed": s, "F_start": f0, "target_F": target,
+                     **{f"seconds_{lab}": v if math.isfinite(v) or not math.isfinite(target) else math.inf
+                        for lab, v in secs.items()}})
+    return ratio_estimate(cases), rows
 
 
-def _ratio(a: float, b: float) -> float:
-    """a / b for seconds to a target (inf: not reached); NaN when neither reached it or there is no target."""
-    if math.isnan(a) or math.isnan(b) or (math.isinf(a) and math.isinf(b)):
-        return math.nan
-    if math.isinf(b):
-        return 0.0
-    return math.inf if math.isinf(a) else a / b if b > 0 else math.nan
+def _seconds(reached: float, ran: float) -> float:
+    """Seconds to the target, or the seconds a run ran without reaching it (a lower bound)."""
+    return reached if math.isfinite(reached) else ran
 
 
 def fig3_verdicts(runs: Sequence[RunData]) -> tuple[list[Verdict], list[dict[str, Any]]]:
@@ -321,7 +340,9 @@ def fig3_verdicts(runs: Sequence[RunData]) -> tuple[list[Verdict], list[dict[str
             continue
         shown = "; ".join(f"instance {row['seed']}: " + ", ".join(f"{k[8:]} {num(v)} s" for k, v in row.items()
                                                                      if k.startswith("seconds_")) for row in per)
-        out.append(crit.verdict(f"Fig. 3, balanced: {statement}", [ratio], f"ratio {ratio.text()}; {shown}"))
+        bounds = ratio.text() if ratio.low == ratio.high else f"{num(ratio.value)} in [{num(ratio.low)}, {num(ratio.high)}]"
+        out.append(crit.verdict(f"Fig. 3, balanced: {statement}", [ratio], f"ratio {bounds}; {shown}",
+                                broken=_broken(got, ["bcsr"])))
     return out, rows
 
 

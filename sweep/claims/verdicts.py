@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,10 +22,12 @@ from sweep.report.tables import format_table
 STATUSES = ("agrees", "disagrees", "partly", "not measured", "reference")
 DIRECTIONS = ("agrees", "disagrees", "partly")
 #: Where a verdict was earned ('-': a reference or an unmeasured statement).
-SETTINGS = ("paper setting", "deviating setup", "-")
+SETTINGS = ("paper setting", "deviating setup", "reduced scale", "-")
+#: Scales below the paper's sizes: their verdicts say so (`reduced`), whichever way they go.
+REDUCED_SCALES = ("ci", "reduced")
 #: The columns of report/verdicts.csv.
 CSV_COLUMNS = ("claim", "statement", "paper", "measured", "low", "high", "verdict", "setting", "deviations",
-               "discriminating")
+               "discriminating", "note")
 
 
 # ---------------------------------------------------------------- measurements and the rule that judges them
@@ -45,6 +47,53 @@ class Estimate:
         if self.low == self.high or not (math.isfinite(self.low) and math.isfinite(self.high)):
             return num(self.value)
         return f"{num(self.value)} [{num(self.low)}, {num(self.high)}]"
+
+
+def censored(bounds: Sequence[tuple[float, float]], observed: Sequence[float]) -> Estimate:
+    """The mean over cases each known only within (low, high) — a censored case has one side open, e.g. a run that
+    stopped before the target took at least the time it ran — with its 95 % interval: from the lower end of the
+    lows' interval to the upper end of the highs'. Censoring widens the interval the same way in both directions.
+    `observed`: each case's measured number (the bound a censored case reached); the value is their mean, NaN when
+    no case is bounded on either side."""
+    known = [o for (lo, hi), o in zip(bounds, observed) if not (lo <= 0 and hi == math.inf) and not math.isnan(o)]
+    if not known:
+        return Estimate.point(math.nan)
+    lo, hi = estimate([b[0] for b in bounds]), estimate([b[1] for b in bounds])
+    if all(b[0] == b[1] for b in bounds):
+        return lo
+    return Estimate(float(np.mean(known)), lo.low, hi.high)
+
+
+def ratio_bounds(a: float, a_reached: bool, b: float, b_reached: bool) -> tuple[float, float]:
+    """Bounds on a / b for two times to a target, where an unreached time is only known to exceed the time its run
+    ended at: (a/b, a/b) when both reached; (a/b, inf) when only a is censored; (0, a/b) when only b is; (0, inf)
+    when neither reached it."""
+    if math.isnan(a) or math.isnan(b) or b <= 0:
+        return math.nan, math.nan
+    r = a / b
+    if a_reached and b_reached:
+        return r, r
+    if b_reached:
+        return r, math.inf
+    return (0.0, r) if a_reached else (0.0, math.inf)
+
+
+def ratio_estimate(cases: Sequence[tuple[float, bool, float, bool]]) -> Estimate:
+    """a / b over cases (instances, seeds) of (a, a reached, b, b reached); censored cases enter as one-sided bounds."""
+    cases = [c for c in cases if not (math.isnan(c[0]) or math.isnan(c[2]))]
+    return censored([ratio_bounds(*c) for c in cases], [c[0] / c[2] if c[2] > 0 else math.nan for c in cases])
+
+
+def bounds_ratio(a: tuple[float, float], b: tuple[float, float]) -> Estimate:
+    """a / b for two quantities known within bounds (lo, hi) — a censored time to a target is (the time its run
+    ended, inf) —, by interval arithmetic: [a_lo / b_hi, a_hi / b_lo], the value the ratio of the lower ends (the
+    measured numbers). Censoring on either side opens the interval the same way."""
+    if any(math.isnan(v) for v in (*a, *b)) or b[0] <= 0:
+        return Estimate.point(math.nan)
+    lo, hi = a[0] / b[1] if b[1] > 0 else 0.0, a[1] / b[0]
+    if lo == 0.0 and hi == math.inf:
+        return Estimate.point(math.nan)
+    return Estimate(a[0] / b[0], lo, hi)
 
 
 def estimate(values: Sequence[float]) -> Estimate:
@@ -112,9 +161,15 @@ class Criterion:
         return f"in [{num(self.threshold)}, {num(self.upper)}]"
 
     def verdict(self, statement: str, estimates: Sequence[Estimate], measured: str,
-                baselines: Sequence[Estimate] | None = None) -> Verdict:
-        """The verdict on `estimates` (the subjects' cases); `baselines`: the same test on the rivals."""
+                baselines: Sequence[Estimate] | None = None, broken: Mapping[str, str] | None = None) -> Verdict:
+        """The verdict on `estimates` (the subjects' cases); `baselines`: the same test on the rivals; `broken`: the
+        comparators the comparison involves that diverged, never moved or were not tuned (name -> why), which make
+        it `not measured (comparator <name>: <why>)` whichever way the numbers point."""
         status = self.judge(estimates)
+        note = "; ".join(f"comparator {name}: {why}" for name, why in (broken or {}).items())
+        if note and status != "not measured":
+            measured += f" (would read {status})"
+            status = "not measured"
         worst = _worst(self, estimates)
         disc = "-"
         if baselines is not None:
@@ -123,7 +178,7 @@ class Criterion:
             measured += f"; the baselines on the same test: {base} (" + ", ".join(e.text() for e in baselines) + ")"
         paper = self.quote + f" — threshold {self.rule}" + (f" (looser than the paper: {self.looser})" if self.looser else "")
         return Verdict(statement, paper, measured, status, self.depends, estimate=worst, discriminating=disc,
-                       criterion=self.name)
+                       criterion=self.name, note=note)
 
 
 def _worst(c: Criterion, estimates: Sequence[Estimate]) -> Estimate:
@@ -159,6 +214,7 @@ class Verdict:
     discriminating: str = "-"
     criterion: str = ""
     note: str = ""  # e.g. NO_MOVE for a `not measured`
+    problems: tuple[str, ...] | None = None  # the problems the statement is about (None: every one the study runs)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -175,7 +231,7 @@ class Verdict:
         e = self.estimate
         return {"claim": claim, "statement": self.claim, "paper": self.paper, "measured": self.measured,
                 "low": e.low, "high": e.high, "verdict": self.status, "setting": self.setting,
-                "deviations": self.deviation, "discriminating": self.discriminating}
+                "deviations": self.deviation, "discriminating": self.discriminating, "note": self.note}
 
 
 def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...] | None = None) -> Verdict:
@@ -184,16 +240,29 @@ def not_moved(statement: str, paper: str, measured: str, depends: tuple[str, ...
 
 
 def place(verdicts: Iterable[Verdict], settings: Sequence[Setting]) -> None:
-    """Say where each measured verdict was earned: the open deviations of the fields it depends on, or the paper's
-    setting. The direction is left as it is, whichever it is."""
+    """Say where each measured verdict was earned: the open deviations of the fields it depends on (of the rows that
+    concern its problems), or the paper's setting. The direction is left as it is, whichever it is."""
     no_paper = bool(settings) and all(s.paper == NO_PAPER for s in settings)
     for v in verdicts:
         if v.status not in DIRECTIONS or no_paper:  # a reference, or a reference model without a paper
             v.setting, v.deviation = "-", ""
             continue
-        open_ = [s for s in settings if s.open and (v.depends is None or s.field in v.depends)]
+        open_ = [s for s in settings if s.open and (v.depends is None or s.field in v.depends)
+                 and s.concerns(v.problems)]
         v.deviation = "; ".join(f"{s.field}: {s.deviation}" for s in open_)
         v.setting = "deviating setup" if open_ else "paper setting"
+
+
+def reduced(verdicts: Iterable[Verdict], scale: str) -> bool:
+    """At a scale below the paper's sizes, every measured verdict's setting is `reduced scale` (its deviations kept
+    after the scale): a check that the pipeline runs, not evidence. True when the scale is reduced."""
+    if scale not in REDUCED_SCALES:
+        return False
+    for v in verdicts:
+        if v.setting != "-":
+            v.setting = "reduced scale"
+            v.deviation = f"scale {scale}: below the paper's sizes" + (f"; {v.deviation}" if v.deviation else "")
+    return True
 
 
 def scorecard(name: str, verdicts: Sequence[Verdict]) -> str:

@@ -160,13 +160,19 @@ def test_af2obo_meets_its_tolerances_and_reports_cap_hits():
 
 # ---- oracle accounting ----
 def test_f2obo_and_af2obo_are_first_order_with_exact_gradient_counts():
+    from algorithms.online import visited
+    from problems.counting import counted
+
     alg, view = build("f2obo", quad(T=10), K=4)
-    # mu_g = lipschitz_g = 'auto': the curvature of g_1 and f_1 in y from dim_y + 1 gradients of each, counted
-    n = alg.y.size + 1
-    assert dict(view.counter.calls) == {"grad_g": n, "grad_f": n}
+    # mu_g = lipschitz_g = 'auto': the curvature of g and f in y by central differences (2 dim_y gradients of each)
+    # at every point of the region the run visits, and g's gradients that find the lower-level solutions: counted
+    probe = counted(quad(T=10))
+    n = 2 * alg.y.size * len(visited(probe))
+    m = n + probe.counter.calls["grad_g"]
+    assert dict(view.counter.calls) == {"grad_g": m, "grad_f": n}
     for _ in range(3):
         advance(alg)
-    assert dict(view.counter.calls) == {"grad_g": n + 3 * (2 * 4 + 2), "grad_f": n + 3 * (4 + 1)}
+    assert dict(view.counter.calls) == {"grad_g": m + 3 * (2 * 4 + 2), "grad_f": n + 3 * (4 + 1)}
     af, view = build("af2obo", quad(T=10))
     for _ in range(4):
         before = dict(view.counter.calls)
@@ -370,6 +376,29 @@ def test_auto_constants_meet_the_theorem_and_keep_a_static_problems_regret_flat(
     before = [regret(old, T) for T in (100, 400)]
     assert auto == pytest.approx([1401.5, 1341.2], rel=1e-3)
     assert before == pytest.approx([1600.7, 826524.7], rel=1e-3)
+
+
+@pytest.mark.parametrize("c", [1.0, 2.5, 10.0])
+def test_auto_L_f1_is_the_largest_curvature_over_the_region_visited_on_the_oscillating_toy(c):
+    """f_t = c e^(−y²): f'' = c (4y² − 2) e^(−y²), largest in size at y = 0 (2c), which the run crosses as y* = ±x
+    flips sign; the former unit step at y = 0 measured |f'(1) − f'(0)| = 2c/e. 'auto' λ_1 = max(10, 1.1 · 2 · 2c/μ_g)
+    then meets Theorem 3.4's λ_1 > 2 L_f,1/μ_g, and a λ_1 that breaks it is reported."""
+    from algorithms.online import curvature, resolved_constants, theorem_conditions
+
+    p = problems.make("oscillating_toy", seed=0, c=c, mu_g=1.0, T=50)
+    got = curvature(p)
+    assert (got.mu_g, got.L_g) == pytest.approx((1.0, 1.0), rel=1e-9)
+    assert got.L_f == pytest.approx(2 * c, rel=1e-6)  # closed form: max_y |f''| = 2c (the old estimate: 2c/e)
+    _, _, lam1 = resolved_constants(algorithms.make_config("f2obo", {}), p)
+    assert lam1 == pytest.approx(max(10.0, 1.1 * 2 * 2 * c), rel=1e-6)
+    assert theorem_conditions(algorithms.make_config("f2obo", {}), p) == []
+    # The λ_1 the unit-step estimate chose (max(10, 1.1 · 2 · 2c/e)): broken from c = 2.5 on (at c = 10: 16.19 < 40).
+    old = max(10.0, 1.1 * 2 * 2 * c / math.e)
+    broken = theorem_conditions(algorithms.make_config("f2obo", {"lambda1": old}), p)
+    if c >= 2.5:
+        assert broken == [f"lambda1 = {old:g} must exceed 2 L_f,1/μ_g = {4 * c:.4g}"]
+    else:
+        assert broken == []
 
 
 def test_a_study_outside_the_theorem_is_warned_at_validation():

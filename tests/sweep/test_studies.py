@@ -181,7 +181,10 @@ def test_ci_study_runs_end_to_end_with_its_claim(ci_studies, name, read_csv):
     verdicts = read_csv(rep / "verdicts.csv")
     assert verdicts and tuple(verdicts[0]) == claims.CSV_COLUMNS
     assert all(v["verdict"] in claims.STATUSES and v["setting"] in claims.SETTINGS and v["measured"] for v in verdicts)
-    assert all(bool(v["deviations"]) == (v["setting"] == "deviating setup") for v in verdicts)
+    # ci is below the paper's sizes: every measured verdict says so, its deviations after the scale.
+    assert all(v["setting"] in ("reduced scale", "-") for v in verdicts)
+    assert all(v["deviations"].startswith("scale ci: below the paper's sizes") == (v["setting"] == "reduced scale")
+               for v in verdicts)
     assert "scorecard (" in summary
     assert "setup (the paper's setting and this study's):" in summary
     assert any(ch.isdigit() for v in verdicts for ch in v["measured"])

@@ -1,6 +1,7 @@
 """The verdict rule: a direction from the measured 95 % interval against the paper's threshold, the same whichever way
 it goes; the setting (paper's or deviating) beside it, never in place of it; the scorecard and verdicts.csv."""
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -10,13 +11,23 @@ from sweep import claims
 from sweep.claims import base
 from sweep.study import spec
 from sweep.claims.base import (CSV_COLUMNS, FIELDS, Criterion, Estimate, Measured, Verdict, chosen, claim, compare,
-                               estimate, place, setting)
+                               estimate, place, quoted, setting)
 from sweep.results.store import study_meta
 
+def _built_in_studies() -> dict[str, str]:
+    """Claim -> the built-in study that names it (read from the study files: nothing to keep by hand)."""
+    import yaml
+
+    out = {}
+    for path in sorted((Path(spec.__file__).resolve().parents[1] / "studies").glob("*.yaml")):
+        name = (yaml.safe_load(path.read_text()) or {}).get("claim")
+        if name:
+            out[name] = path.stem
+    return out
+
+
 #: The built-in study each built-in claim reads.
-STUDIES = {"tfbo_table2": "tfbo_sensitivity", "tfbo_fig1": "tfbo_comparison", "f2csa_fig2": "f2csa_scaling",
-           "bome_fig1": "bome_toys", "f2obo_regret": "online_drift", "noise_scaling": "noise_robustness",
-           "f2obo_regret_bound": "f2obo_regret_bound", "tfbo_coreset": "tfbo_coreset"}
+STUDIES = _built_in_studies()
 
 
 def _v(status, depends=None):
@@ -47,6 +58,18 @@ def test_a_verdict_is_placed_only_by_the_fields_it_depends_on_and_not_by_shown_o
     assert [s.status for s in settings_] == ["deviation", "deviation (shown not to matter)", "chosen: CPU seconds"]
 
 
+def test_a_row_about_one_problem_places_only_the_statements_about_that_problem():
+    """The minimax box is a deviation of the minimax statements, not of the coreset toy's."""
+    box = setting("constraints", "(10): none", "box", "minimax box")
+    box.problems = ("minimax_toy",)
+    coreset, minimax, every = _v("agrees"), _v("disagrees"), _v("agrees")
+    coreset.problems, minimax.problems = ("coreset_toy(points=paper)",), ("minimax_toy(bound=5)", "coreset_toy")
+    place([coreset, minimax, every], [box])
+    assert (coreset.setting, coreset.deviation) == ("paper setting", "")
+    assert (minimax.setting, minimax.deviation) == ("deviating setup", "constraints: minimax box")
+    assert every.setting == "deviating setup"
+
+
 @pytest.mark.parametrize("side, low, high, want", [
     ("max", 0.1, 0.3, "agrees"), ("max", 0.5, 0.9, "disagrees"), ("max", 0.3, 0.5, "partly"),
     ("min", 0.5, 0.9, "agrees"), ("min", 0.1, 0.3, "disagrees"), ("min", 0.3, 0.5, "partly"),
@@ -55,6 +78,28 @@ def test_the_interval_against_the_threshold(side, low, high, want):
     c = Criterion("c", "§1: q", 0.4 if side != "range" else 0.5, side, upper=1.0)
     assert c.judge([Estimate((low + high) / 2, low, high)]) == want
     assert c.judge([]) == "not measured" and c.judge([Estimate.point(math.nan)]) == "not measured"
+
+
+@pytest.mark.parametrize("scale, want", [("ci", "reduced scale"), ("reduced", "reduced scale"),
+                                         ("default", "deviating setup"), ("full", "deviating setup")])
+def test_a_reduced_scale_says_so_on_every_measured_verdict(tmp_path, scale, want):
+    crit = Criterion("c", "§6: at most 1", 1.0, "max")
+
+    def evaluate_(meta, runs, directory):
+        return Measured("notes", {}, [crit.verdict("low", [Estimate.point(0.5)], "0.5"),
+                                      crit.verdict("high", [Estimate.point(2.0)], "2"), _v("reference")])
+
+    claim("test_claim_scale", kind="comparison", title="t", statement="s",
+          setup=lambda meta: [setting("dimensions", "Fig. 2: d = 4000", "2000", "smaller d")])(evaluate_)
+    try:
+        rep = claims.evaluate({"claim": "test_claim_scale", "scale": scale}, [], tmp_path)
+        assert [v.status for v in rep.verdicts] == ["agrees", "disagrees", "reference"]  # the label stays
+        assert [v.setting for v in rep.verdicts] == [want, want, "-"]
+        if want == "reduced scale":
+            assert rep.verdicts[0].deviation == f"scale {scale}: below the paper's sizes; dimensions: smaller d"
+            assert "are not evidence" in rep.setup and "[AGREES | reduced scale: scale" in rep.text()
+    finally:
+        del base.CLAIMS["test_claim_scale"]
 
 
 def test_estimate_is_a_student_t_interval_over_seeds():
@@ -117,7 +162,7 @@ def test_every_claim_can_disagree_with_the_same_setting(name):
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
-@pytest.mark.parametrize("scale", ["default", "full"])
+@pytest.mark.parametrize("scale", ["default", "full", "paper", "ci"])
 def test_every_same_row_cites_the_paper(name, scale):
     """A setup row is `same` only with the paper's section cited; a value the paper leaves open is `chosen: ...`."""
     try:
@@ -131,6 +176,16 @@ def test_every_same_row_cites_the_paper(name, scale):
             or s.status.startswith("chosen: "), (s.field, s.status)
         if s.status == "same":
             assert s.cited, f"{name}: a bare 'same' on {s.field!r}: {s.paper!r}"
+            # The paper column quotes the passage that states the value, and the passage contains it.
+            assert s.states and s.value in s.quote and f"'{s.quote}'" in s.paper, (name, s.field, s.paper)
+
+
+def test_a_quote_must_state_the_value():
+    row = quoted(setting("batch sizes", "App. B.3", "64"), "The batch size is 64", "64")
+    assert row.states and row.status == "same" and row.paper == "App. B.3: 'The batch size is 64'"
+    with pytest.raises(ValueError, match="does not state the value '128'"):
+        quoted(setting("batch sizes", "App. B.3", "128"), "The batch size is 64", "128")
+    assert not setting("constraints", "App. B.2: none", "none").states  # a citation is not a quote
 
 
 def test_a_bare_same_is_caught():
@@ -185,8 +240,8 @@ def test_a_claim_report_prints_the_setting_and_the_scorecard_and_writes_the_csv_
         del base.CLAIMS["test_claim_place"]
 
 
-def test_the_package_docstring_lists_every_built_in_claim():
-    """sweep/claims/__init__.py's table names each claim its modules register (it is written by hand)."""
+def test_every_built_in_claim_has_a_built_in_study_and_is_discovered():
+    """A claim module registers itself (the package imports each of its modules); a study file names its claim."""
     built_in = {n for n in claims.CLAIMS if claims.CLAIMS[n].evaluate.__module__.startswith("sweep.claims.")}
-    listed = {line.split()[0] for line in claims.__doc__.splitlines() if line[:4] == "    " and line[4:5].strip()}
-    assert listed == built_in == set(STUDIES)
+    assert built_in == set(STUDIES) and len(STUDIES) >= 8
+    assert all(claims.CLAIMS[n].criteria for n in STUDIES)

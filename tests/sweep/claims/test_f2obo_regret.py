@@ -94,21 +94,23 @@ def test_static_regret_against_T_by_tau(run_data, tmp_path, tau, power, want):
 LABELS = (("af2obo", "af2obo", 0.5), ("f2obo", "f2obo", 0.5), ("obbo", "obbo", math.nan), ("oagd", "oagd", math.nan))
 
 
-@pytest.mark.parametrize("af, want, disc", [(50.0, "agrees", "yes"), (500.0, "disagrees", "partly")])
-def test_af2obo_against_the_static_methods_on_the_moving_problem(run_data, tmp_path, af, want, disc):
+@pytest.mark.parametrize("af", [50.0, 500.0])
+def test_af2obo_against_the_static_methods_is_shown_not_judged(run_data, tmp_path, af):
+    """The paper compares Theorem 4.2's bound with the static methods' bounds: the measured regrets are a reference row
+    (min static / AF2OBO = 100 / af), whichever way they point."""
     regret = {"af2obo": af, "f2obo": 200.0, "obbo": 300.0, "oagd": 100.0}
     runs = _runs(run_data, lambda lab, T, V, H, s: regret[lab] * (1 + 0.01 * s), problem="moving_quadratic",
                  labels=LABELS)
     v = next(v for v in fr.f2obo_regret_bound(_meta(), runs, tmp_path).verdicts if v.criterion == "af2obo_adapts")
-    assert v.status == want and v.estimate.value == pytest.approx(100.0 / af, rel=0.02)
-    # The same test on each static method: OAGD beats the rest when AF2OBO does not (partly), none when it does.
-    assert v.discriminating == disc
+    assert v.status == "reference" and v.estimate.value == pytest.approx(100.0 / af, rel=0.02)
+    assert "comparison of bounds" in v.paper and "compares bounds" in v.claim and "oagd " in v.measured
 
 
 def test_the_built_in_study_setup_table_and_a_broken_condition():
     rows = {s.field: s for s in claims.CLAIMS["f2obo_regret_bound"].settings(study_meta(spec.load("f2obo_regret_bound")))}
     assert [f for f, s in rows.items() if s.deviation] == ["problem and data"]
-    assert rows["noise"].status == rows["metric"].status == rows["batch sizes"].status == "same"
+    assert rows["noise"].status == rows["batch sizes"].status == "chosen: exact gradients"  # a theorem: no experiment
+    assert rows["metric"].status.startswith("chosen: the final cumulative regret (3)")
     assert rows["step sizes"].status.startswith("chosen: γ = 0.1") and "every stated condition holds" in rows["step sizes"].study
     assert rows["iteration counts"].study == "horizons T = 100, 400, one run per T"
     data = dict(spec.load("f2obo_regret_bound", scale="ci").source)
@@ -121,5 +123,5 @@ def test_the_built_in_study_setup_table_and_a_broken_condition():
 
 def test_each_threshold_is_the_papers():
     assert (fr.PATH_C.threshold, fr.STATIC_HALF_C.threshold, fr.STATIC_ONE_C.threshold) == (1.1, 0.6, 0.1)
-    assert fr.ADAPT_C.comparative and fr.ADAPT_C.side == "min" and fr.ADAPT_C.threshold == 1.0
+    assert "af2obo_adapts" not in {c.name for c in fr.CRITERIA}  # bounds against bounds: no measured verdict
     assert np.isclose(fr.STATIC_HALF_C.threshold - fr.STATIC_MARGIN, 0.5)

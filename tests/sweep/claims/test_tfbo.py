@@ -49,8 +49,10 @@ def test_fig1_study_follows_the_papers_protocol_with_bundled_stand_ins():
     meta, rows = _rows("tfbo_comparison", "tfbo_fig1")
     assert [f for f, s in rows.items() if s.deviation] == ["problem and data", "dimensions"]
     assert rows["problem and data"].deviation == "bundled stand-ins breast_cancer for Covtype, digits for MNIST"
-    for field in ("iteration counts", "batch sizes", "inner-loop policy", "constraints", "noise", "metric"):
-        assert rows[field].status == "same", field
+    for field in ("iteration counts", "batch sizes", "inner-loop policy"):
+        assert rows[field].status == "same" and rows[field].states, field  # quoted from App. B.2-B.3
+    for field in ("constraints", "noise", "metric"):  # the paper states none of these values
+        assert rows[field].status.startswith("chosen: "), field
     labels = {p["label"] for p in meta["points"]}
     assert labels == {"dtfbo", "stfbo", *tfbo_comparison.FIG1_BASELINES}
     assert {p["problem"] for p in meta["points"] if p["label"] == "ttsa"} == {"regularization_selection"}
@@ -198,9 +200,9 @@ def test_fig1_paper_scale_reads_covtype_and_mnist_from_the_cache_and_says_same(t
                                                                                "hyper_cleaning": 512}
     rows = {s.field: s for s in claims.CLAIMS["tfbo_fig1"].settings(meta)}
     data = rows["problem and data"]
-    assert (data.status, data.cited) == ("same", True) and data.paper.startswith("§5.1, §5.2, App. B.2")
+    assert (data.status, data.cited, data.states) == ("same", True, True) and data.paper.startswith("§5.1, §5.2, App. B.2")
     assert "regularization_selection on covtype (54 x, 54 y" in data.study and tfbo_comparison.BINARY_COVTYPE in data.study
-    assert rows["dimensions"].status == "same"
+    assert rows["dimensions"].status.startswith("chosen: regularization_selection: 54 x")
     assert [f for f, s in rows.items() if s.deviation] == []  # the paper's setting, field by field
 
 

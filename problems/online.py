@@ -236,15 +236,17 @@ class DriftingQuadratic(OnlineProblem):
         """
         b = self._base
         chol = b._A_chol
-        A_inv_a = sla.cho_solve(chol, self.a_path.T).T
+        # Solved on the steps a_t − a_{t−1}, not on each a_t: a path that does not move gives exactly 0 (LAPACK may
+        # round equal right-hand sides differently by their column), and small steps lose no digits to cancellation.
+        d_inv = sla.cho_solve(chol, np.diff(self.a_path, axis=0).T).T  # A⁻¹(a_t − a_{t−1})
+        A_inv_a = sla.cho_solve(chol, self.a_path[0]) + np.vstack([np.zeros_like(d_inv[:1]), np.cumsum(d_inv, axis=0)])
         m = A_inv_a + self.e_path
         K = sla.cho_solve(chol, b.C)
-        dm = np.diff(m, axis=0)
+        dm = d_inv + np.diff(self.e_path, axis=0)
         w = dm @ b.P @ K  # rows (KᵀP dm_t)ᵀ
-        quad = np.einsum("ti,ij,tj->t", m, b.P, m)
-        off = 0.5 * (quad[:-1] - quad[1:])
+        off = -0.5 * np.einsum("ti,ij,tj->t", dm, b.P, m[:-1] + m[1:])  # ½(m_{t−1}ᵀPm_{t−1} − m_tᵀPm_t)
         V = float(np.sum(self.radius * np.linalg.norm(w, axis=1) + np.abs(off)))
-        H = float(np.sum(np.diff(A_inv_a, axis=0) ** 2))
+        H = float(np.sum(d_inv ** 2))
         return {"V_T": V, "H_2T": H}
 
 

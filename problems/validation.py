@@ -36,7 +36,10 @@ MAX_SHOWN = 80
 
 def _describe(value: Any) -> str:
     text = repr(value) if not isinstance(value, str) else f"'{value}'"
-    return text if len(text) <= MAX_SHOWN else f"{text[:MAX_SHOWN - 20]}… ({len(text):,} characters)"
+    if len(text) <= MAX_SHOWN:
+        return text
+    # Its start and its end (a path's file name is at its end), and how long it was.
+    return f"{text[:MAX_SHOWN // 2 - 10]}…{text[-(MAX_SHOWN // 2 - 10):]} ({len(text):,} characters)"
 
 
 def _is_int(value: Any) -> bool:

@@ -155,7 +155,7 @@ def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimR
     if rep is None:
         path.unlink(missing_ok=True)
         return None
-    write_text(path, rep.text())
+    write_text(path, fit_lines(rep.text()))  # as the summary prints it
     return rep
 
 

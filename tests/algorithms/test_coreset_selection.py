@@ -33,7 +33,9 @@ def test_bcsr_steps_match_dense_linear_algebra(small):
         x = np.concatenate([project_simplex(step[b]) for b in small.blocks])
         run.algorithm.step()
         run.algorithm.iteration += 1
-        np.testing.assert_allclose(run.algorithm.y, y, rtol=1e-12, atol=1e-14)
+        # y of the second step is computed from this test's x, whose J v came from finite differences (x agrees to
+        # ~1e-10 relative): y agrees to rounding of that, not to machine precision (3e-14 seen on a 0.02 entry).
+        np.testing.assert_allclose(run.algorithm.y, y, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(run.algorithm.x, x, rtol=1e-7, atol=1e-10)
     assert np.abs(x - 0.1).max() > 0.01  # the weights moved away from uniform (1/10)
 

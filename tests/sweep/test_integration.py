@@ -111,7 +111,7 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
                             capture_output=True, text=True, timeout=180)
     assert pandas.returncode == 0, pandas.stderr[-3000:]
     assert documents.shape(pandas.stdout) == documents.shape((generated / "quickstart-pandas.txt").read_text())
-    listed = sorted(p.name for p in (root / "report").iterdir() if not p.name.startswith("."))
+    listed = sorted(f"report/{p.name}" for p in (root / "report").iterdir() if not p.name.startswith("."))
     assert listed == (generated / "quickstart-files.txt").read_text().split()
 
 

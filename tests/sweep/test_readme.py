@@ -25,7 +25,7 @@ MARKED_ELSEWHERE = {"byop-example": "tests/problems/test_functional_readme.py",
                     "byop-register": "tests/problems/test_functional_readme.py",
                     "main-command": "tests/sweep/test_integration.py", "test-command": None}
 #: The blocks this file runs, by their `<!-- readme: NAME -->` marker.
-RUN_HERE = {"study", "results", "python", "matrices", "tuner"}
+RUN_HERE = {"study", "results", "python", "matrices", "tuner", "explicit"}
 
 
 def blocks() -> list[tuple[str, str, list[str]]]:
@@ -112,7 +112,7 @@ def test_every_line_of_the_study_example_marked_default_shows_the_default():
         m = re.match(r"^( *)(\w+):.*?# (default|e\.g\.)", line)
         if m and len(m.group(1)) in (0, 2):
             marked[m.group(3)].append(("report",) * (len(m.group(1)) == 2) + (m.group(2),))
-    assert len(marked["default"]) == 18 and len(marked["e.g."]) == 7, marked
+    assert len(marked["default"]) == 19 and len(marked["e.g."]) == 7, marked
     for path in marked["default"]:  # left out, the study is the same
         trimmed = yaml.load(block("study"), Loader=sources._Loader)
         parent = trimmed["report"] if len(path) == 2 else trimmed
@@ -209,3 +209,11 @@ def test_every_cli_option_has_help_and_list_studies_prints_labels(capsys):
     entries = sources.read(sources.resolve("bome_toys"))["algorithms"]
     want = list(dict.fromkeys(e if isinstance(e, str) else e.get("label", e["name"]) for e in entries))
     assert listed == want and len(set(listed)) == len(listed) and "bome_eta" in listed
+
+
+def test_the_explicit_state_example_runs_and_prints_every_runs_records(capsys):
+    exec(compile(block("explicit"), "explicit-state.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    runs = {line.split()[0] for line in lines}
+    assert runs == {"0", "1", "2"} and all(float(line.split()[2]) >= 0 for line in lines)
+    assert max(int(line.split()[1]) for line in lines) == 200

@@ -72,7 +72,7 @@ def test_the_parent_runs_duration_is_the_time_its_sessions_ran(tmp_path, toy_stu
 
 def test_a_cluster_is_connected_to_and_a_local_ray_started(tmp_path, monkeypatch):
     lines = []
-    monkeypatch.setattr(runner, "start_ray", lambda address, num_cpus: False)
+    monkeypatch.setattr(runner, "start_ray", lambda address, num_cpus, *timeout: False)
     with runner._ray_up(tmp_path, "10.0.0.1:6379", None, lines.append):
         pass
     assert lines == ["bisweep: connecting to the Ray cluster at 10.0.0.1:6379"]

@@ -2,6 +2,7 @@
 ends the run with one line saying how many results MLflow did not get (they are on disk), a port that is no Ray
 head is refused in seconds, and a killed raylet ends the run in one line (exit 1) that a rerun finishes."""
 import copy
+import errno
 import os
 import signal
 import socket
@@ -98,14 +99,13 @@ def test_a_store_that_takes_tcp_but_never_answers_ends_the_run_in_one_line(tmp_p
     proc = subprocess.run([sys.executable, "-c", driver, "run", str(path), "--results-dir", str(root),
                            "--tracking-uri", uri, "--no-report"], cwd=repo, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert time.monotonic() - start < 20.0  # the 1-s stall, the imports and the toy study's validation
-    out = proc.stdout
-    assert "S3cretPW" not in out + proc.stderr
-    assert f"MLflow tracking at postgresql+psycopg://mlflow:***@127.0.0.1:{silent_port}" in out
-    assert out.strip().splitlines()[-2:] == [
-        "bisweep: MLflow logging incomplete: 3 results not sent; run again to send them",
-        "bisweep: 3 finished, 0 diverged, 0 failed, 0 not run"]
+    # The pre-check asks for PostgreSQL's SSL answer, which never comes: refused before the study, in one line.
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert time.monotonic() - start < 20.0  # its bounded wait, the imports and the toy study's validation
+    assert "S3cretPW" not in proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"bisweep: error: tracking-uri: not a PostgreSQL server at 127.0.0.1:{silent_port} (it does not answer "
+        "PostgreSQL's SSL request); check the host and port"]
     assert ResultStore(root).done(toy_study(name="silent").run_keys) == set(toy_study(name="silent").run_keys)
 
 
@@ -180,26 +180,21 @@ def test_a_killed_raylet_ends_the_run_in_one_line_and_the_rerun_finishes_it(tmp_
 
 @pytest.mark.parametrize("wrapped", [False, True], ids=["oserror", "tune-error-text"])
 def test_a_full_disk_is_one_line_saying_so_and_where(tmp_path, toy_study, monkeypatch, capsys, wrapped):
-    """/dev/full answers every write with ENOSPC, as a full disk does."""
+    """A write that fails with ENOSPC, as on a full disk (a link to /dev/full would be refused as a link now)."""
     from sweep import cli
 
     st = toy_study(seeds=1)
     store = ResultStore(tmp_path / "res")
     store.write_study(st)
-    store.records_dir.mkdir(exist_ok=True)
     target = store.records_dir / f"{st.run_keys[0]}.jsonl"
-    target.symlink_to("/dev/full")
-    store._seen[st.run_keys[0]] = set()  # nothing stored yet: never read /dev/full (it reads as endless zeros)
 
     def run_study(*args, **kwargs):
-        try:
-            store.append(st.run_keys[0], {"iteration": 0, "status": "running", "F": 1.0})
-        except OSError as exc:
-            if not wrapped:
-                raise
-            # Tune's TuneError carries a worker's traceback as text; open() of a new file names it
-            named = OSError(exc.errno, exc.strerror, str(target))
-            raise RuntimeError("Traceback (most recent call last):\n" + "".join(traceback.format_exception(named))) from None
+        exc = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # write() names no file
+        if not wrapped:
+            raise exc
+        # Tune's TuneError carries a worker's traceback as text; open() of a new file names it
+        named = OSError(exc.errno, exc.strerror, str(target))
+        raise RuntimeError("Traceback (most recent call last):\n" + "".join(traceback.format_exception(named))) from None
 
     monkeypatch.setattr(cli, "run_study", run_study)
     assert main(["run", "quickstart", "--results-dir", str(tmp_path / "res")]) == 1

@@ -198,7 +198,9 @@ def test_ci_study_runs_end_to_end_with_its_claim(ci_studies, name, read_csv):
 @pytest.mark.integration
 @pytest.mark.parametrize("name", PAPER_STUDIES)
 def test_what_a_ci_study_prints_fits_100_columns(ci_studies, name):
-    printed = ci_studies[name].printed
+    outcome = ci_studies[name]
+    # The results directory as a user typing `bisweep run NAME` sees it (this test's is a long temporary path).
+    printed = outcome.printed.replace(str(outcome.results_dir), f"./results/{name}")
     assert "== paper claim: " in printed and "verdicts:" in printed  # the report was printed too
     wide = [line for line in printed.splitlines() if len(line) > 100]
     assert not wide, f"{len(wide)} lines wider than 100 columns, e.g. {wide[0]!r}"
@@ -242,7 +244,10 @@ def _check_coreset(rep, rows, runs, read_csv):
     got = next(r for r in rows if r["scenario"] == "balanced" and r["algorithm"] == "bcsr")
     assert float(got["A_T_%"]) == pytest.approx(100 * mine[("coreset_selection(scenario=balanced)", "bcsr")], rel=1e-9)
     verdicts = {v["statement"]: v for v in read_csv(rep / "verdicts.csv")}
-    assert verdicts["Table 1, balanced: D-TFBO has the lowest FGT_T"]["verdict"] in ("agrees", "disagrees", "partly")
+    table1 = verdicts["Table 1, balanced: D-TFBO has the lowest FGT_T"]
+    assert table1["verdict"] in ("agrees", "disagrees", "partly", "not measured")
+    if table1["verdict"] == "not measured":  # only for a broken comparator (BCSR diverging at its rates), named
+        assert "comparator" in " ".join(str(v) for v in table1.values())
     assert verdicts["Fig. 3: the upper loss increases when a new task is encountered"]["verdict"] == "not measured"
     setup = {r["field"]: r for r in read_csv(rep / "claim_setup.csv")}
     assert setup["problem and data"]["deviation"].startswith("Split-digits") and setup["metric"]["status"] == "same"

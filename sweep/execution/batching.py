@@ -34,7 +34,7 @@ def resolve(study: Study) -> Batching:
         return Batching(False, "batched: off")
     reason = timed_by(study)
     if reason:
-        return Batching(False, f"unbatched: {reason}, so each run is timed alone")
+        return Batching(False, f"unbatched, timed alone: {reason}")
     return Batching(True, "batched: runs of one algorithm, problem instance and budget step together")
 
 

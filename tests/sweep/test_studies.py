@@ -250,7 +250,8 @@ def _check_coreset(rep, rows, runs, read_csv):
         assert "comparator" in " ".join(str(v) for v in table1.values())
     assert verdicts["Fig. 3: the upper loss increases when a new task is encountered"]["verdict"] == "not measured"
     setup = {r["field"]: r for r in read_csv(rep / "claim_setup.csv")}
-    assert setup["problem and data"]["deviation"].startswith("Split-digits") and setup["metric"]["status"] == "same"
+    # FGT_T as the code computes it (max over learned tasks, the i = T term 0) is a named deviation from §5.3
+    assert setup["problem and data"]["deviation"].startswith("Split-digits") and setup["metric"]["status"] == "deviation"
 
 
 def _check_f2csa(rep, rows, runs, read_csv):

@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
         n = study.configurations
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {per}; {batching.resolve(study).why}")
+              f"= {n * len(study.seeds)} runs; {per}\n  {batching.resolve(study).why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0

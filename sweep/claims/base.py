@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,9 @@ class ClaimReport:
 
 
 Evaluator = Callable[[dict[str, Any], list[RunData], Path], Measured]
+#: A claim's study: the name of a built-in study file (sweep/studies/<name>.yaml) that names the claim, or the
+#: study's fields themselves (a mapping or YAML text), validated by the same model as a study file when loaded.
+StudySource = str | Mapping[str, Any] | None
 SetupFn = Callable[[dict[str, Any]], list[Setting]]
 
 
@@ -102,6 +105,8 @@ class Claim:
     setup: SetupFn | None = None
     criteria: tuple[Criterion, ...] = ()
     timed: bool = False  # its verdicts read compute seconds: its study's runs are timed one after another
+    # The study it reads: a built-in study's name, or the study itself (see `claim`); not compared (a mapping).
+    study: StudySource = dataclasses.field(default=None, compare=False)
 
     def settings(self, meta: dict[str, Any]) -> list[Setting]:
         """The setup table of a study (from its configuration alone)."""
@@ -121,15 +126,22 @@ CLAIMS: Registry[Claim] = Registry("claim")
 
 
 def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | None = None,
-          criteria: Sequence[Criterion] = (), timed: bool = False) -> Callable[[Evaluator], Claim]:
+          criteria: Sequence[Criterion] = (), timed: bool = False, study: StudySource = None
+          ) -> Callable[[Evaluator], Claim]:
     """Register `fn(meta, runs, directory) -> Measured` as claim `name`, for studies of `kind`.
 
     `setup(meta) -> [Setting]` builds the claim's setup table from the study's configuration; `criteria` are the
     thresholds its verdicts are judged by (a test holds each to flip between agrees and disagrees); `timed`, that
-    its verdicts read compute seconds (its study then runs unbatched by default, see sweep.batching).
+    its verdicts read compute seconds (its study then runs unbatched by default, see sweep.batching). `study` is
+    the study the claim reads: the name of a built-in study file, or the study's fields in the claim's own file
+    (a mapping or YAML text; its `claim:` is this claim, its `name` defaults to the claim's), so a claim with its
+    study is one file: `bisweep list studies` shows it and `bisweep run <its name>` runs it.
     """
+    if study is not None and not isinstance(study, (str, Mapping)):
+        raise TypeError(f"claim {name!r}: study must be a study name, YAML text or a mapping, got {type(study).__name__}")
+
     def wrap(fn: Evaluator) -> Claim:
-        return CLAIMS.add(name, Claim(name, kind, title, statement, fn, setup, tuple(criteria), timed))
+        return CLAIMS.add(name, Claim(name, kind, title, statement, fn, setup, tuple(criteria), timed, study))
 
     return wrap
 

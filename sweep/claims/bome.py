@@ -161,6 +161,7 @@ def _about(v: Verdict, problems: Any) -> Verdict:
 
 
 @claim("bome_fig1", kind="comparison", title="BOME paper §5, Figs. 1-3 (toys)", setup=bome_setup, criteria=CRITERIA,
+       study="bome_toys",
        timed=True,
        statement="BOME converges to the optimum on the coreset (from every start), minimax and non-unique toys; "
                  "BSG-1, BVFSM and Penalty do not, even with their hyperparameters grid-searched over "

@@ -130,7 +130,7 @@ def power_law_at(ds: Sequence[float], ts: Sequence[float], d: float) -> float:
 
 # ---------------------------------------------------------------- the claim
 @claim("f2csa_fig2", kind="dimension_scaling", title="F2CSA paper §6, Fig. 2 (cost vs d) and Fig. 1 (d = 50)",
-       setup=f2csa_setup, criteria=CRITERIA, timed=True,
+       setup=f2csa_setup, criteria=CRITERIA, timed=True, study="f2csa_scaling",
        statement="crossover near d = 1000 (Hessian-based methods faster below); at d = 4000 F2CSA 7.7 s vs "
                  "DS-BLO 22.6 s and SSIGD 22.0 s (≈3× speed-up); F2CSA grows near-linearly, the Hessian-based "
                  "methods super-linearly; at d = 50 all three converge to similar final loss values (Fig. 1).")

@@ -127,6 +127,7 @@ def _tau(runs: list[RunData]) -> dict[str, float]:
 
 
 @claim("f2obo_regret_bound", kind="drift", title="F2OBO paper Theorem 3.4 (regret against V_T and H_2,T)",
+       study="f2obo_regret_bound",
        setup=lambda meta: regret_setup(meta), criteria=CRITERIA,
        statement="F2OBO's bilevel local regret is O(Σ_t t^(−τ) + V_T + H_2,T) under the theorem's conditions: O(1 + V_T "
                  "+ H_2,T) for τ > 1, O(√T + V_T + H_2,T) at τ = 1/2, bounded on a static problem for τ > 1; AF2OBO's "

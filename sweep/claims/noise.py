@@ -45,6 +45,7 @@ def noise_setup(meta: dict[str, Any]) -> list[Setting]:
 
 
 @claim("noise_scaling", kind="noise", title="noise and minibatch size (no paper claim; σ²/b reference)",
+       study="noise_robustness",
        setup=noise_setup, criteria=(BATCH_C, SIGMA_C),
        statement="no paper claim. Reference: the variance of a b-sample minibatch of noise σ is σ²/b, so a method "
                  "limited by its noise floor ends with an error ∝ σ²/b (exponent −1 in b, +2 in σ).")

@@ -84,6 +84,7 @@ def _tau_row(af: dict[str, Any]) -> Setting:
 
 
 @claim("f2obo_regret", kind="drift", title="F2OBO paper §4.3 (regret under oscillating inner solutions)",
+       study="online_drift",
        setup=online_setup, criteria=CRITERIA,
        statement="with τ = 1/2 AF2OBO keeps a sublinear O(√T) regret when H_2,T = O(T) (the oscillating toy), "
                  "while static inner-iteration methods such as OBBO and F2OBO suffer linear regret.")

@@ -185,6 +185,7 @@ def table2_setup(meta: dict[str, Any]) -> list[Setting]:
 
 # ---------------------------------------------------------------- Table 2
 @claim("tfbo_table2", kind="stepsize_sensitivity", setup=table2_setup, criteria=CRITERIA,
+       study="tfbo_sensitivity",
        title="Extension of TFBO Table 2's question to regularization selection and hyper-cleaning (not the paper's "
              "task; Table 2 itself: tfbo_coreset)",
        statement="Not the paper's experiment. Table 2 (§5.3) reports the relative average change of A_T of coreset "

@@ -92,6 +92,7 @@ def fig1_setup(meta: dict[str, Any]) -> list[Setting]:
 
 
 @claim("tfbo_fig1", kind="stepsize_sensitivity", setup=fig1_setup, criteria=CRITERIA, timed=True,
+       study="tfbo_comparison",
        title="TFBO paper §5, Figs. 1–2 (convergence against iterations and running time)",
        statement="regularization selection (Covtype): D-TFBO converges fastest, S-TFBO slightly more slowly but "
                  "comparable to the well-tuned baselines; hyper-cleaning (MNIST): both comparable to the baselines; "

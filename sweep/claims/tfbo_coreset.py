@@ -348,6 +348,7 @@ def fig3_verdicts(runs: Sequence[RunData]) -> tuple[list[Verdict], list[dict[str
 
 # ---------------------------------------------------------------- the claim
 @claim("tfbo_coreset", kind="comparison", setup=coreset_setup, criteria=CRITERIA,
+       study="tfbo_coreset",
        title="TFBO paper §5.3, Tables 1-2 and Fig. 3 (coreset selection for continual learning)",
        statement="Table 1 (Split CIFAR-100): 'D-TFBO achieves the best FGT_T under the balanced setting and the "
                  "second-best performance under the imbalanced setting'; BCSR's A_T is the highest on both streams. "

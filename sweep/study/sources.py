@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +56,21 @@ def builtin_studies() -> dict[str, Path]:
     return {p.stem: p for p in sorted(STUDIES_DIR.glob("*.yaml"))}
 
 
-def resolve(study: str) -> Path:
-    """The YAML file of a built-in name or a path."""
+def is_path(study: str) -> bool:
+    """Whether `study` names a file (a .yaml/.yml name or an existing path) rather than a built-in study."""
+    return Path(study).suffix in (".yaml", ".yml") or Path(study).exists()
+
+
+def resolve(study: str, others: Sequence[str] = ()) -> Path:
+    """The YAML file of a built-in name or a path (`others`: the built-in studies defined elsewhere, for the error)."""
     path = Path(study)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if is_path(study):
         if not path.is_file():
             fail("study", f"file {str(path)!r} does not exist")
         return path
     known = builtin_studies()
     if study not in known:
-        fail("study", f"unknown study {study!r}; built-in: {', '.join(known)} (or give a .yaml file)")
+        fail("study", f"unknown study {study!r}; built-in: {', '.join(sorted([*known, *others]))} (or give a .yaml file)")
     return known[study]
 
 
@@ -105,16 +111,22 @@ def _check_depth(source: str, path: Path) -> None:
 
 def read(path: Path) -> dict[str, Any]:
     """The mapping of study fields in a YAML file (a parse error names the line)."""
-    source = text(path)
+    return parse(text(path), path)
+
+
+def parse(source: str, where: Path | str) -> dict[str, Any]:
+    """The mapping of study fields in YAML text read from `where` (a file, a claim's module)."""
+    if len(source.encode()) > MAX_FILE_BYTES:
+        fail("study", f"{where} holds a study of more than the {MAX_FILE_BYTES:,} bytes a study file may have")
     try:
-        _check_depth(source, path)
+        _check_depth(source, Path(where))
         data = yaml.load(source, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        fail("study", f"{path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}")
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        fail("study", f"{where} is not valid YAML{line}: {getattr(exc, 'problem', exc)}")
     if not isinstance(data, dict):
-        fail("study", f"{path} must hold a mapping of study fields, got {shown(data)}")
+        fail("study", f"{where} must hold a mapping of study fields, got {shown(data)}")
     return data
 
 

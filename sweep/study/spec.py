@@ -33,18 +33,62 @@ from sweep.study import entry_checks, limits, schema
 from sweep.study.errors import Errors, SpecError, fail, shown
 from sweep.study.expand import Expansion, check_duplicates, record_error
 from sweep.study.model import DEFAULT_SCALE, ReportOptions, Study, apply_scale, scale_names
-from sweep.study.sources import builtin_studies, read, resolve
+from sweep.study.sources import builtin_studies, is_path, parse, read, resolve
 
-__all__ = ["load", "validate", "builtin_studies", "resolve", "scale_names", "SpecError", "DEFAULT_SCALE"]
+__all__ = ["load", "validate", "builtin_studies", "studies", "claim_study", "resolve", "scale_names", "SpecError",
+           "DEFAULT_SCALE"]
 
 
 def load(study: str | Path | Mapping[str, Any], scale: str | None = None, max_runs: int = limits.MAX_RUNS,
          count_only: bool = False) -> Study:
-    """Load and validate a study from a built-in name, a YAML path or a mapping, at a named scale."""
+    """Load and validate a study from a built-in name (a file of sweep/studies or a claim's own study), a YAML
+    path or a mapping, at a named scale."""
     if isinstance(study, Mapping):
         return validate(study, scale=scale, max_runs=max_runs, count_only=count_only)
-    path = resolve(str(study))
+    defined = {} if is_path(str(study)) else defined_studies()
+    if str(study) in defined:
+        return validate(defined[str(study)], scale=scale, max_runs=max_runs, count_only=count_only)
+    path = resolve(str(study), list(defined))
     return validate(read(path), default_name=path.stem, scale=scale, max_runs=max_runs, count_only=count_only)
+
+
+def defined_studies() -> dict[str, dict[str, Any]]:
+    """The studies claims define in their own file, by study name (each names its claim)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, c in claims.CLAIMS.items():
+        if c.study is None or (isinstance(c.study, str) and _is_name(c.study)):
+            continue
+        data = dict(parse(c.study, f"the study of claim {name!r} ({c.evaluate.__module__})")
+                    if isinstance(c.study, str) else c.study)
+        if data.setdefault("claim", name) != name:
+            fail("claim", f"{name!r} defines a study that names claim {data['claim']!r}; leave `claim:` out or name "
+                          f"{name!r}")
+        study = str(data.setdefault("name", name))
+        if study in out or study in builtin_studies():
+            fail("study", f"{study!r} is defined twice: by claim {name!r} and by "
+                          f"{'claim ' + repr(out[study]['claim']) if study in out else 'sweep/studies/' + study + '.yaml'}")
+        out[study] = data
+    return out
+
+
+def studies() -> dict[str, Path | dict[str, Any]]:
+    """Every built-in study by name: a file of sweep/studies, or the fields a claim's module defines."""
+    return dict(sorted({**builtin_studies(), **defined_studies()}.items()))
+
+
+def claim_study(name: str) -> str:
+    """The name of the built-in study claim `name` reads (None-free: a claim without a study is an error)."""
+    c = claims.CLAIMS[name]
+    if c.study is None:
+        fail("claim", f"{name!r} names no study (give `claim(..., study=...)`)")
+    if isinstance(c.study, str) and _is_name(c.study):
+        return c.study
+    return next(s for s, data in defined_studies().items() if data["claim"] == name)
+
+
+def _is_name(study: str) -> bool:
+    """A claim's `study` string is a built-in study's name (one word), not YAML text."""
+    return "\n" not in study and ":" not in study
 
 
 def validate(data: Mapping[str, Any], default_name: str | None = None, scale: str | None = None,

@@ -9,25 +9,14 @@ from hypothesis import strategies as st
 
 from sweep import claims
 from sweep.claims import base
-from sweep.study import spec
+from sweep.study import sources, spec
 from sweep.claims.base import (CSV_COLUMNS, FIELDS, Criterion, Estimate, Measured, Verdict, chosen, claim, compare,
                                estimate, place, quoted, setting)
 from sweep.results.store import study_meta
 
-def _built_in_studies() -> dict[str, str]:
-    """Claim -> the built-in study that names it (read from the study files: nothing to keep by hand)."""
-    import yaml
-
-    out = {}
-    for path in sorted((Path(spec.__file__).resolve().parents[1] / "studies").glob("*.yaml")):
-        name = (yaml.safe_load(path.read_text()) or {}).get("claim")
-        if name:
-            out[name] = path.stem
-    return out
-
-
-#: The built-in study each built-in claim reads.
-STUDIES = _built_in_studies()
+#: Every discovered claim that names its study (built-in, installed as a plugin, or named by the claim's own file)
+#: -> that study: the generic tests below pick each up, with nothing to keep by hand.
+STUDIES = {n: spec.claim_study(n) for n in claims.CLAIMS if claims.CLAIMS[n].study is not None}
 
 
 def _v(status, depends=None):
@@ -136,7 +125,7 @@ def _cases(c: Criterion):
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
 def test_every_claim_can_disagree_with_the_same_setting(name):
-    """For every registered built-in claim and each of its thresholds, measurements on either side flip the verdict
+    """For every discovered claim and each of its thresholds, measurements on either side flip the verdict
     between agrees and disagrees while the setting and its deviations stay: no claim can only agree."""
     c = claims.CLAIMS[name]
     assert c.criteria, f"{name} has no thresholds: it cannot disagree"
@@ -240,8 +229,17 @@ def test_a_claim_report_prints_the_setting_and_the_scorecard_and_writes_the_csv_
         del base.CLAIMS["test_claim_place"]
 
 
-def test_every_built_in_claim_has_a_built_in_study_and_is_discovered():
-    """A claim module registers itself (the package imports each of its modules); a study file names its claim."""
+def test_every_built_in_claim_is_discovered_and_names_its_study():
+    """A claim module registers itself (the package imports each of its modules) and names its study."""
     built_in = {n for n in claims.CLAIMS if claims.CLAIMS[n].evaluate.__module__.startswith("sweep.claims.")}
-    assert built_in == set(STUDIES) and len(STUDIES) >= 8
+    assert built_in <= set(STUDIES) and len(built_in) >= 8
     assert all(claims.CLAIMS[n].criteria for n in STUDIES)
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_every_claims_study_names_the_claim_back(name):
+    """The study a claim names (a file of sweep/studies, or its own) is built in, of the claim's kind, and names
+    the claim: the claim and its study are one pair (the studies validate in tests/sweep/study/test_spec.py)."""
+    source = spec.studies()[STUDIES[name]]
+    data = sources.read(source) if isinstance(source, Path) else source
+    assert (data.get("claim"), data.get("kind")) == (name, claims.CLAIMS[name].kind)

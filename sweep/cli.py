@@ -26,7 +26,7 @@ import problems
 from algorithms.run import Divergence
 from problems.registries import import_modules
 from problems.validation import ParameterError
-from sweep import claims, kinds
+from sweep import kinds
 from sweep.execution import batching, options
 from sweep.execution.disk import disk_full
 from sweep.execution.lock import StudyLocked
@@ -198,15 +198,11 @@ def _listing(what: str) -> dict[str, Any]:
     for name, source in spec.studies().items():
         data = (yaml.safe_load(source.read_text()) or {}) if isinstance(source, Path) else source
         out[name] = {"doc": data.get("description", ""), "kind": data.get("kind", kinds.DEFAULT_KIND),
-                     "file": str(source) if isinstance(source, Path) else _module_file(data["claim"]), "algorithms": _names(data.get("algorithms", []), "label"),
+                     "file": str(source) if isinstance(source, Path) else spec.defined_in(data["claim"]),
+                     "algorithms": _names(data.get("algorithms", []), "label"),
                      "problems": _names(data.get("problems", []), "name"),
                      "scales": scale_names(data), "divergence": _divergence_rule(data.get("divergence"))}
     return out
-
-
-def _module_file(claim: str) -> str:
-    """The file of the module that defines claim `claim` (and its study)."""
-    return str(getattr(sys.modules.get(claims.CLAIMS[claim].evaluate.__module__), "__file__", None) or "?")
 
 
 def _names(entries: list[Any], key: str) -> list[str]:

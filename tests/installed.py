@@ -31,3 +31,16 @@ def bisweep(args: list[str], site: Path, cwd: Path) -> tuple[int, str, list[str]
     proc = subprocess.run([sys.executable, "-m", "sweep.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120, env=env)
     return proc.returncode, proc.stdout, proc.stderr.strip().splitlines()
+
+
+def generic_claim_tests(name: str, site: Path) -> tuple[int, int]:
+    """(passed, skipped) of the generic claim tests (tests/sweep/claims/test_base.py) selected by `name`, run in
+    a fresh process with `site` on its path: a claim installed there is picked up as a built-in one is."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(REPO / "tests" / "sweep" / "claims" / "test_base.py"), "-k", name],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    count = lambda word: int(tail.split(f" {word}")[0].split()[-1]) if f" {word}" in tail else 0  # noqa: E731
+    return count("passed"), count("skipped")

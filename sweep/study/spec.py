@@ -19,6 +19,7 @@ so a bad `kind` or `seeds` hides no parameter error.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,11 @@ def claim_study(name: str) -> str:
     if isinstance(c.study, str) and _is_name(c.study):
         return c.study
     return next(s for s, data in defined_studies().items() if data["claim"] == name)
+
+
+def defined_in(claim: str) -> str:
+    """The file of the module that defines claim `claim` and its study."""
+    return str(getattr(sys.modules.get(claims.CLAIMS[claim].evaluate.__module__), "__file__", None) or "?")
 
 
 def _is_name(study: str) -> bool:

@@ -2,11 +2,8 @@
 `bisweep list studies`, validation and the generic claim tests (test_base.py) all find it there."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +11,7 @@ from problems.validation import ParameterError
 from sweep import claims
 from sweep.claims import base
 from sweep.study import spec
-from tests.installed import REPO, bisweep, install
+from tests.installed import bisweep, generic_claim_tests, install
 
 #: A whole claim with its study in one module: a criterion quoting its paper, a setup table with a quoted `same`
 #: row, and the study as YAML text (validated by the same model as a study file).
@@ -103,18 +100,6 @@ def test_a_dropped_in_claim_module_is_seen_by_the_cli_and_the_generic_claim_test
     listed = [ln for ln in out.splitlines() if ln.startswith("one_file_study:")]
     assert listed and "SOBA on a 4-dimensional quadratic" in listed[0]
     assert str(site / "onefile" / "paper_claim.py") in out
-    passed = _generic_tests("one_file_claim", site)
+    passed = generic_claim_tests("one_file_claim", site)
     # can disagree, names its study back, and the same-row check at default (the other scales do not exist)
     assert passed == (3, 3), passed
-
-
-def _generic_tests(name: str, site: Path) -> tuple[int, int]:
-    """(passed, skipped) of test_base.py's tests selected by `name`, run in a fresh process with `site` on its path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(REPO / "tests" / "sweep" / "claims" / "test_base.py"), "-k", name],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    count = lambda word: int(tail.split(f" {word}")[0].split()[-1]) if f" {word}" in tail else 0  # noqa: E731
-    return count("passed"), count("skipped")

@@ -135,8 +135,9 @@ def when(root: Path) -> str:
     return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
-def page(root: Path) -> tuple[str, str]:
-    """(file stem, Markdown) of one results directory's generated part."""
+def page(root: Path, stamp: str | None = None) -> tuple[str, str]:
+    """(file stem, Markdown) of one results directory's generated part; `stamp`: the code that made it (default:
+    the checkout's now, `made_with`)."""
     meta = json.loads((root / "study.json").read_text())
     name = meta["name"]
     scale = None if meta.get("scale") in (None, "default") else meta["scale"]
@@ -144,7 +145,7 @@ def page(root: Path) -> tuple[str, str]:
     report = root / "report"
     command = f"bisweep run {name}" + (f" --scale {scale}" if scale else "")
     lines = [f"**Reproduce**: `{command}` (then `bisweep report {name}" + (f" --scale {scale}" if scale else "")
-             + "`). Ran on " + when(root) + ".", "", f"**Page made with**: {made_with()}.", ""]
+             + "`). Ran on " + when(root) + ".", "", f"**Page made with**: {stamp or made_with()}.", ""]
     env = meta.get("environment") or {}
     if env:
         lines += ["**Where it ran**: " + "; ".join(f"{k} {env[k]}" for k in ENVIRONMENT if env.get(k) is not None)
@@ -207,7 +208,7 @@ def regenerate(only: list[str], root: Path, num_cpus: int | None) -> list[str]:
         sys.exit(f"--only: {', '.join(unknown)} is not a generated page; pages: {', '.join(pages)}")
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    done = []
+    done, stamp = [], made_with()  # the code the studies run with, even if the checkout moves meanwhile
     for stem in [p for p in pages if not only or p in only]:
         name, _, scale = stem.partition("-")
         results = root / f"pages-{commit}" / stem
@@ -217,15 +218,15 @@ def regenerate(only: list[str], root: Path, num_cpus: int | None) -> list[str]:
         start = time.monotonic()
         if subprocess.run(command, cwd=REPO).returncode != 0:
             sys.exit(f"{stem}: the study failed (its results are in {results}; run the command again to resume)")
-        write(results)
+        write(results, stamp)
         print(f"{stem}: {time.monotonic() - start:.0f} s", flush=True)
         done.append(str(results))
     return done
 
 
-def write(root: Path) -> None:
+def write(root: Path, stamp: str | None = None) -> None:
     """Write the generated part of one results directory."""
-    stem, text = page(root)
+    stem, text = page(root, stamp)
     (OUT / f"{stem}.md").write_text(text)
     print(f"wrote {OUT / stem}.md", flush=True)
 

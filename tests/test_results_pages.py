@@ -70,6 +70,9 @@ def test_a_page_names_the_code_that_made_it_and_its_verdict_sentences_come_from_
     pages.main([str(root)])
     text = (pages.OUT / "gamma.md").read_text()
     assert "**Page made with**: bilevel-sweep " in text and ", commit " in text
+    # --all stamps each page with the code its study ran with, taken before the runs, not the checkout at the end
+    assert "**Page made with**: bilevel-sweep 9.9, commit " + "a" * 40 + "." in pages.page(
+        root, "bilevel-sweep 9.9, commit " + "a" * 40)[1]
     assert "- s \\| t: **agrees (not discriminating)**, deviating setup." in text
     assert pages.check("gamma") == []
     # A page whose verdict text no longer matches its verdicts.csv is caught, and the command fails.

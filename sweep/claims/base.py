@@ -1,8 +1,9 @@
 """What a paper claim is: the paper's statement, the setup table, the measured tables and the verdicts.
 
 A claim module registers an evaluator with `@claim(name, kind=..., title=..., statement=..., setup=...,
-criteria=...)`; the evaluator reads a study's runs and returns a `Measured` (notes on the protocol, tables —
-the first is the main "measured" table —, verdicts, plots). The thresholds that turn numbers into verdicts are
+criteria=..., study=...)` (`study`: the built-in study it reads, or that study's fields in the same file); the
+evaluator reads a study's runs and returns a `Measured` (notes on the protocol, tables — the first is the main
+"measured" table —, verdicts, plots). The thresholds that turn numbers into verdicts are
 `Criterion`s fixed in the claim's module before any run: each quotes the paper's sentence or number with its
 section, and says when it is looser than the paper's number.
 

@@ -100,7 +100,7 @@ def test_cli_list_validate_and_report(tmp_path, capsys, toy_study, run_through_p
     assert "dim_x = 20  (positive_int)  outer dimension" in capsys.readouterr().out
     assert main(["list", "studies"]) == 0
     names = [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines() if not ln.startswith(" ")]
-    assert names == sorted(spec.builtin_studies()) and "quickstart" in names
+    assert names == sorted(spec.studies()) and "quickstart" in names  # the files and the studies claims define
     path = tmp_path / "s.yaml"
     path.write_text("imports: [tests.sweep.toy_algorithms]\nproblems: [quadratic]\nalgorithms: [toy_aid]\n"
                     "budget: {iterations: 5}\n")

@@ -6,6 +6,7 @@ plots distances against seconds, read here as the compute seconds to distance �
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ ROBUST_C = Criterion("bome_robust", "§5 (Fig. 1 d–e): 'almost identical perfo
                      "T ∈ {1, 10, 100} and α: every configuration's distance", BOME_TOL, "max", depends=DEPS)
 QHAT_C = Criterion("bome_qhat", "§5 (Figs. 1, 3): q̂ decreases to 0", Q_HAT_ZERO, "max", depends=DEPS,
                    looser="the paper plots q̂ reaching 0; |q̂| ≤ 1e-6 counts")
+TOLERANT = (REACH_C, MISS_C, OGD_C, ROBUST_C)  # the criteria whose threshold is the tolerance
 CRITERIA = (REACH_C, MISS_C, CLOSER_C, OGD_C, ROBUST_C, QHAT_C)
 
 
@@ -195,25 +197,30 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
                          f"reaching<={BOME_TOL:g}": sum(t[0] <= BOME_TOL for t in scored)})
     probs = list(dict.fromkeys(p for p, _ in best))
     verdicts = _verdicts(probs, best, bome_all, rows)
+    sensitivity = tolerance_rows(probs, best, bome_all, rows)
     plots = [_bome_plot(rows, chosen, directory / "claim.png")] if rows else []
     setup = (f"final distance to the optimum after {meta['points'][0]['budget']} (coreset: the larger of ‖y − y_opt‖ "
              f"and ‖y*(x) − y_opt‖; minimax and non-unique: ‖(x, y) − (x_opt, y_opt)‖ as the toy reports it). "
              f"Each label's best configuration (over its grid) is shown; 'reached' means distance ≤ {BOME_TOL:g}; "
              f"seconds_to: compute seconds until then, read at the evaluation points (NaN: not reached). "
              f"coreset_toy(points=paper, ...) uses the points App. A.1 prints, points=code those of the authors' code.")
-    return Measured(setup, {"measured": rows}, verdicts, plots)
+    return Measured(setup, {"measured": rows, "sensitivity": sensitivity}, verdicts, plots)
 
 
 def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, str]],
-              bome_all: list[tuple[str, str, float]], rows: list[dict[str, Any]]) -> list[Verdict]:
+              bome_all: list[tuple[str, str, float]], rows: list[dict[str, Any]],
+              tol: float = BOME_TOL) -> list[Verdict]:
+    """The verdicts with `tol` as the distance that counts as reaching the optimum (the study's BOME_TOL, or another
+    value of the sensitivity table)."""
+    reach, miss, ogd_c, robust = (dataclasses.replace(c, threshold=tol) for c in TOLERANT)
     verdicts = []
     pt = Estimate.point
     bome = {p: best[(p, "bome")] for p in probs if (p, "bome") in best}
     rivals = {p: {b: best[(p, b)] for b in BOME_BASELINES if (p, b) in best} for p in bome}
     if bome:
         # "Reaches what the others don't": the same test on each rival's best grid point on the same toy.
-        verdicts.append(_about(REACH_C.verdict(
-            f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {BOME_TOL:g})",
+        verdicts.append(_about(reach.verdict(
+            f"BOME (η = 0.5, T = 10) converges to the optimum on every toy (distance ≤ {tol:g})",
             [pt(d) for d, _, _ in bome.values()], ", ".join(f"{p} {num(d)}" for p, (d, _, _) in bome.items()),
             [pt(d) for got in rivals.values() for d, _, _ in got.values()] or None), bome))
         closer = {p: bome[p][0] / min(d for d, _, _ in got.values()) for p, got in rivals.items() if got}
@@ -228,20 +235,20 @@ def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, st
     for b in BOME_BASELINES:
         got = {p: best[(p, b)] for p in probs if (p, b) in best}
         if got:
-            verdicts.append(_about(MISS_C.verdict(
-                f"{b} stops away from the optimum even at its best grid point (distance > {BOME_TOL:g})",
+            verdicts.append(_about(miss.verdict(
+                f"{b} stops away from the optimum even at its best grid point (distance > {tol:g})",
                 [pt(d) for d, _, _ in got.values()], ", ".join(f"{p} {num(d)} [{cfg}]" for p, (d, cfg, _) in got.items())),
                 got))
     ogd = {p: best[(p, MINIMAX_BASELINE)] for p in probs if (p, MINIMAX_BASELINE) in best}
     if ogd:
-        verdicts.append(_about(OGD_C.verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
-                                             f"(distance ≤ {BOME_TOL:g})", [pt(d) for d, _, _ in ogd.values()],
+        verdicts.append(_about(ogd_c.verdict(f"Optimistic GD, the standard minimax method, reaches the minimax optimum "
+                                             f"(distance ≤ {tol:g})", [pt(d) for d, _, _ in ogd.values()],
                                              ", ".join(f"{p} {num(d)}" for p, (d, _, _) in ogd.items())), ogd))
     if bome_all:
         worst = max(bome_all, key=lambda t: (not math.isnan(t[2]), t[2]))
-        ok = [d <= BOME_TOL for _, _, d in bome_all]
-        verdicts.append(_about(ROBUST_C.verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: "
-                                         f"every configuration reaches the optimum (distance ≤ {BOME_TOL:g})",
+        ok = [d <= tol for _, _, d in bome_all]
+        verdicts.append(_about(robust.verdict("BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α ∈ {ξ/5, ξ, 2ξ}: "
+                                         f"every configuration reaches the optimum (distance ≤ {tol:g})",
                                          [pt(d) for _, _, d in bome_all],
                                          f"{sum(ok)} of {len(ok)} (configuration, toy) pairs; worst {worst[1]} on "
                                          f"{worst[0]}: {num(worst[2])}"), [p for p, _, _ in bome_all]))
@@ -250,13 +257,30 @@ def _verdicts(probs: list[str], best: dict[tuple[str, str], tuple[float, str, st
         verdicts.append(_about(QHAT_C.verdict(f"BOME's q̂ decreases to 0 (final |q̂| ≤ {Q_HAT_ZERO:g})",
                                               [pt(abs(v)) for v in q.values()],
                                               ", ".join(f"{p} {num(v)}" for p, v in q.items())), q))
-    timing = [r for r in rows if r["problem"].startswith("nonunique_toy") and r["algorithm"] in ("bome", *BOME_BASELINES)]
+    timing = [r for r in rows if r["problem"].startswith("nonunique_toy") and r["algorithm"] in ("bome", *BOME_BASELINES)
+              and tol == BOME_TOL]
     if timing:
         verdicts.append(Verdict(f"Fig. 3 (non-unique toy): compute seconds to distance ≤ {BOME_TOL:g}, best configuration "
                                 "of each method", "distances to the optimum against training time (no numbers)",
                                 ", ".join(f"{r['algorithm']} {num(r[f'seconds_to<={BOME_TOL:g}'])} s (of "
                                           f"{num(r['seconds'])} s)" for r in timing), "reference"))
     return verdicts
+
+
+TOLERANCES = (0.01, BOME_TOL, 0.1)  # the sensitivity table's values of the study's tolerance
+
+
+def tolerance_rows(probs: list[str], best: dict[tuple[str, str], tuple[float, str, str]],
+                   bome_all: list[tuple[str, str, float]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verdicts that read the tolerance, at each value of TOLERANCES: the free choice that decides them."""
+    out = []
+    for tol in TOLERANCES:
+        for v in _verdicts(probs, best, bome_all, rows, tol):
+            if v.status != "reference" and v.criterion in {c.name for c in TOLERANT}:
+                out.append({"choice": "distance that counts as reaching the optimum (this study's; the paper prints "
+                                      "none)", "value": f"{tol:g}" + (" (the study's)" if tol == BOME_TOL else ""),
+                            "statement": v.claim, "verdict": v.label})
+    return out
 
 
 def _bome_plot(rows: list[dict[str, Any]], chosen: dict[tuple[str, str], list[RunData]], path: Path) -> Path:

@@ -32,7 +32,9 @@ import numpy as np
 
 from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Verdict, claim, clock, estimate, exponent, growth, initial,
-                               num, ratio_estimate)
+                               local_slope, num, ratio_estimate)
+from sweep.claims.f2csa_crossover import (CROSS_NAME, bounds_text, crossover, crossover_by_c,  # noqa: F401
+                                          seeded_crossover, sensitivity_rows)
 from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
 from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, REMARK41_C, TARGET_FRACTION,
                                       f2csa_setup, oracle_accuracy)
@@ -48,7 +50,7 @@ TARGET_SCALE = "target"  # the study's scale that times the target with an itera
 C_SUFFIX = re.compile(r"_c(\d+(?:\.\d+)?)$")  # an entry run at another inner-loop constant c: 'f2csa_c0.5'
 TIMING = ("problem and data", "dimensions", "constraints", "noise", "what is timed", "inner-loop policy")
 
-CROSS_C = Criterion("f2csa_crossover", "§6.4: 'a crossover point around d = 1000: for d < 1000, Hessian-based methods "
+CROSS_C = Criterion(CROSS_NAME, "§6.4: 'a crossover point around d = 1000: for d < 1000, Hessian-based methods "
                     "(DSBLO and SSIGD) are faster, while for d > 1000, F2CSA becomes increasingly advantageous'",
                     CROSSOVER_NEAR[0], "range", CROSSOVER_NEAR[1], looser="'around 1000' read as within a factor 2",
                     depends=TIMING)
@@ -59,9 +61,12 @@ SPEEDUP_C = Criterion("f2csa_speedup", "§6.4: 'At d = 4000, F2CSA requires 7.7 
 LINEAR_C = Criterion("f2csa_linear", "§6.4: 'F2CSA maintains near-linear growth, while Hessian-based methods exhibit "
                      "super-linear growth': F2CSA's exponent, fitted and between the two largest d", LINEAR[0], "range",
                      LINEAR[1], looser="'near-linear' read as an exponent in [0.7, 1.3]", depends=TIMING, comparative=True)
-SUPER_C = Criterion("f2csa_superlinear", "§6.4: 'Hessian-based methods exhibit super-linear growth': their exponents, "
-                    "fitted and between the two largest d (the same test on F2CSA: it must fail there)", LINEAR[1],
-                    "min", depends=TIMING, comparative=True)
+SUPER_GAP = LINEAR[1] - 1.0  # "super-linear" against F2CSA's "near-linear": an exponent above F2CSA's by this much
+SUPER_C = Criterion("f2csa_superlinear", "§6.4: 'F2CSA maintains near-linear growth, while Hessian-based methods exhibit "
+                    "super-linear growth': each Hessian-based method's exponent minus F2CSA's, per seed, fitted and "
+                    "between the two largest d", SUPER_GAP, "min", depends=TIMING,
+                    looser=f"the paper gives no exponents; ahead of F2CSA's by {SUPER_GAP:g} (the margin 'near-linear' "
+                           "allows above 1) counts, so growth as fast as F2CSA's never passes")
 CRITERIA = (CROSS_C, SPEEDUP_C, LINEAR_C, SUPER_C, FIG1_C)
 
 
@@ -97,31 +102,6 @@ def to_target(rs: Sequence[RunData], x: str) -> tuple[float, bool]:
     return an.median([float((r.final or {}).get(key(r), math.nan)) for r in rs]), False
 
 
-def crossover(ds: Sequence[float], first: Sequence[float], other: Sequence[float]) -> tuple[Estimate, str]:
-    """Where `first` becomes and stays faster than `other`, as an interval: the d found by log–log interpolation
-    between measured d (a point); a censored crossover is one-sided — at most the smallest d when `first` is faster
-    at every d, at least the largest d when it is faster at none (the fitted power laws' crossing, an extrapolation,
-    is only named in `how`); NaN with fewer than two usable d."""
-    d, a, b = (np.asarray(v, dtype=float) for v in (ds, first, other))
-    ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
-    d, a, b = d[ok], a[ok], b[ok]
-    if d.size < 2:
-        return Estimate.point(math.nan), "not measured"
-    diff = np.log(a) - np.log(b)
-    if diff[-1] <= 0:
-        slower = np.flatnonzero(diff > 0)
-        if slower.size == 0:
-            return Estimate(float(d[0]), 0.0, float(d[0])), f"faster at every d from {d[0]:g}: at most {d[0]:g}"
-        i = int(slower[-1])
-        w = diff[i] / (diff[i] - diff[i + 1])
-        return Estimate.point(float(np.exp((1 - w) * np.log(d[i]) + w * np.log(d[i + 1])))), "measured"
-    k1, c1 = np.polyfit(np.log(d), np.log(a), 1)
-    k2, c2 = np.polyfit(np.log(d), np.log(b), 1)
-    fit = (f"fitted power laws cross at d ≈ {num(math.exp(min((c1 - c2) / (k2 - k1), 700.0)))}" if k2 > k1
-           else "fitted power laws never cross")
-    return Estimate(float(d[-1]), float(d[-1]), math.inf), f"not reached up to d = {d[-1]:g}: at least {d[-1]:g} ({fit})"
-
-
 def power_law_at(ds: Sequence[float], ts: Sequence[float], d: float) -> float:
     """The fitted power law t = c d^p evaluated at d."""
     p, c, _ = an.fit_loglog(ds, ts)
@@ -151,8 +131,12 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
     per_seed = {lab: [[an.median([seconds_per_iteration(r) for r in at[lab][d] if r.seed == k]) for d in ds]
                       for k in seeds] for lab in labels}
     rows = _scaling_rows(ds, per_it, target)
-    verdicts = _scaling_verdicts(ds, algo, per_it, per_seed)
-    by_c = _crossover_by_c(meta, ds, algo, per_it, verdicts)
+    pairs = _paper_labels(algo)
+    crossings = {(s, b): seeded_crossover(ds, per_seed[s], per_seed[b]) for s, bases in pairs.items() for b in bases}
+    verdicts = _scaling_verdicts(ds, algo, per_seed, crossings)
+    c_of = {s: inner_c(s) or (f"{REMARK41_C:g}" if inner_c(s) == "" else "?") for s in pairs}
+    by_c = crossover_by_c({p["label"]: p["algorithm_params"] for p in meta["points"]}, pairs, c_of,
+                          {k: e for k, (e, _) in crossings.items()}, verdicts)
     seeded = {lab: [to_target([r for r in at[lab][ds[-1]] if r.seed == k], "time") for k in seeds] for lab in labels}
     verdicts += _target_verdicts(ds, algo, per_it, target, seeded)
     named = len(variants) > 1
@@ -181,29 +165,8 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
     tables = {"measured": rows, f"fig1_d{FIG1_D}": fig1_rows, "oracle_accuracy": acc}
     if len(by_c) > 1:
         tables["crossover_by_c"] = by_c
+    tables["sensitivity"] = sensitivity_rows(by_c)
     return Measured(notes, tables, verdicts, plots, [inner, *budget_row])
-
-
-def _crossover_by_c(meta: dict[str, Any], ds: list[float], algo: dict[str, str], per_it: dict[str, list[float]],
-                    verdicts: list[Verdict]) -> list[dict[str, Any]]:
-    """One row per F2CSA entry: its inner-loop constant c, loop lengths, crossover d against each baseline of the same
-    c, and the crossover verdict (read from `verdicts`)."""
-    params = {p["label"]: p["algorithm_params"] for p in meta["points"]}
-    out = []
-    for s, bases in _paper_labels(algo).items():
-        c = inner_c(s)
-        cfg = params.get(s, {})
-        v = next((v for v in verdicts if v.criterion == CROSS_C.name and v.claim.startswith(f"{s}:")), None)
-        row = {"entry": s, "c": c or (f"{REMARK41_C:g}" if c == "" else "?"),
-               "steps": f"{cfg.get('lower_max_iter')} + {cfg.get('inner_max_iter')}",
-               "baseline_steps": ", ".join(str(params.get(b, {}).get("pd_max_iter")) for b in bases)}
-        for b in bases:
-            e = crossover(ds, per_it[s], per_it[b])[0]
-            row[f"crossover_vs_{b.split('_c')[0]}"] = e.value
-            row[f"bounds_vs_{b.split('_c')[0]}"] = e.text() if e.low == e.high else f"[{num(e.low)}, {num(e.high)}]"
-        row["verdict"] = v.status if v else "not measured"
-        out.append(row)
-    return sorted(out, key=lambda r: float(r["c"]) if r["c"].replace(".", "", 1).isdigit() else math.inf)
 
 
 def _accuracy_dims(ds: Sequence[float]) -> list[float]:
@@ -257,30 +220,42 @@ def _all_bases(pairs: dict[str, list[str]]) -> list[str]:
     return list(dict.fromkeys(b for bs in pairs.values() for b in bs))
 
 
-def _scaling_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, list[float]],
-                      per_seed: dict[str, list[list[float]]]) -> list[Verdict]:
+def _scaling_verdicts(ds: list[float], algo: dict[str, str], per_seed: dict[str, list[list[float]]],
+                      crossings: dict[tuple[str, str], tuple[Estimate, str]]) -> list[Verdict]:
+    """Crossover (its interval a bootstrap over seeds), speed-up and growth per F2CSA entry; the Hessian methods'
+    growth against F2CSA's."""
     pairs = _paper_labels(algo)
     grow = {lab: growth(ds, per_seed[lab]) for lab in [*pairs, *_all_bases(pairs)]}
     shown = lambda labs: ", ".join(f"{lab} {grow[lab][0].text()} ({grow[lab][1].text()})" for lab in labs)  # noqa: E731
     out = []
     for s, bases in pairs.items():
-        cross = {b: crossover(ds, per_it[s], per_it[b]) for b in bases}
+        cross = {b: crossings[(s, b)] for b in bases}
         out.append(CROSS_C.verdict(f"{s}: per iteration, a crossover with the Hessian-based methods near d = 1000",
                                    [c for c, _ in cross.values()],
-                                   "; ".join(f"vs {b}: d ≈ {c.text()} ({how})" for b, (c, how) in cross.items())))
+                                   "; ".join(f"vs {b}: d ≈ {bounds_text(c)} ({how})" for b, (c, how) in cross.items())
+                                   + " (95% bootstrap interval over seeds)"))
         out.append(_speedup_verdict(s, bases, ds, {b: per_seed[b] for b in bases}, per_seed[s], "per iteration"))
         # The paper fits its whole axis; the slope between the two largest d shows the growth where a fixed per-step
         # overhead no longer flattens it. Both must be near-linear; the same test on the baselines discriminates.
         out.append(LINEAR_C.verdict(f"{s}: near-linear growth of the cost per iteration in d",
                                     list(grow[s]), "exponents fitted over all d (between the two largest d): "
                                     + shown([s, *bases]), [e for b in bases for e in grow[b]] or None))
-    bases = _all_bases(pairs)
-    if bases:
-        out.append(SUPER_C.verdict("the Hessian-based methods' cost per iteration grows super-linearly in d",
-                                   [e for b in bases for e in grow[b]],
-                                   "exponents fitted over all d (between the two largest d): " + shown(bases),
-                                   [e for s in pairs for e in grow[s]]))
+    gaps = [e for s, bases in pairs.items() for b in bases for e in _exponent_gaps(ds, per_seed[b], per_seed[s])]
+    if gaps:  # the growth of each Hessian method against F2CSA's, seed by seed: a test F2CSA's own growth fails
+        out.append(SUPER_C.verdict("the Hessian-based methods' cost per iteration grows super-linearly in d, ahead of "
+                                   "F2CSA's", gaps, "exponent gaps (baseline − F2CSA) fitted over all d, between the two "
+                                   "largest d: " + ", ".join(f"{b} − {s} {g[0].text()}, {g[1].text()}"
+                                                             for s, bases in pairs.items() for b in bases
+                                                             for g in [_exponent_gaps(ds, per_seed[b], per_seed[s])])
+                                   + "; exponents (top2): " + shown(_all_bases(pairs) + list(pairs))))
     return out
+
+
+def _exponent_gaps(ds: list[float], base: list[list[float]], mine: list[list[float]]) -> tuple[Estimate, Estimate]:
+    """Per seed (paired by position): the baseline's exponent minus F2CSA's, fitted and between the two largest d."""
+    fit = [exponent(ds, b) - exponent(ds, m) for b, m in zip(base, mine)]
+    top = [local_slope(ds, b) - local_slope(ds, m) for b, m in zip(base, mine)]
+    return estimate(fit), estimate(top)
 
 
 def _speedup_verdict(s: str, bases: list[str], ds: list[float], base_seed: dict[str, list[list[float]]],

@@ -136,3 +136,24 @@ def test_bome_distance_verdicts_at_a_five_times_longer_horizon(tmp_path, run_dat
     miss = {v.claim.split()[0]: v for v in rep.verdicts[2:]}
     assert miss["bvfsm"].status == "disagrees" and "coreset_toy(points=code, start=1) 0.04663" in miss["bvfsm"].measured
     assert miss["bsg1"].status == "partly"
+
+
+def test_the_tolerance_sensitivity_rows_show_each_verdict_at_each_tolerance(tmp_path, run_data):
+    """BOME at 0.02 and 0.2 (two configurations), BVFSM's best at 0.04: at 0.01 nothing reaches (BOME disagrees,
+    BVFSM's miss agrees); at the study's 0.05 BOME's best and BVFSM's reach (BOME agrees, not discriminating);
+    at 0.1 the same; BOME's robustness (one configuration at 0.2) partly from 0.05 up."""
+    meta = study_meta(spec.load("bome_toys"))
+    runs = [run_data("coreset_toy", {"y_opt_dist": d, "F_gap": 0.0, "time": 1.0}, label=lab, algorithm=alg,
+                     grid={"eta": i}) for i, (lab, alg, d) in enumerate([("bome", "bome", 0.02), ("bome_T", "bome", 0.2),
+                                                                          ("bvfsm", "bvfsm", 0.04)])]
+    rep = bome.bome_fig1(meta, runs, tmp_path)
+    rows = [(r["value"], r["statement"][:14], r["verdict"]) for r in rep.tables["sensitivity"]]
+    assert rows == [
+        ("0.01", "BOME (η = 0.5,", "disagrees"), ("0.01", "bvfsm stops aw", "agrees"), ("0.01", "BOME is robust", "disagrees"),
+        ("0.05 (the study's)", "BOME (η = 0.5,", "agrees (not discriminating)"), ("0.05 (the study's)", "bvfsm stops aw",
+                                                                                   "disagrees"),
+        ("0.05 (the study's)", "BOME is robust", "partly"),
+        ("0.1", "BOME (η = 0.5,", "agrees (not discriminating)"), ("0.1", "bvfsm stops aw", "disagrees"),
+        ("0.1", "BOME is robust", "partly")]
+    study = [v for v in rep.verdicts if v.criterion in {c.name for c in bome.TOLERANT}]
+    assert [v.label for v in study] == [r[2] for r in rows if r[0].startswith("0.05")]

@@ -344,3 +344,23 @@ def test_the_oracle_accuracy_at_each_inner_loop_constant():
     assert acc["f2csa_c0.5_bias"] == pytest.approx(2.0012, rel=1e-3)
     assert acc["f2csa_bias"] == pytest.approx(0.1075, rel=1e-2) and acc["f2csa_c2_bias"] == pytest.approx(0.075, rel=1e-2)
     assert all(acc[f"{b}{c}_bias"] < 0.01 for b in ("ssigd", "dsblo") for c in ("", "_c0.5", "_c2"))
+
+
+def test_the_crossover_interval_is_a_bootstrap_over_seeds_by_hand():
+    """F2CSA costs 1 at d = 100 and 1000; a baseline 0.5 at 100 and b at 1000, b = 2, 4, 8 on three seeds. The crossing
+    of the medians is at 100·10^w, w = ln 2 / (ln 2 + ln b): 215.4 at the median b = 4; the 27 resamples' medians of b
+    range over 2 … 8, so the interval runs from 100·10^(1/4) = 177.8 (b = 8) to 100·10^(1/2) = 316.2 (b = 2)."""
+    ds = [100.0, 1000.0]
+    e, how = f2csa.seeded_crossover(ds, [[1.0, 1.0]] * 3, [[0.5, b] for b in (2.0, 4.0, 8.0)])
+    assert how == "measured"
+    assert (e.value, e.low, e.high) == pytest.approx((100 * 10 ** (1 / 3), 100 * 10 ** 0.25, 100 * 10 ** 0.5))
+    assert f2csa.CROSS_C.judge([e]) == "disagrees"  # wholly below 500
+
+
+def test_the_sensitivity_rows_show_the_crossover_at_each_c():
+    """Only c = 1 run: its row with the verdict; c = 0.5 and 2 name the scale that runs them."""
+    from sweep.claims.f2csa_crossover import sensitivity_rows
+    rows = sensitivity_rows([{"c": "1", "bounds_vs_ssigd": "333.3", "verdict": "disagrees"}])
+    assert [(r["value"], r["verdict"]) for r in rows] == [("c = 0.5", "not measured"), ("c = 1", "disagrees"),
+                                                          ("c = 2", "not measured")]
+    assert rows[1]["measured [95%]"] == "vs ssigd d ≈ 333.3" and "--scale inner_c" in rows[0]["measured [95%]"]

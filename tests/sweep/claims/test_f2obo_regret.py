@@ -125,3 +125,14 @@ def test_each_threshold_is_the_papers():
     assert (fr.PATH_C.threshold, fr.STATIC_HALF_C.threshold, fr.STATIC_ONE_C.threshold) == (1.1, 0.6, 0.1)
     assert "af2obo_adapts" not in {c.name for c in fr.CRITERIA}  # bounds against bounds: no measured verdict
     assert np.isclose(fr.STATIC_HALF_C.threshold - fr.STATIC_MARGIN, 0.5)
+
+
+@pytest.mark.parametrize("power, want", [(1.0, "agrees"), (1.6, "disagrees")])
+def test_af2obo_is_checked_against_its_own_bound(run_data, tmp_path, power, want):
+    """Theorem 4.2: AF2OBO's regret O(√T + V_T): a regret c (√T + V_T) passes at any H_2,T, one growing like
+    (√T + V_T)^1.6 fails — judged against the bound, not against another method's measured regret."""
+    runs = _runs(run_data, lambda lab, T, V, H, s: 2.0 * (math.sqrt(T) + V) ** power * (1 + 0.01 * s),
+                 problem="moving_quadratic", labels=LABELS[:2])
+    v = next(v for v in fr.f2obo_regret_bound(_meta(), runs, tmp_path).verdicts if v.criterion == "af2obo_bound")
+    assert v.status == want and v.estimate.value == pytest.approx(power, abs=0.01)
+    assert "free of H_2,T" in v.claim

@@ -218,3 +218,25 @@ def test_fig1_paper_scale_uncached_stops_in_one_line_per_data_set_before_ray(tmp
     assert f"fetch_covtype(data_home='{tmp_path / 'empty'}')" in err[0] and "nothing is downloaded here" in err[0]
     assert f"fetch_openml(data_id=554, data_home='{tmp_path / 'empty'}')" in err[1]
     assert not (tmp_path / "out").exists() and not ray.is_initialized()
+
+
+def test_fig1_ratios_carry_a_bootstrap_interval_over_seeds():
+    """D-TFBO reaches the target at 32 and 96 iterations on two seeds, S-TFBO at 64 on both, SOBA at 128. The medians'
+    ratio is 64/64 = 1 (a point: 'fastest' agrees at ≤ 1 on the medians alone); the four resamples of the two seeds
+    give D-TFBO's median 32, 64, 64, 96: ratios 0.5, 1, 1, 1.5, so the interval is [0.5, 1.5] and the verdict partly."""
+    rows = [{"algorithm": lab, "iterations_to_target": it, "seconds_to_target": it / 100, "iterations_run": 512,
+             "seconds_run": 5.12} for lab, it in (("dtfbo", 64.0), ("stfbo", 64.0), ("soba", 128.0))]
+    per = {"dtfbo": {0: 32.0, 1: 96.0}, "stfbo": {0: 64.0, 1: 64.0}, "soba": {0: 128.0, 1: 128.0}}
+    seeded = {what: {lab: {s: (v / k, v / k) for s, v in by.items()} for lab, by in per.items()}
+              for what, k in (("iterations", 1), ("seconds", 100))}
+    fast = next(v for v in tfbo_comparison._fig1_verdicts("regularization_selection", rows, seeded)
+                if "fastest" in v.claim)
+    assert (fast.estimate.value, fast.estimate.low, fast.estimate.high) == (1.0, 0.5, 1.5)
+    assert fast.status == "partly"
+    alone = next(v for v in tfbo_comparison._fig1_verdicts("regularization_selection", rows) if "fastest" in v.claim)
+    assert (alone.estimate.low, alone.estimate.high, alone.status) == (1.0, 1.0, "agrees")
+    # A seed that never reached the target is censored at its run's end: the ratio's upper end opens.
+    seeded["iterations"]["dtfbo"][1] = (512.0, math.inf)
+    fast = next(v for v in tfbo_comparison._fig1_verdicts("regularization_selection", rows, seeded)
+                if "fastest" in v.claim)
+    assert fast.estimate.high == math.inf and fast.estimate.low == 0.5

@@ -60,7 +60,10 @@ def _by(rep):
 
 
 def test_the_papers_own_table1_agrees_with_every_rule(meta, run_data, tmp_path):
-    rep = claims.CLAIMS["tfbo_coreset"](meta, _table1_runs(run_data, _paper_table1()), tmp_path)
+    runs = _table1_runs(run_data, _paper_table1())
+    # BCSR's tuning grid needs two values: the same numbers at 0.1 (a tie, which the tuning breaks to the smaller)
+    runs += [dataclasses.replace(r, point={**r.point, "label": "bcsr_lr0.1"}) for r in runs if r.point["label"] == "bcsr"]
+    rep = claims.CLAIMS["tfbo_coreset"](meta, runs, tmp_path)
     got = _by(rep)
     best = got["Table 1, balanced: D-TFBO has the lowest FGT_T"]
     # 0.041 − min(0.046, 0.051, 0.066, 0.074, 0.070) = −0.005; only D-TFBO passes "lowest": the others partly.
@@ -210,7 +213,7 @@ def test_fig3_measures_time_to_target_and_says_why_the_task_curve_is_not_measure
     assert faster.status == "agrees" and faster.estimate.value == pytest.approx(0.5)
     comparable = got["Fig. 3, balanced: D-TFBO within 2× BCSR's CPU time to the target"]
     assert comparable.status == "agrees" and comparable.estimate.value == pytest.approx(4 / 3)
-    assert got["Fig. 3, balanced: the upper loss F decreases at the defaults (D-TFBO, S-TFBO, BCSR)"].status == "agrees"
+    assert got["Fig. 3, balanced: the upper loss F decreases (D-TFBO, S-TFBO at the defaults; BCSR at its tuned rate)"].status == "agrees"
     assert faster.setting == "deviating setup" and "what is timed: the exact upper objective" in faster.deviation
     targets = [r["target_F"] for r in rep.tables["fig3_time_to_target"]]
     assert len(targets) == 4 and targets == pytest.approx([1.1] * 4)  # 2 subjects × 2 instances
@@ -224,7 +227,7 @@ def test_fig3_when_the_loss_rises_disagrees_and_has_no_target(judge, run_data):
     rising = _fig3_runs(run_data, {"stfbo": 1.0, "bcsr": 1.0, "dtfbo": 1.0}, finals={"stfbo": 3.0, "bcsr": 3.0,
                                                                                     "dtfbo": 3.0})
     got = _by(judge(rising))
-    dec = got["Fig. 3, balanced: the upper loss F decreases at the defaults (D-TFBO, S-TFBO, BCSR)"]
+    dec = got["Fig. 3, balanced: the upper loss F decreases (D-TFBO, S-TFBO at the defaults; BCSR at its tuned rate)"]
     assert dec.status == "disagrees" and dec.estimate.value == pytest.approx(1.5)
     faster = got["Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"]
     assert faster.label == "not measured (F did not decrease)"
@@ -263,4 +266,48 @@ def test_setup_names_the_stand_ins_and_cites_every_same_row(meta):
     # FGT_T over the tasks already learned is not §5.3's formula as printed: a named deviation.
     assert rows["metric"].deviation == tcs.FGT_DEVIATION and "i = T term 0" in rows["metric"].deviation
     assert rows["step sizes"].status.startswith("chosen: BCSR's two constant rates at 5")
-    assert rows["step sizes"].study == "dtfbo 5/5/5; stfbo 5/5/5; bcsr 5/5; Table 2: 2, 4, 6, 8 for each"
+    assert rows["step sizes"].study == ("dtfbo 5/5/5; stfbo 5/5/5; bcsr 5/5; Table 2: 2, 4, 6, 8 for each; BCSR tuned "
+                                        "over 0.03, 0.1, 0.3, 1, 2, 4, 5, 6, 8")
+    assert rows["step sizes"].status.endswith("BCSR's comparisons (Table 1, Fig. 3) at the rate tuning picks")
+
+
+def _grid_runs(run_data, finals):
+    """S-TFBO and D-TFBO lowering F from 2 to 1; BCSR at each grid label ending at finals[label] (F 2 → final)."""
+    runs = _fig3_runs(run_data, {"stfbo": 1.5, "dtfbo": 4.0})
+    for lab, end in finals.items():
+        curve = [(t, 2.0 - (2.0 - end) * min(t / 3.0, 1.0)) for t in [0.5 * k for k in range(11)]]
+        runs += [dataclasses.replace(r, point={**r.point, "algorithm": "bcsr", "label": lab})
+                 for r in (_run(run_data, "bcsr", "balanced", s, curve=curve) for s in (0, 1))]
+    return runs
+
+
+def test_bcsr_is_tuned_over_its_grid_and_the_comparison_reads_the_pick(meta, run_data, tmp_path):
+    """BCSR at 5 diverges (F 2 → 11), at 1 ends at 1.2, at 0.1 at 1.0 (the lowest F), at 0.03 at 1.6: the tuning
+    picks 0.1, and Fig. 3's comparisons read BCSR at 0.1 (reaching the target 1.1 at 2.7 s → 3.0 s: S-TFBO's ratio
+    0.5, agrees) instead of `not measured (comparator bcsr: diverged …)`."""
+    runs = _grid_runs(run_data, {"bcsr": 11.0, "bcsr_lr1": 1.2, "bcsr_lr0.1": 1.0, "bcsr_lr0.03": 1.6})
+    tuned = tc.tuned_bcsr(runs)["balanced"]
+    assert tuned.label == "bcsr_lr0.1" and tuned.why is None
+    rows = {r["label"]: r for r in tuned.rows}
+    assert [r["value"] for r in tuned.rows] == [0.03, 0.1, 1.0, 5.0]
+    assert rows["bcsr"]["health"].startswith("diverged") and rows["bcsr_lr0.1"]["picked"]
+    assert rows["bcsr_lr0.1"]["median_final_F"] == pytest.approx(1.0) and "this study's grid" in rows["bcsr"]["grid_source"]
+    rep = claims.CLAIMS["tfbo_coreset"](meta, runs, tmp_path)
+    got = _by(rep)
+    faster = got["Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"]
+    assert faster.status == "agrees" and faster.estimate.value == pytest.approx(0.5)
+    assert [r["label"] for r in rep.tables["tuning"] if r["picked"]] == ["bcsr_lr0.1"]
+    # Only BCSR at 5 was run: not tuned, named beside whichever way the numbers point.
+    runs = _grid_runs(run_data, {"bcsr": 1.0})
+    untuned = {scen: t.why for scen, t in tc.tuned_bcsr(runs).items()}
+    faster = _by(Measured("", {}, tc.fig3_verdicts(tc.with_tuned(runs, {}), untuned)[0]))[
+        "Fig. 3, balanced: S-TFBO reaches the target in less CPU time than BCSR"]
+    assert faster.label.startswith("not measured (comparator bcsr: not tuned (only learning rate (lr_inner = "
+                                   "lr_outer) 5 of its grid 0.03, 0.1, 0.3, 1, 2, 4, 5, 6, 8 run")
+    assert "would read agrees" in faster.measured
+
+
+def test_a_grid_where_every_value_diverges_is_not_measured(run_data):
+    tuned = tc.tuned_bcsr(_grid_runs(run_data, {"bcsr": 11.0, "bcsr_lr1": 9.0}))["balanced"]
+    assert tuned.label is None and tuned.why == "every learning rate (lr_inner = lr_outer) of its grid diverged or never moved"
+    assert not any(r["picked"] for r in tuned.rows)

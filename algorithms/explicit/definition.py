@@ -47,6 +47,8 @@ class Definition:
     diagnostics: Callable[[State, Any, AlgorithmConfig, Any], dict[str, Any]]
     #: The first iteration whose record has the diagnostics (BOME's exist only after a step).
     diagnostics_from: int = 0
+    #: Why a config cannot run on these engines (None: it can), e.g. a random draw the state has no stream for.
+    refuses: Callable[[AlgorithmConfig], str | None] = lambda config: None
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:
@@ -62,6 +64,8 @@ class Definition:
         for k, c in enumerate(out):
             if not cls.can_batch(c):
                 raise ParameterError(f"configs[{k}]: {self.name} cannot run stacked with this config")
+            if (reason := self.refuses(c)) is not None:
+                raise ParameterError(f"configs[{k}].{reason}")
             key = group_key(cls, c)
             if key != first:
                 field = next(a[0] for a, b in zip(key, first) if a != b)
@@ -138,3 +142,23 @@ def repeat(n: int, body: Callable[[Any], Any], carry: Any, xp: Any) -> Any:
     for _ in range(n):
         carry = body(carry)
     return carry
+
+
+def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: Any, length: int | None = None,
+         reverse: bool = False) -> tuple[Any, Any]:
+    """`lax.scan`'s contract on either namespace: (final carry, the outputs stacked on a new first axis).
+
+    `body(carry, x) -> (carry, out)` over the leading axis of `xs` (or `length` times with x None), from the
+    end when `reverse` (the outputs still in the order of `xs`). A tape of iterates (ITD's reverse pass) is
+    kept this way: on NumPy a stack of the per-step arrays, under JAX one preallocated buffer."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        return jax.lax.scan(body, carry, xs, length=length, reverse=reverse)
+    n = len(xs) if xs is not None else int(length or 0)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    outs: list[Any] = [None] * n
+    for i in order:
+        carry, outs[i] = body(carry, None if xs is None else xs[i])
+    stacked = None if n == 0 or outs[0] is None else np.stack(outs)
+    return carry, stacked

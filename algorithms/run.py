@@ -243,10 +243,10 @@ class Run:
                 if v is not None:  # np.linalg.norm's value, its cost (~3 µs) spared where _checked_norm can
                     norm = _checked_norm(v)
                     self.start_values[name] = norm if norm is not None else float(np.linalg.norm(v))
-        self._iterate_limits = self._limits_of_iterates()
+        self._norm_limits = self._limits_of_iterates()
 
     # ---- stopping ----
-    def _budget_left(self) -> bool:
+    def budget_left(self) -> bool:
         it = self.algorithm.iteration
         b = self.budget
         if self.horizon is not None and it >= self.horizon:
@@ -276,50 +276,69 @@ class Run:
             self.holder()
         if self.done:
             return None
-        if self.algorithm.iteration == 0 and self.last_record is None:
-            rec = self._evaluate()
+        rec = self.start()
+        if rec is not None:
+            return rec
+        while self.budget_left():
+            rec = self.after_steps(self.step())
             if rec is not None:
                 return rec
-        while self._budget_left():
-            rec = self._after_stretch(self._steps_to_next_point())
-            if rec is not None:
-                return rec
-        return self._finish()
+        return self.finish()
 
-    def _after_stretch(self, ok: bool) -> dict[str, Any] | None:
+    # ---- the interface engines drive (algorithms.batched): nothing outside Run touches its private fields ----
+    def start(self) -> dict[str, Any] | None:
+        """The record at iteration 0, made once (None once made, or when a metric is not finite there)."""
+        if self.algorithm.iteration == 0 and self.last_record is None:
+            return self.evaluate()
+        return None
+
+    def fail(self, at: int) -> None:
+        """Note that the step numbered `at` failed (a numeric error in it): the divergence record names it."""
+        self._failed_step = at
+
+    def set_f_opt(self, value: float) -> None:
+        """F at the known minimiser, computed once for many runs of one problem instance (see `f_opt`)."""
+        self._f_opt = value
+
+    @property
+    def iterate_limits(self) -> dict[str, float]:
+        """x's and y's norm limits (a divergence past them), fixed with the run's start values."""
+        return self._norm_limits
+
+    def after_steps(self, ok: bool) -> dict[str, Any] | None:
         """The record a stretch of steps ends on (`ok`: no divergence), or None when its budget ended before
         the next evaluation point (then `_finish` gives the last record). Shared with algorithms.batched."""
         if not ok:
             return self._diverged()
-        if self.algorithm.iteration < self._next_point():
+        if self.algorithm.iteration < self.target():
             return None
-        self._skip_passed_points()
-        rec = self._evaluate()
+        self.skip_passed_points()
+        rec = self.evaluate()
         if rec is None:
             return self._diverged()
-        if self._budget_left():
+        if self.budget_left():
             return rec
         self.status = "finished"
         return {**rec, "status": "finished"}
 
-    def _finish(self) -> dict[str, Any]:
+    def finish(self) -> dict[str, Any]:
         """The final record of a run whose budget is spent (at the point a cut step reached: see `_allow_calls`)."""
         self.status = "finished"
         last = self.last_record
         if last is not None and last["iteration"] == self.algorithm.iteration \
                 and last.get("calls/total") == self.view.counter.total_calls:
             return {**self.last_record, "status": "finished"}
-        rec = self._evaluate()
+        rec = self.evaluate()
         return {**rec, "status": "finished"} if rec is not None else self._diverged()
 
-    def _skip_passed_points(self) -> None:
+    def skip_passed_points(self) -> None:
         while self.next_point < len(self.points) and self.points[self.next_point] <= self.algorithm.iteration:
             self.next_point += 1
 
-    def _next_point(self) -> int:
+    def target(self) -> int:
         return self.points[min(self.next_point, len(self.points) - 1)]
 
-    def _steps_to_next_point(self) -> bool:
+    def step(self) -> bool:
         """Step until the next evaluation point or the end of the budget; False on divergence.
 
         Floating-point errors raise inside steps (a divergence); the error state is set once for the
@@ -328,7 +347,7 @@ class Run:
         twice per step), so compute seconds include the run loop's checks (~2.5 µs per step); under a
         seconds budget the wall clock, a cheap read, is also read after every step to stop on time.
         """
-        target = self._next_point()
+        target = self.target()
         self._allow_calls()
         if self.online:
             return self._online_steps(target)
@@ -350,7 +369,7 @@ class Run:
                         self.compute_time = base + (time.perf_counter() - start)
                     if not self._iterates_ok(alg):
                         return False
-                    if alg.iteration >= target or not self._budget_left():
+                    if alg.iteration >= target or not self.budget_left():
                         return True
         finally:
             self.compute_time = base + (time.perf_counter() - start)
@@ -366,7 +385,7 @@ class Run:
             self.view.counter.left = self.budget.oracle_calls - self.view.counter.total_calls
 
     def _online_steps(self, target: int) -> bool:
-        """`_steps_to_next_point` online: the regret (evaluation) comes between steps, so each step is timed."""
+        """`step` online: the regret (evaluation) comes between steps, so each step is timed."""
         outer = np.geterr()
         with np.errstate(over="raise", divide="raise", invalid="raise"):
             while True:
@@ -374,7 +393,7 @@ class Run:
                     self._accumulate_regret()
                 if not self._step():
                     return False
-                if self.algorithm.iteration >= target or not self._budget_left():
+                if self.algorithm.iteration >= target or not self.budget_left():
                     return True
 
     def _step(self) -> bool:
@@ -421,7 +440,7 @@ class Run:
             if norm is None:
                 self.diverged_metric = f"{name} non-finite"
                 return False
-            limit = self._iterate_limits.get(name)
+            limit = self._norm_limits.get(name)
             if limit is not None and norm > limit:
                 self.diverged_metric = f"‖{name}‖"
                 return False
@@ -458,7 +477,7 @@ class Run:
         return {**base, "status": "diverged", "diverged_at": at, "diverged_metric": self.diverged_metric or "non-finite"}
 
     # ---- metrics ----
-    def _evaluate(self) -> dict[str, Any] | None:
+    def evaluate(self) -> dict[str, Any] | None:
         """The metric record at the current iterate, or None when a metric is not finite."""
         start = time.perf_counter()
         alg = self.algorithm
@@ -542,7 +561,7 @@ class Run:
                 setattr(self, k, copy.deepcopy(v))
         self.algorithm.load_state_dict(state["algorithm"])
         self.algorithm.iteration = int(state["iteration"])
-        self._iterate_limits = self._limits_of_iterates()
+        self._norm_limits = self._limits_of_iterates()
         calls, samples = state["counter"]
         self.view.counter.calls.clear()
         self.view.counter.calls.update(calls)

@@ -17,12 +17,13 @@ step may branch or loop on; `number` reads a number from whichever holds it).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from algorithms.base import AlgorithmConfig, get, make_config
+from algorithms.base import AlgorithmConfig, get
 from algorithms.stacked import group_key, varying_fields
 from problems.validation import ParameterError
 
@@ -57,16 +58,21 @@ class Definition:
 
     def configs(self, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None]) -> list[AlgorithmConfig]:
         """The validated configs; one line naming the field when two of them differ where a stack may not."""
-        out = [c if isinstance(c, AlgorithmConfig) else make_config(self.name, c or {}) for c in configs]
+        cls = get(self.name)
+        out = [c if isinstance(c, AlgorithmConfig) else cls.Config.from_dict(c or {}) for c in configs]
         if not out:
             raise ParameterError("configs: at least one config; allowed: a non-empty list")
-        cls, first = get(self.name), group_key(get(self.name), out[0])
+        first = group_key(cls, out[0])
+        shared = operator.attrgetter(*(n for n, _ in first)) if first else (lambda c: ())
+        values = shared(out[0])
         for k, c in enumerate(out):
             if not cls.can_batch(c):
                 raise ParameterError(f"configs[{k}]: {self.name} cannot run stacked with this config")
             if (reason := self.refuses(c)) is not None:
                 raise ParameterError(f"configs[{k}].{reason}")
-            key = group_key(cls, c)
+            if shared(c) == values:  # equal shared fields (a thousand configs: no text made for each)
+                continue
+            key = group_key(cls, c)  # as text: two NaNs are the same setting
             if key != first:
                 field = next(a[0] for a, b in zip(key, first) if a != b)
                 raise ParameterError(f"configs[{k}].{field}: must equal configs[0].{field} in one stack; "

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import Definition, decaying, define, repeat
+from algorithms.explicit.definition import Definition, decaying, define
+from algorithms.explicit.double_loop import neumann_sum
 
 
 class TTSAState(NamedTuple):
@@ -31,17 +32,6 @@ def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -
 def steps(state: TTSAState, hyper: Any) -> tuple[Any, Any]:
     """(α_t, γ_t)."""
     return decaying(hyper.alpha, hyper.alpha_decay, state.t), decaying(hyper.gamma, hyper.gamma_decay, state.t)
-
-
-def neumann_sum(hvp: Any, b: Any, eta: Any, terms: int, xp: Any) -> Any:
-    """η Σ_{q=0}^{Q} (I − ηH)^q b with Q = `terms`, in the order of `algorithms.hypergradient.neumann_series`."""
-
-    def term(carry: tuple[Any, Any]) -> tuple[Any, Any]:
-        u, total = carry
-        u = u - eta * hvp(u)
-        return u, total + u
-
-    return eta * repeat(terms, term, (b, b), xp)[1]
 
 
 def step(state: TTSAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> TTSAState:

@@ -118,14 +118,12 @@ class BatchedRuns:
                 continue
             if k in started:
                 out.append((k, started[k]))
-            elif r.algorithm.iteration == 0 and r.last_record is None:  # as Run.advance: the start is a record
-                rec = r._evaluate()
-                if rec is not None:
-                    out.append((k, rec))
-            if r._budget_left():
+            elif (rec := r.start()) is not None:  # as Run.advance: the start is a record
+                out.append((k, rec))
+            if r.budget_left():
                 ready.append(k)
             else:
-                out.append((k, r._finish()))
+                out.append((k, r.finish()))
         groups = self._groups(ready)
         if starting and len(groups) == 1 and self._can_hold(groups[0]):  # every run from its start: a cohort now
             self._hold(groups[0], first if first is not None and groups[0] == starting
@@ -152,7 +150,7 @@ class BatchedRuns:
         made = self._records_together(group, ok)
         self._evaluate_together([k for k in group if ok[k] and k not in made])
         for k in group:
-            rec = made[k] if k in made else self.runs[k]._after_stretch(ok[k])
+            rec = made[k] if k in made else self.runs[k].after_steps(ok[k])
             if rec is not None:
                 out.append((k, rec))
 
@@ -169,7 +167,7 @@ class BatchedRuns:
         groups: dict[tuple, list[int]] = {}
         for k in ready:
             r = self.runs[k]
-            key = (r.algorithm.iteration, r._next_point(), self._keys[k])
+            key = (r.algorithm.iteration, r.target(), self._keys[k])
             groups.setdefault(key, []).append(k)
         return list(groups.values())
 
@@ -188,7 +186,7 @@ class BatchedRuns:
         The per-step checks (budget, finiteness, norm limits) are vectorised over the rows; only rows that
         leave are visited one by one."""
         first = self.runs[rows.index[0]]
-        target, budget = first._next_point(), first.budget
+        target, budget = first.target(), first.budget
         rows.allow_calls(stacked.problem)
         with np.errstate(all="ignore"):  # a row's overflow must not stop the others (see the module docstring)
             while rows.index:
@@ -221,9 +219,9 @@ class BatchedRuns:
             rows.seconds = np.array([r.compute_time for r in clock.runs])
 
     def _iterate_limits(self) -> dict[str, np.ndarray]:
-        """Every run's norm limits of x and y (`Run._iterate_limits`, fixed with the run's start values)."""
+        """Every run's norm limits of x and y (`Run.iterate_limits`, fixed with the run's start values)."""
         if not self._norm_limits:
-            self._norm_limits = {name: np.array([r._iterate_limits.get(name, np.inf) for r in self.runs])
+            self._norm_limits = {name: np.array([r.iterate_limits.get(name, np.inf) for r in self.runs])
                                  for name in ("x", "y")}
         return self._norm_limits
 
@@ -268,7 +266,7 @@ class BatchedRuns:
                 if metric[i]:
                     run.diverged_metric = metric[i]
                 else:  # a non-finite value: the step that would have raised, not counted as done
-                    run._failed_step = stacked.iteration
+                    run.fail(stacked.iteration)
                     run.algorithm.iteration = stacked.iteration - 1
         keep = np.flatnonzero(~leaving)
         if 0 < len(keep) < len(leaving):
@@ -282,7 +280,7 @@ class BatchedRuns:
             and type(runs[0].algorithm).extra_points is Algorithm.extra_points and runs[0].algorithm.y is not None
 
     def _records_together(self, group: list[int], ok: dict[int, bool]) -> dict[int, dict[str, Any]]:
-        """`Run._after_stretch` of the runs of `group` that reached their evaluation point together, with the
+        """`Run.after_steps` of the runs of `group` that reached their evaluation point together, with the
         records made from stacked arrays in one go, by run; runs it leaves out (diverged, budget ended early,
         a metric non-finite or past its limit, diagnostics or counts of their own) take the per-run path."""
         ks = [k for k in group if ok[k]]
@@ -290,7 +288,7 @@ class BatchedRuns:
         if not runs or not self._stack_evaluable(runs):
             return {}
         it = runs[0].algorithm.iteration  # the group shares its next point (`_groups`)
-        if it < runs[0]._next_point() or any(r.algorithm.iteration != it for r in runs):
+        if it < runs[0].target() or any(r.algorithm.iteration != it for r in runs):
             return {}
         start = time.perf_counter()
         f_opt = runs[0].f_opt()
@@ -319,7 +317,7 @@ class BatchedRuns:
             return {}  # nothing noted yet: every run takes the per-run path
         _skip_passed_points(runs)
         for r in runs:
-            r._f_opt = f_opt
+            r.set_f_opt(f_opt)
             r.eval_time += share
         metric_cols = {name: (col if len(keep) == len(col) else col[keep]).tolist() for name, col in columns.items()}
         metric_cols.update({f"diag/{key}": col for key, col in diags.items()})
@@ -339,7 +337,7 @@ class BatchedRuns:
             return dict(zip(ks, records))
         made = {}
         for k, r, rec in zip(ks, runs, records):
-            if r._budget_left():
+            if r.budget_left():
                 made[k] = rec
             else:
                 r.status = "finished"
@@ -379,7 +377,7 @@ class BatchedRuns:
         start = time.perf_counter()
         f_opt = runs[0].f_opt()
         for r in runs:
-            r._f_opt = f_opt  # one instance: its optimum is every run's
+            r.set_f_opt(f_opt)  # one instance: its optimum is every run's
         try:
             metrics = _stacked_metrics(runs[0].problem, np.stack([r.algorithm.x for r in runs]),
                                        np.stack([r.algorithm.y for r in runs]), f_opt)
@@ -412,7 +410,7 @@ class BatchedRuns:
         calls, samples, it = first.view.counter.calls, first.view.counter.samples, first.algorithm.iteration
         return all(r.points is first.points and r.next_point == first.next_point and r.algorithm.iteration == it
                    and dict.__eq__(r.view.counter.calls, calls) and dict.__eq__(r.view.counter.samples, samples)
-                   for r in runs) and first._budget_left()  # (equal counts and iterations: every run's budget)
+                   for r in runs) and first.budget_left()  # (equal counts and iterations: every run's budget)
 
     def _hold(self, ks: list[int], stacked: Algorithm) -> None:
         """Runs `ks` become the cohort of `stacked` (their state as it is, its counts zero)."""
@@ -518,7 +516,7 @@ class BatchedRuns:
             self._form_cohort()
             return out
         c.evals += (time.perf_counter() - start) / n
-        while c.next_point < len(c.points) and c.points[c.next_point] <= it:  # Run._skip_passed_points
+        while c.next_point < len(c.points) and c.points[c.next_point] <= it:  # Run.skip_passed_points
             c.next_point += 1
         counter = OracleCounter()
         for into, base, added in ((counter.calls, runs[0].view.counter.calls, stacked.problem.counter.calls),
@@ -541,7 +539,7 @@ class BatchedRuns:
         return list(zip(c.ks, records))
 
     def _cohort_passes(self, c: _Cohort, columns: dict[str, np.ndarray]) -> bool:
-        """Every metric of every run finite and within its divergence limit (`Run._evaluate`, `_metrics_ok`)."""
+        """Every metric of every run finite and within its divergence limit (`Run.evaluate`, `_metrics_ok`)."""
         if not np.isfinite(np.array(list(columns.values()))).all():
             return False
         rule = c.runs[0].divergence
@@ -656,7 +654,7 @@ class _Rows:
             view.counter.left = int(self.budget - spent.max())
 
     def budget_spent(self, budget: Budget, calls: int | np.ndarray, seconds: float) -> np.ndarray:
-        """Rows whose oracle-call or seconds budget is spent (Run._budget_left per row)."""
+        """Rows whose oracle-call or seconds budget is spent (Run.budget_left per row)."""
         spent = np.zeros(len(self.index), dtype=bool)
         if budget.oracle_calls is not None:
             spent |= self.calls + calls >= budget.oracle_calls
@@ -817,20 +815,20 @@ def _metric_columns(p: BilevelProblem, X: np.ndarray, Y: np.ndarray, f_opt: floa
 
 
 def _skip_passed_points(runs: list[Run]) -> None:
-    """`Run._skip_passed_points` of each run; done once for runs sharing the first's points and place."""
+    """`Run.skip_passed_points` of each run; done once for runs sharing the first's points and place."""
     first = runs[0]
     points, before = first.points, first.next_point
-    first._skip_passed_points()
+    first.skip_passed_points()
     it = first.algorithm.iteration
     for r in runs:
         if r.points is points and r.next_point == before and r.algorithm.iteration == it:
             r.next_point = first.next_point
         else:
-            r._skip_passed_points()
+            r.skip_passed_points()
 
 
 def _budgets_left(runs: list[Run]) -> bool | None:
-    """`Run._budget_left`, the same for every run, when their budget (one object) counts iterations only and
+    """`Run.budget_left`, the same for every run, when their budget (one object) counts iterations only and
     they are at one iteration; else None (ask each run)."""
     first = runs[0]
     b, it = first.budget, first.algorithm.iteration
@@ -838,7 +836,7 @@ def _budgets_left(runs: list[Run]) -> bool | None:
         return None
     if any(r.budget is not b or r.algorithm.iteration != it for r in runs):
         return None
-    return first._budget_left()
+    return first.budget_left()
 
 
 def _watched(rule: Divergence, columns: Mapping[str, Any]) -> list[str]:
@@ -850,7 +848,7 @@ def _watched(rule: Divergence, columns: Mapping[str, Any]) -> list[str]:
 
 
 def _records(runs: list[Run], iteration: int, metrics: dict[str, list[float]]) -> list[dict[str, Any]]:
-    """The records `Run._evaluate` makes for `runs` from metric (and diagnostic) columns in record order, each
+    """The records `Run.evaluate` makes for `runs` from metric (and diagnostic) columns in record order, each
     dict built from one row of columns."""
     n = len(runs)
     first = runs[0].view.counter

@@ -21,165 +21,24 @@ NaN ground truth and the run goes on.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 
 from algorithms.base import Algorithm, AlgorithmConfig, get
+# The settings a run is given, imported from here too (algorithms.run.Budget, .Divergence, ...).
+from algorithms.run_divergence import DivergenceWatch
+from algorithms.run_settings import (DIVERGENCE_NORM, _checked_norm, _NUMERIC_FAILURES,  # noqa: F401
+                                     _shared_eval_points, Budget, Divergence, eval_points, generator)
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
 from problems.counting import BudgetSpent, counted
-from problems.validation import ParameterError, Params, param
-
-#: Iterates larger than this always count as divergence (before they overflow to inf), whatever the rule.
-DIVERGENCE_NORM = 1e100
-#: The most a budget may ask for: beyond these a run cannot end in any useful time.
-MAX_ITERATIONS = 10**9
-MAX_ORACLE_CALLS = 10**12
-MAX_SECONDS = 7 * 24 * 3600.0
-#: What the divergence rule may watch: "objective" is F_gap where the problem knows its optimum, else F.
-WATCHABLE = ("objective", "F", "F_gap", "grad_F_sq", "y_err_sq", "iterates")
-_NUMERIC_FAILURES = (FloatingPointError, OverflowError, ZeroDivisionError, np.linalg.LinAlgError)
+from problems.validation import ParameterError
 
 
-@dataclasses.dataclass(frozen=True)
-class Budget(Params):
-    """When a run stops: the first of iterations, oracle calls or seconds of compute reached."""
-
-    owner = "budget"
-    iterations: int | None = param(None, "optional_positive_int", "outer iterations (time steps online)")
-    oracle_calls: int | None = param(None, "optional_positive_int", "oracle calls of every kind")
-    seconds: float | None = param(None, "optional_positive", "compute seconds (evaluation excluded)")
-
-    def validate(self) -> None:
-        if self.iterations is None and self.oracle_calls is None and self.seconds is None:
-            self.fail("iterations", "set (or oracle_calls, or seconds): a run needs a budget", None)
-        for field, most in (("iterations", MAX_ITERATIONS), ("oracle_calls", MAX_ORACLE_CALLS),
-                            ("seconds", MAX_SECONDS)):
-            value = getattr(self, field)
-            if value is not None and not (math.isfinite(value) and value <= most):
-                self.fail(field, f"at most {most:g} (a run must end)", value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Divergence(Params):
-    """When a run counts as diverged: a watched quantity is non-finite or grows past `factor` × its start.
-
-    The start value is floored at 1 (limit = factor · max(abs(start), 1)) so that quantities starting at
-    zero (x0 = 0, y0 = y*(x0)) are not flagged by the first move. Why 1e6: over every algorithm at
-    step-size factors 0.5, 1 and 2 on every problem it runs on (200 iterations; 849 metric series of
-    runs that end below their start), the largest transient growth was 3.0e5 (BVFSM's ‖y − y*‖² on
-    hyper_cleaning) and the next 4.7e3, so a converging run stays below 1e6, while a geometric blow-up
-    passes it within a few steps. (benchmarks/divergence_growth.py measures it.)
-    """
-
-    owner = "divergence"
-    factor: float = param(1e6, "positive", "limit on |value| / max(|initial value|, 1) of a watched quantity")
-    metrics: tuple = param(("objective", "grad_F_sq", "y_err_sq", "iterates"), "any",
-                           f"watched quantities, any of {', '.join(WATCHABLE)} (iterates: the norms of x and y)")
-
-    def validate(self) -> None:
-        if not self.factor > 1:
-            self.fail("factor", "a number greater than 1", self.factor)
-        if isinstance(self.metrics, str) or not isinstance(self.metrics, (list, tuple)):
-            self.fail("metrics", f"a list of names from {', '.join(WATCHABLE)}", self.metrics)
-        bad = [m for m in self.metrics if m not in WATCHABLE]
-        if bad:
-            self.fail("metrics", f"names from {', '.join(WATCHABLE)}", bad[0])
-        object.__setattr__(self, "metrics", tuple(self.metrics))
-
-    def watched(self, record: Mapping[str, Any]) -> dict[str, float]:
-        """The watched metrics present in `record`, by record key."""
-        names = set(self.metrics)
-        if "objective" in names:
-            names.add("F_gap" if "F_gap" in record else "F")
-        return {k: float(record[k]) for k in sorted(names) if k in record}
-
-
-def eval_points(budget: Budget, n_evals: int, horizon: int | None = None) -> list[int]:
-    """Log-spaced iterations at which to evaluate: 0, then ~n_evals points up to the last iteration.
-
-    Without an iteration budget the points continue geometrically (ratio 1.25) until the budget ends.
-    """
-    last = horizon if horizon is not None else budget.iterations
-    if last is None:
-        pts, k = {0}, 1.0
-        while k < 1e9:
-            pts.add(int(k))
-            k = max(k * 1.25, k + 1)
-        return sorted(pts)
-    return sorted({0, last} | {int(round(v)) for v in np.geomspace(1, max(last, 1), max(n_evals, 2))})
-
-
-@functools.lru_cache(maxsize=64)
-def _shared_eval_points(budget: Budget, n_evals: int, horizon: int | None) -> tuple[int, ...]:
-    """`eval_points`, made once for the many runs of one budget (a batch, a sweep's trials in one process)."""
-    return tuple(eval_points(budget, n_evals, horizon))
-
-
-class _SeedWords(ISeedSequence):
-    """SeedSequence(seed) whose words are computed once: a PCG64 seeded from it starts where
-    PCG64(SeedSequence(seed)) does (the words are all PCG64 reads), for a tenth of the cost (the
-    sequence's hashing and error-state switches), as the many runs of one seed (a batch, a sweep) ask."""
-
-    def __init__(self, seed: int) -> None:
-        self._sequence = np.random.SeedSequence(seed)
-        self._words: dict[tuple[int, str], Array] = {}
-
-    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> Array:
-        key = (n_words, np.dtype(dtype).str)
-        words = self._words.get(key)
-        if words is None:
-            words = self._words[key] = self._sequence.generate_state(n_words, dtype)
-        return words.copy()
-
-
-@functools.lru_cache(maxsize=4096)
-def _seed_words(seed: int) -> _SeedWords:
-    return _SeedWords(seed)
-
-
-def generator(seed: Any) -> np.random.Generator:
-    """np.random.default_rng(seed): the same stream (tests/algorithms/test_run_loop.py), made faster for an
-    int seed (its generator's seed sequence is shared and cannot spawn; nothing spawns from a run's)."""
-    if type(seed) is int and seed >= 0:
-        return np.random.Generator(np.random.PCG64(_seed_words(seed)))
-    return np.random.default_rng(seed)
-
-
-def _finite(*arrays: Array | None) -> bool:
-    for a in arrays:
-        if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):
-            return False
-    return True
-
-
-#: float64's dtype: arrays of native float64 carry this very object, so `is` tests it (~0.1 µs less than ==).
-_FLOAT64 = np.dtype(np.float64)
-
-
-def _checked_norm(v: Array) -> float | None:
-    """‖v‖ as np.linalg.norm gives it, or None when v is not `_finite`.
-
-    One dot product decides both for a float vector: s = v·v is finite and below DIVERGENCE_NORM²
-    exactly when every entry is finite and below DIVERGENCE_NORM in size (a NaN or inf makes s NaN or
-    inf, an entry of 1e100 alone makes s ≥ 1e200, and a rounded sum of squares is never below its
-    largest term), and np.linalg.norm of a contiguous float vector is sqrt(v.dot(v)), so the norm is √s
-    to the bit. Other inputs, and the rare s ≥ 1e200 with every entry in range, take the elementwise test.
-    """
-    if type(v) is np.ndarray and v.ndim == 1 and v.dtype is _FLOAT64 and v.flags.c_contiguous:
-        s = float(v.dot(v))
-        if s < DIVERGENCE_NORM * DIVERGENCE_NORM:  # False for NaN and inf
-            return math.sqrt(s)
-    return float(np.linalg.norm(v)) if _finite(v) else None
-
-
-class Run:
+class Run(DivergenceWatch):
     """A resumable run: an algorithm on a problem for a budget; `records()` yields metric dicts."""
 
     def __init__(
@@ -243,10 +102,10 @@ class Run:
                 if v is not None:  # np.linalg.norm's value, its cost (~3 µs) spared where _checked_norm can
                     norm = _checked_norm(v)
                     self.start_values[name] = norm if norm is not None else float(np.linalg.norm(v))
-        self._iterate_limits = self._limits_of_iterates()
+        self._norm_limits = self._limits_of_iterates()
 
     # ---- stopping ----
-    def _budget_left(self) -> bool:
+    def budget_left(self) -> bool:
         it = self.algorithm.iteration
         b = self.budget
         if self.horizon is not None and it >= self.horizon:
@@ -276,50 +135,60 @@ class Run:
             self.holder()
         if self.done:
             return None
-        if self.algorithm.iteration == 0 and self.last_record is None:
-            rec = self._evaluate()
+        rec = self.start()
+        if rec is not None:
+            return rec
+        while self.budget_left():
+            rec = self.after_steps(self.step())
             if rec is not None:
                 return rec
-        while self._budget_left():
-            rec = self._after_stretch(self._steps_to_next_point())
-            if rec is not None:
-                return rec
-        return self._finish()
+        return self.finish()
 
-    def _after_stretch(self, ok: bool) -> dict[str, Any] | None:
+    # ---- the interface engines drive (algorithms.batched): nothing outside Run touches its private fields ----
+    def start(self) -> dict[str, Any] | None:
+        """The record at iteration 0, made once (None once made, or when a metric is not finite there)."""
+        if self.algorithm.iteration == 0 and self.last_record is None:
+            return self.evaluate()
+        return None
+
+    def set_f_opt(self, value: float) -> None:
+        """F at the known minimiser, computed once for many runs of one problem instance (see `f_opt`)."""
+        self._f_opt = value
+
+    def after_steps(self, ok: bool) -> dict[str, Any] | None:
         """The record a stretch of steps ends on (`ok`: no divergence), or None when its budget ended before
         the next evaluation point (then `_finish` gives the last record). Shared with algorithms.batched."""
         if not ok:
             return self._diverged()
-        if self.algorithm.iteration < self._next_point():
+        if self.algorithm.iteration < self.target():
             return None
-        self._skip_passed_points()
-        rec = self._evaluate()
+        self.skip_passed_points()
+        rec = self.evaluate()
         if rec is None:
             return self._diverged()
-        if self._budget_left():
+        if self.budget_left():
             return rec
         self.status = "finished"
         return {**rec, "status": "finished"}
 
-    def _finish(self) -> dict[str, Any]:
+    def finish(self) -> dict[str, Any]:
         """The final record of a run whose budget is spent (at the point a cut step reached: see `_allow_calls`)."""
         self.status = "finished"
         last = self.last_record
         if last is not None and last["iteration"] == self.algorithm.iteration \
                 and last.get("calls/total") == self.view.counter.total_calls:
             return {**self.last_record, "status": "finished"}
-        rec = self._evaluate()
+        rec = self.evaluate()
         return {**rec, "status": "finished"} if rec is not None else self._diverged()
 
-    def _skip_passed_points(self) -> None:
+    def skip_passed_points(self) -> None:
         while self.next_point < len(self.points) and self.points[self.next_point] <= self.algorithm.iteration:
             self.next_point += 1
 
-    def _next_point(self) -> int:
+    def target(self) -> int:
         return self.points[min(self.next_point, len(self.points) - 1)]
 
-    def _steps_to_next_point(self) -> bool:
+    def step(self) -> bool:
         """Step until the next evaluation point or the end of the budget; False on divergence.
 
         Floating-point errors raise inside steps (a divergence); the error state is set once for the
@@ -328,7 +197,7 @@ class Run:
         twice per step), so compute seconds include the run loop's checks (~2.5 µs per step); under a
         seconds budget the wall clock, a cheap read, is also read after every step to stop on time.
         """
-        target = self._next_point()
+        target = self.target()
         self._allow_calls()
         if self.online:
             return self._online_steps(target)
@@ -350,7 +219,7 @@ class Run:
                         self.compute_time = base + (time.perf_counter() - start)
                     if not self._iterates_ok(alg):
                         return False
-                    if alg.iteration >= target or not self._budget_left():
+                    if alg.iteration >= target or not self.budget_left():
                         return True
         finally:
             self.compute_time = base + (time.perf_counter() - start)
@@ -366,7 +235,7 @@ class Run:
             self.view.counter.left = self.budget.oracle_calls - self.view.counter.total_calls
 
     def _online_steps(self, target: int) -> bool:
-        """`_steps_to_next_point` online: the regret (evaluation) comes between steps, so each step is timed."""
+        """`step` online: the regret (evaluation) comes between steps, so each step is timed."""
         outer = np.geterr()
         with np.errstate(over="raise", divide="raise", invalid="raise"):
             while True:
@@ -374,7 +243,7 @@ class Run:
                     self._accumulate_regret()
                 if not self._step():
                     return False
-                if self.algorithm.iteration >= target or not self._budget_left():
+                if self.algorithm.iteration >= target or not self.budget_left():
                     return True
 
     def _step(self) -> bool:
@@ -394,49 +263,6 @@ class Run:
         alg.iteration += 1
         return self._iterates_ok(alg)
 
-    def _limit(self, name: str) -> float:
-        return self.divergence.factor * max(self.start_values.get(name, 0.0), 1.0)
-
-    def _limits_of_iterates(self) -> dict[str, float]:
-        """x's and y's norm limits, fixed once their start values are (every step compares against them)."""
-        return {name: self._limit(name) for name in ("x", "y") if name in self.start_values}
-
-    def _iterates_ok(self, alg: Algorithm) -> bool:
-        """False (and the reason noted) when x or y is non-finite or past its norm limit.
-
-        It runs under the stretch's raising error state, where only a v·v that overflows (an entry past 1e154)
-        raises: the check is then made again quietly (an error state set around every check cost ~1.4 µs).
-        """
-        try:
-            return self._check_iterates(alg)
-        except FloatingPointError:
-            with np.errstate(all="ignore"):
-                return self._check_iterates(alg)
-
-    def _check_iterates(self, alg: Algorithm) -> bool:
-        for name, v in (("x", alg.x), ("y", alg.y)):
-            if v is None:
-                continue
-            norm = _checked_norm(v)
-            if norm is None:
-                self.diverged_metric = f"{name} non-finite"
-                return False
-            limit = self._iterate_limits.get(name)
-            if limit is not None and norm > limit:
-                self.diverged_metric = f"‖{name}‖"
-                return False
-        return True
-
-    def _metrics_ok(self, rec: dict[str, Any]) -> bool:
-        """False (and the reason noted) when a watched metric grew past its limit."""
-        for key, value in self.divergence.watched(rec).items():
-            if rec["iteration"] == 0 or key not in self.start_values:
-                self.start_values.setdefault(key, abs(value))
-            elif abs(value) > self._limit(key):
-                self.diverged_metric = key
-                return False
-        return True
-
     def _accumulate_regret(self) -> None:
         start = time.perf_counter()
         t = self.algorithm.iteration + 1
@@ -451,14 +277,8 @@ class Run:
         """γ of the gradient mapping in the regret (the problem's, default 1)."""
         return float(getattr(self.problem, "regret_gamma", 1.0))
 
-    def _diverged(self) -> dict[str, Any]:
-        self.status = "diverged"
-        base = self.last_record or {"iteration": 0}
-        at = self._failed_step if self._failed_step is not None else self.algorithm.iteration
-        return {**base, "status": "diverged", "diverged_at": at, "diverged_metric": self.diverged_metric or "non-finite"}
-
     # ---- metrics ----
-    def _evaluate(self) -> dict[str, Any] | None:
+    def evaluate(self) -> dict[str, Any] | None:
         """The metric record at the current iterate, or None when a metric is not finite."""
         start = time.perf_counter()
         alg = self.algorithm
@@ -542,7 +362,7 @@ class Run:
                 setattr(self, k, copy.deepcopy(v))
         self.algorithm.load_state_dict(state["algorithm"])
         self.algorithm.iteration = int(state["iteration"])
-        self._iterate_limits = self._limits_of_iterates()
+        self._norm_limits = self._limits_of_iterates()
         calls, samples = state["counter"]
         self.view.counter.calls.clear()
         self.view.counter.calls.update(calls)

@@ -123,7 +123,13 @@ class _StackedSABA:
 
 @register
 class SABA(SOBAFramework):
-    """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c)."""
+    """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c).
+
+    It batches in `run_batched` (each run's indices from its own generator) but has no explicit-state
+    definition (`algorithms.explicit`): it needs a finite-sum problem's per-sample oracles and per-run memory
+    tables (n × width), which the pure-array problems (problems/pure.py: the deterministic quadratic) do not
+    have yet; it runs per run and in `run_batched` as before.
+    """
 
     name = "saba"
     batchable = True

@@ -18,8 +18,9 @@ The design, in the style of optax's `init`/`update`:
   loops of fixed length go through `repeat` (a Python loop on NumPy, a `lax.fori_loop` under JAX). Its
   randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
 * Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
-  StocBiO, AID-FP and AID-CG (double_loop.py), S-TFBO and D-TFBO with fixed sub-loops
-  (tfbo.py), BOME (bome.py).
+  StocBiO, AID-FP and AID-CG (double_loop.py), ITD (itd.py: its reverse pass over a `scan` tape), S-TFBO and
+  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py). SABA, the one
+  other algorithm `run_batched` stacks, needs per-sample oracles (its docstring says so).
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants.
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
@@ -45,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit import bome, double_loop, f2sa, momentum, soba, tfbo  # noqa: F401  registers their definitions
+from algorithms.explicit import bome, double_loop, f2sa, itd, momentum, soba, tfbo, ttsa  # noqa: F401  (registers)
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states

@@ -17,12 +17,13 @@ step may branch or loop on; `number` reads a number from whichever holds it).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from algorithms.base import AlgorithmConfig, get, make_config
+from algorithms.base import AlgorithmConfig, get
 from algorithms.stacked import group_key, varying_fields
 from problems.validation import ParameterError
 
@@ -47,6 +48,8 @@ class Definition:
     diagnostics: Callable[[State, Any, AlgorithmConfig, Any], dict[str, Any]]
     #: The first iteration whose record has the diagnostics (BOME's exist only after a step).
     diagnostics_from: int = 0
+    #: Why a config cannot run on these engines (None: it can), e.g. a random draw the state has no stream for.
+    refuses: Callable[[AlgorithmConfig], str | None] = lambda config: None
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:
@@ -55,14 +58,21 @@ class Definition:
 
     def configs(self, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None]) -> list[AlgorithmConfig]:
         """The validated configs; one line naming the field when two of them differ where a stack may not."""
-        out = [c if isinstance(c, AlgorithmConfig) else make_config(self.name, c or {}) for c in configs]
+        cls = get(self.name)
+        out = [c if isinstance(c, AlgorithmConfig) else cls.Config.from_dict(c or {}) for c in configs]
         if not out:
             raise ParameterError("configs: at least one config; allowed: a non-empty list")
-        cls, first = get(self.name), group_key(get(self.name), out[0])
+        first = group_key(cls, out[0])
+        shared = operator.attrgetter(*(n for n, _ in first)) if first else (lambda c: ())
+        values = shared(out[0])
         for k, c in enumerate(out):
             if not cls.can_batch(c):
                 raise ParameterError(f"configs[{k}]: {self.name} cannot run stacked with this config")
-            key = group_key(cls, c)
+            if (reason := self.refuses(c)) is not None:
+                raise ParameterError(f"configs[{k}].{reason}")
+            if shared(c) == values:  # equal shared fields (a thousand configs: no text made for each)
+                continue
+            key = group_key(cls, c)  # as text: two NaNs are the same setting
             if key != first:
                 field = next(a[0] for a, b in zip(key, first) if a != b)
                 raise ParameterError(f"configs[{k}].{field}: must equal configs[0].{field} in one stack; "
@@ -138,3 +148,23 @@ def repeat(n: int, body: Callable[[Any], Any], carry: Any, xp: Any) -> Any:
     for _ in range(n):
         carry = body(carry)
     return carry
+
+
+def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: Any, length: int | None = None,
+         reverse: bool = False) -> tuple[Any, Any]:
+    """`lax.scan`'s contract on either namespace: (final carry, the outputs stacked on a new first axis).
+
+    `body(carry, x) -> (carry, out)` over the leading axis of `xs` (or `length` times with x None), from the
+    end when `reverse` (the outputs still in the order of `xs`). A tape of iterates (ITD's reverse pass) is
+    kept this way: on NumPy a stack of the per-step arrays, under JAX one preallocated buffer."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        return jax.lax.scan(body, carry, xs, length=length, reverse=reverse)
+    n = len(xs) if xs is not None else int(length or 0)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    outs: list[Any] = [None] * n
+    for i in order:
+        carry, outs[i] = body(carry, None if xs is None else xs[i])
+    stacked = None if n == 0 or outs[0] is None else np.stack(outs)
+    return carry, stacked

@@ -69,15 +69,20 @@ def fixed_point(steps_field: str, warm: Callable[[AlgorithmConfig], bool]) -> So
     return solve
 
 
-def neumann(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
-    """η Σ_{q=0}^{Q} (I − ηH)^q b, Q = config.neumann_terms (the previous v unused)."""
+def neumann_sum(hvp: Callable, b: Any, eta: Any, terms: int, xp: Any) -> Any:
+    """η Σ_{q=0}^{Q} (I − ηH)^q b with Q = `terms`, in the order of `algorithms.hypergradient.neumann_series`."""
 
     def term(carry: tuple[Any, Any]) -> tuple[Any, Any]:
         u, total = carry
         u = u - eta * hvp(u)
         return u, total + u
 
-    return eta * repeat(config.neumann_terms, term, (b, b), xp)[1]
+    return eta * repeat(terms, term, (b, b), xp)[1]
+
+
+def neumann(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
+    """η Σ_{q=0}^{Q} (I − ηH)^q b, Q = config.neumann_terms (the previous v unused)."""
+    return neumann_sum(hvp, b, eta, config.neumann_terms, xp)
 
 
 def conjugate_gradient(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -85,11 +84,11 @@ class Result:
                 names, shown = every, [col[i] for col in columns]
             else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
                 names, shown = every[:2] + [every[2 + j] for j in metrics], [columns[j][i] for j in metrics]
-            rows = zip([it] * k_runs, [status] * k_runs, *shown)  # one tuple per run
             if i < first_end:
-                previous = list(map(dict, map(zip, itertools.repeat(names), rows)))
+                previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
                 yield from enumerate(previous)
                 continue
+            rows = zip([it] * k_runs, [status] * k_runs, *shown)  # one tuple per run
             for k, row in enumerate(rows):
                 if done[k]:
                     continue
@@ -107,6 +106,16 @@ class Result:
                     done[k] = True
                     rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
                 yield k, rec
+
+
+@functools.lru_cache(maxsize=64)
+def _record_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
+    """A function of len(names) values returning the record {names[0]: value 0, ...}: a dict display, made
+    once per set of names as `collections.namedtuple` makes its class (the keys are repr'd literals), builds a
+    record in about half the time `dict(zip(names, row))` takes, and an engine makes one per run and point."""
+    args = [f"v{j}" for j in range(len(names))]
+    body = ", ".join(f"{name!r}: {arg}" for name, arg in zip(names, args))
+    return eval(f"lambda {', '.join(args)}: {{{body}}}", {})  # noqa: S307  (our own literals only)
 
 
 def collect(per_point: list[dict[str, Any]], k: int) -> dict[str, np.ndarray]:

@@ -221,9 +221,9 @@ def test_a_points_records_are_made_together_and_equal_the_per_run_records(monkey
     configs = [{"rho": r, "gamma": g} for r in (0.05, 0.1) for g in (0.05, 0.1, 0.2)]
     seeds, budget = [0] * 6, {"iterations": 40}
     want = sequential("soba", "quadratic", configs, budget, seeds)
-    alone = []  # records made by a run alone (Run._evaluate)
-    evaluate = Run._evaluate
-    monkeypatch.setattr(Run, "_evaluate", lambda self: alone.append(1) or evaluate(self))
+    alone = []  # records made by a run alone (Run.evaluate)
+    evaluate = Run.evaluate
+    monkeypatch.setattr(Run, "evaluate", lambda self: alone.append(1) or evaluate(self))
     got = batched("soba", "quadratic", configs, budget, seeds)
     assert not alone  # every point's six records, the start's included, were made at once
     for k in range(6):

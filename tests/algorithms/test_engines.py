@@ -34,14 +34,19 @@ CONFIGS = {
     "bome": [{"xi": 0.05}, {"xi": 0.02, "alpha": 0.1}],
     "aid_fp": [{"alpha": 0.1, "gamma": 0.1, "warm_start": False}, {"alpha": 0.05, "eta": 0.2, "gamma": 0.2,
                                                                    "warm_start": False}],
+    "itd": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
+    "ttsa": [{"hia_mode": "expected"}, {"hia_mode": "expected", "alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
 }
+#: Batchable algorithms that run per run and in run_batched only, each with the reason its docstring gives.
+NOT_EXPLICIT = {"saba": "finite-sum"}
 #: A config per algorithm whose run overflows within ITERATIONS, in a stack with the algorithm's CONFIGS (S-TFBO's
 #: adaptive steps have none: its η's are shared by a stack and its accumulators bound every step).
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
              "amigo": {"alpha": 0.1, "gamma": 400.0}, "stocbio": {"alpha": 0.1, "gamma": 400.0},
              "aid_cg": {"alpha": 0.1, "gamma": 400.0}, "fsla": {"alpha": 0.1, "gamma": 400.0},
              "mrbo": {"alpha": 0.1, "gamma": 400.0}, "bome": {"xi": 400.0},
-             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False}}
+             "aid_fp": {"alpha": 0.1, "gamma": 400.0, "warm_start": False},
+             "itd": {"alpha": 0.1, "gamma": 400.0}, "ttsa": {"hia_mode": "expected", "gamma": 400.0}}
 ROOT = Path(__file__).resolve().parents[2]
 
 try:
@@ -117,6 +122,25 @@ def test_per_run_and_stacked_equal_todays_run_loop(problem, algorithm):
             assert max(abs(ours[n] - theirs[n]) for n in ours if n not in ("iteration", "status")) < EXACT
 
 
+def test_every_batchable_algorithm_has_a_definition_or_says_why_not():
+    batchable = {n for n in algorithms.available() if algorithms.get(n).__dict__.get("batchable")}
+    assert len(batchable) >= 14
+    assert batchable - set(NOT_EXPLICIT) <= set(explicit.defined()) and set(CONFIGS) == set(explicit.defined())
+    for name, reason in NOT_EXPLICIT.items():
+        assert name not in explicit.defined() and reason in algorithms.get(name).__doc__
+
+
+@pytest.mark.parametrize("config", [{"warm_start": False, "inner_steps": 5, "truncate": 3},
+                                    {"inner_steps": 5, "truncate": 5}, {"alpha_decay": 0.5, "truncate": 1}])
+def test_itd_truncated_and_cold_started_equals_the_run_loop(problem, config):
+    r = explicit.run("itd", problem, [config], 12, 4, engine="per_run")
+    run = Run("itd", problem, config, 0, {"iterations": 12}, 4)
+    list(run.records())
+    assert np.max(np.abs(run.algorithm.x - r.state.x[0])) < EXACT
+    assert np.max(np.abs(run.algorithm.y - r.state.y[0])) < EXACT
+    assert np.max(np.abs(r.state.x[0])) > 1e-3  # it moved
+
+
 def test_fsla_without_momentum_is_its_plain_direction_as_in_the_run_loop(problem):
     config = {"alpha": 0.05, "gamma": 0.2, "momentum": 1.0}  # ρ = 1 at t = 0 only (decay): both branches run
     stacked = explicit.run("fsla", problem, [config], ITERATIONS, N_EVALS, engine="stacked")
@@ -183,6 +207,7 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
      "engine: unknown 'gpu'; allowed: per_run, stacked, jax"),
     (lambda p: explicit.run("saba", p, [{}], 10), "algorithm: 'saba' has no explicit-state definition yet"),
     (lambda p: explicit.run("soba", p, [{}], 0), "iterations: a positive integer"),
+    (lambda p: explicit.run("ttsa", p, [{}], 10), "configs[0].hia_mode: 'sampled' draws the HIA length"),
     (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
     (lambda p: explicit.run("soba", p, [{"rho": -1.0}], 10), "rho"),
     (lambda p: explicit.run("soba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),

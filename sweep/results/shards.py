@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,9 @@ SHARDS = "shards"
 COMMIT = re.compile(r"(\d{8}) (\d{1,15})")
 RESET = "reset "
 SHARD_NAME = re.compile(r"(\d{8})\.jsonl")
+#: How every record line starts (`shard_lines`): its run key is decoded from there alone when that is enough.
+_HEAD = '{"run_key": '
+_DECODER = json.JSONDecoder()
 
 
 def shard_lines(run_key: str, records: Iterable[dict[str, Any]]) -> str:
@@ -130,16 +133,17 @@ class ShardLog:
         return gone
 
     # ---- reading ----
+    def _lines(self, seq: int, size: int) -> list[str]:
+        """The lines of a committed shard (none when its size is not the committed one)."""
+        try:
+            data = (self.root / SHARDS / f"{seq:08d}.jsonl").read_bytes()
+        except FileNotFoundError:
+            return []
+        return data.decode(errors="replace").splitlines() if len(data) == size else []
+
     def rows(self, seq: int, size: int) -> Iterator[dict[str, Any]]:
         """The decoded lines of a committed shard (none when its size is not the committed one)."""
-        path = self.root / SHARDS / f"{seq:08d}.jsonl"
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return
-        if len(data) != size:
-            return
-        for line in data.decode(errors="replace").splitlines():
+        for line in self._lines(seq, size):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
@@ -153,6 +157,34 @@ class ShardLog:
         if not shards:
             return []
         return [row["summary"] for row in self.rows(*shards[-1]) if _summary_ok(row.get("summary"))]
+
+    def held(self, wanted: Collection[str]) -> tuple[set[str], dict[str, list[dict[str, Any]]]]:
+        """The runs committed shards hold records of, and the records of those in `wanted`, resets applied; only
+        the run key of other lines is decoded (a resume reads a large store at this cost, not at a full read's)."""
+        keys: set[str] = set()
+        found: dict[str, list[dict[str, Any]]] = {}
+        for kind, value in self.entries():
+            if kind == "reset":
+                keys.discard(value)
+                found.pop(value, None)
+                continue
+            for line in self._lines(*value):
+                try:
+                    key = _DECODER.raw_decode(line, len(_HEAD))[0] if line.startswith(_HEAD) else None
+                except ValueError:
+                    continue
+                if not isinstance(key, str):
+                    continue
+                if key in wanted:
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not is_record(row):
+                        continue
+                    found.setdefault(key, []).append({k: v for k, v in row.items() if k != "run_key"})
+                keys.add(key)
+        return keys, found
 
     def read(self) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None]]:
         """Run key -> (its records as stored, oldest first; its summary or None), resets applied."""

@@ -152,8 +152,8 @@ class ResultStore:
         sends records of again: others were reset by `repair`); read from the shards once, on first need."""
         if self._prior is None:
             resumed = self.checkpoints() if self.shards.exists() else {}
-            data = self._shard_data(cache=False) if resumed else {}
-            self._prior = {k: {(r["iteration"], r["status"]) for r in data[k][0]} for k in resumed if k in data}
+            found = self.shards.held(set(resumed))[1] if resumed else {}
+            self._prior = {k: {(r["iteration"], r["status"]) for r in rs} for k, rs in found.items()}
         return self._prior.get(run_key, set())
 
     def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
@@ -346,11 +346,11 @@ class ResultStore:
                 fh.write("".join(f"{status} {key}\n" for key, status in missing))
         resumable = self.checkpoints()
         self.shards.collect()  # a shard no index line commits: a killed driver's last report, run again
-        data = self._shard_data(cache=False)
+        held, found = self.shards.held(set(resumable)) if self.shards.exists() else (set(), {})
         rerun = list(rerun)
-        cleared = {k for k in rerun if k not in resumable and k in data}
+        cleared = {k for k in rerun if k not in resumable and k in held}
         self.shards.reset(sorted(cleared))  # their new runs write their records whole
-        self._prior = {k: {(r["iteration"], r["status"]) for r in data[k][0]} for k in resumable if k in data}
+        self._prior = {k: {(r["iteration"], r["status"]) for r in rs} for k, rs in found.items()}
         self._data = None
         on_disk = {name: set(os.listdir(self.root / name)) if (self.root / name).is_dir() else set()
                    for name in ("records", "runs")}

@@ -4,7 +4,8 @@ calls and compute seconds, one row of panels per axis value (a study without an 
 Every seed counts at every x: a run that ended is held at its final value, a diverged run at the worst
 value (+∞ for a metric to minimise), so a median never jumps when some seeds end before others; the
 caption says so. With more than `MANY` configurations in a panel only the best `BEST` of each algorithm
-(by median final value) are drawn in colour with a legend entry; the rest are faint grey lines.
+(by median final value) are drawn in colour with a legend entry; the rest are faint grey lines
+(at most `FAINT` a panel, evenly spaced).
 """
 from __future__ import annotations
 

@@ -52,13 +52,10 @@ class StoreCallback(Callback):
             # records go nowhere, here nor in MLflow (this callback runs first; Tune lets it change the result).
             meta["runs"] = type(meta["runs"])(c for c in meta["runs"]
                                                if self.store.status(c["run_key"]) not in DONE_STATUSES)
-        ended = []
-        for chunk in chunks(result):
-            key = chunk["run_key"]
-            self.store.append_many(key, chunk["records"], chunk.get("text"))
-            if chunk["done"]:
-                ended.append((key, self._summary(key, chunk, meta["trial_key"], where)))
-        self.store.finish_many(ended)  # the summaries, then ended.txt in one write
+        ended = [(c["run_key"], self._summary(c["run_key"], c, meta["trial_key"], where))
+                 for c in chunks(result) if c["done"]]
+        # The report as one shard (records and summaries), committed by one index line, then ended.txt in one write.
+        self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended)
         if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
             self._current[trial.trial_id] = meta.get("checkpointed") or [c["run_key"] for c in chunks(result)[-1:]]
         if ended and self.registry is not None:

@@ -4,7 +4,8 @@ calls and compute seconds, one row of panels per axis value (a study without an 
 Every seed counts at every x: a run that ended is held at its final value, a diverged run at the worst
 value (+∞ for a metric to minimise), so a median never jumps when some seeds end before others; the
 caption says so. With more than `MANY` configurations in a panel only the best `BEST` of each algorithm
-(by median final value) are drawn in colour with a legend entry; the rest are faint grey lines.
+(by median final value) are drawn in colour with a legend entry; the rest are faint grey lines
+(at most `FAINT` a panel, evenly spaced).
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ X_AXES = (("iteration", "iterations"), ("calls/total", "oracle calls"), ("time",
 #: Configurations a panel shows in colour before it labels only the best ones.
 MANY = 12
 BEST = 3
+#: Faint lines a panel draws at most: beyond, an evenly spaced sample of the other configurations (10⁵ grey lines
+#: are a grey blot that took most of a 10⁵-run report's time and memory).
+FAINT = 400
 CAPTION = ("median and 25–75% band over {n}; a run that ended is held at its final value, a diverged run at "
            "the worst value ({worst}; × where it diverged)")
 
@@ -112,13 +116,13 @@ def _limits(ax: Any, bands: list[np.ndarray], log_y: bool) -> None:
 def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: dict[str, dict[str, Any]],
            x: str, y: str, goal: str, log_y: bool) -> list[np.ndarray]:
     """Draw one panel; the bands of its coloured lines (for the shared y range)."""
-    curves = {cfg: _curves(rs, x, y, goal) for cfg, rs in series.items()}
+    curves = {cfg: _curves(series[cfg], x, y, goal) for cfg in drawn(series, shown)}
     grid = an.common_grid([c[:2] for cs in curves.values() for c in cs], n=120)
     if not grid.size:
         ax.text(0.5, 0.5, f"no records with {x}", transform=ax.transAxes, ha="center", fontsize=8)
         return []
     bands, faint = [], []
-    for cfg in series:
+    for cfg in curves:
         q = _draw(ax, curves[cfg], grid, log_y, style[cfg] if cfg in shown else None)
         if cfg in shown:
             bands.append(q)
@@ -135,6 +139,15 @@ def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: di
         ax.set_yscale("log")
     ax.yaxis.set_tick_params(labelleft=True)  # shared y: every panel keeps its tick labels
     return bands
+
+
+def drawn(series: dict[str, list[RunData]], shown: set[str]) -> list[str]:
+    """The configurations a panel draws: the coloured ones and the others, or `FAINT` of them evenly spaced."""
+    faint = [cfg for cfg in series if cfg not in shown]
+    if len(faint) > FAINT:
+        faint = [faint[round(i * (len(faint) - 1) / (FAINT - 1))] for i in range(FAINT)]
+    keep = shown | set(faint)
+    return [cfg for cfg in series if cfg in keep]
 
 
 def palette(runs: list[RunData]) -> dict[str, str]:
@@ -189,7 +202,9 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
     labels = list(style)
     if faint:
         handles.append(plt.Line2D([], [], color="0.75", linewidth=0.6))
-        labels.append(f"{faint} other configurations (not among the {BEST} best of their algorithm)")
+        many = any(len(series) - len(shown) > FAINT for (series, _), shown in zip(per_row, shown_rows))
+        sample = f"; at most {FAINT} a panel, evenly spaced, drawn" if many else ""
+        labels.append(f"{faint} other configurations (not among the {BEST} best of their algorithm{sample})")
     legend(fig, handles, labels)
     n = seeds_text(len(v) for series, _ in per_row for v in series.values())
     fig.suptitle(f"{title}\n" + CAPTION.format(n=n, worst="+∞" if goal == "min" else "−∞"), fontsize=10)

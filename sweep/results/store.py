@@ -5,6 +5,12 @@
     <results>/runs/<run>.json         a run's summary, written when it ends (finished, diverged or failed)
     <results>/ended.txt               "<status> <run>" per ended run, appended after its summary (the last wins)
     <results>/resume.txt              "<run> <checkpoint>" for runs checkpointed midway (the last wins)
+    <results>/shards/, shards.txt     what a study's driver writes: a shard per Tune report (sweep/results/shards.py)
+
+A driver writes each Tune report as one shard (the records of its runs, the summaries of the runs it ended) and
+commits it with one index line, then notes the ended runs in ended.txt: a few files per report, not two per run.
+`records/` and `runs/` are what older drivers wrote (and `append_many`, `finish_many` still write): both are read,
+a run's shard summary winning over its file, so an older results directory loads, reports and resumes as it is.
 
 A run counts as done when its summary says finished or diverged; failed runs run again on resume.
 `ended.txt` lets a driver learn what ended from one file instead of one per run; a summary written
@@ -24,6 +30,7 @@ from problems.validation import ParameterError
 
 from sweep.results import environment
 from sweep.results.safe_files import folder, open_file
+from sweep.results.shards import ShardLog, shard_lines
 from sweep.study.model import Study
 
 DONE_STATUSES = ("finished", "diverged")
@@ -70,6 +77,9 @@ class ResultStore:
         self._listed: set[str] | None = None  # the records files there were when this store first wrote
         self._ended: dict[str, str] | None = None
         self._made: set[str] = set()  # directories this store made (or found): not asked again per run
+        self.shards = ShardLog(self.root)
+        self._data: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None]] | None = None  # shards, as read
+        self._prior: dict[str, set[tuple[int, str]]] | None = None  # records in shards of runs resumed midway
 
     # ---- layout ----
     @property
@@ -134,7 +144,57 @@ class ResultStore:
             on_disk = f"{run_key}.jsonl" in self._listed
             self._seen[run_key] = {(r["iteration"], r["status"]) for r in self._read_lines(run_key)} if on_disk \
                 else set()
+            self._seen[run_key] |= self._prior_for(run_key)
         return self._seen[run_key]
+
+    def _prior_for(self, run_key: str) -> set[tuple[int, str]]:
+        """The records shards hold of a run that continues from a midway checkpoint (the only runs a new driver
+        sends records of again: others were reset by `repair`); read from the shards once, on first need."""
+        if self._prior is None:
+            resumed = self.checkpoints() if self.shards.exists() else {}
+            found = self.shards.held(set(resumed))[1] if resumed else {}
+            self._prior = {k: {(r["iteration"], r["status"]) for r in rs} for k, rs in found.items()}
+        return self._prior.get(run_key, set())
+
+    def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
+                    ended: list[tuple[str, dict[str, Any]]]) -> int:
+        """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None)) and
+        the summaries of the runs it ended, as one shard committed by one index line, then the ended runs in
+        ended.txt in one write; how many records were new. A kill before the commit loses the whole report (its runs
+        run again on resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
+        parts, new_count = [], 0
+        for key, records, lines in runs:
+            seen = self._seen_for(plain(key, "run key"))
+            idents = [(int(r["iteration"]), str(r["status"])) for r in records]
+            if lines is None or seen.intersection(idents) or len(set(idents)) < len(idents):
+                new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
+                lines = shard_lines(key, new)
+            else:
+                new = list(records)
+                seen.update(idents)
+            parts.append(lines)
+            new_count += len(new)
+            if self._data is not None and new:
+                self._data.setdefault(key, ([], None))[0].extend(new)
+        if not new_count and not ended:
+            return 0
+        for key, _ in ended:
+            plain(key, "run key")
+        self.shards.commit("".join(parts), ended)
+        if self._data is not None:
+            for key, summary in ended:
+                self._data[key] = (self._data.get(key, ([], None))[0], summary)
+        self._note_ended(ended)
+        return new_count
+
+    def _shard_data(self, cache: bool = True) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None]]:
+        """What the committed shards hold by run (read once and then kept up to date when `cache`)."""
+        if self._data is not None:
+            return self._data
+        data = self.shards.read() if self.shards.exists() else {}
+        if cache:
+            self._data = data
+        return data
 
     def append(self, run_key: str, record: dict[str, Any]) -> bool:
         """Store one metric record unless it is already stored; True when it was new."""
@@ -184,7 +244,8 @@ class ResultStore:
     def records(self, run_key: str) -> list[dict[str, Any]]:
         """A run's records in iteration order, one per iteration (the final status wins)."""
         by_it: dict[int, dict[str, Any]] = {}
-        for r in self._read_lines(run_key):
+        stored = self._shard_data().get(run_key, ([], None))[0] if self.shards.exists() else []
+        for r in [*self._read_lines(run_key), *stored]:
             prev = by_it.get(r["iteration"])
             if prev is None or prev["status"] == "running":
                 by_it[r["iteration"]] = r
@@ -208,6 +269,12 @@ class ResultStore:
         for key, summary in ended:
             with open_file(os.path.join(runs, f"{plain(key, 'run key')}.json"), "w") as fh:
                 fh.write(json.dumps(summary, default=repr))
+        self._note_ended(ended)
+
+    def _note_ended(self, ended: list[tuple[str, dict[str, Any]]]) -> None:
+        """The runs' ends in ended.txt, in one write."""
+        if not ended:
+            return
         with open_file(self.root / "ended.txt", "a") as fh:
             fh.write("".join(f"{summary['status']} {key}\n" for key, summary in ended))
         for key, summary in ended:
@@ -217,6 +284,11 @@ class ResultStore:
 
     def summary(self, run_key: str) -> dict[str, Any] | None:
         """A run's summary, or None when it has not ended (or its summary was cut short by a kill)."""
+        if self.shards.exists() and (stored := self._shard_data().get(run_key)) is not None and stored[1] is not None:
+            return stored[1]
+        return self._file_summary(run_key)
+
+    def _file_summary(self, run_key: str) -> dict[str, Any] | None:
         path = self.runs_dir / f"{plain(run_key, 'run key')}.json"
         try:
             return json.loads(path.read_text())
@@ -227,7 +299,9 @@ class ResultStore:
         """Summaries of the given runs (all when None) that have ended."""
         if run_keys is None:
             paths = sorted(self.runs_dir.glob("*.json")) if self.runs_dir.exists() else []
-            return [json.loads(p.read_text()) for p in paths]
+            files = {p.stem: json.loads(p.read_text()) for p in paths}
+            stored = {k: s for k, (_, s) in self._shard_data().items() if s is not None}
+            return list({**files, **stored}.values())
         return [s for s in (self.summary(k) for k in run_keys) if s is not None]
 
     def ended(self) -> dict[str, str]:
@@ -250,8 +324,10 @@ class ResultStore:
             if self.runs_dir.exists():
                 for name in os.listdir(self.runs_dir):
                     key = name[:-5] if name.endswith(".json") else None
-                    if key is not None and key not in ended and (s := self.summary(key)) is not None:
+                    if key is not None and key not in ended and (s := self._file_summary(key)) is not None:
                         ended[key] = s["status"]
+            for s in self.shards.last_summaries():  # committed, but the driver was killed before ended.txt
+                ended.setdefault(s["run_key"], s["status"])
             self._ended = ended
         return self._ended
 
@@ -269,6 +345,13 @@ class ResultStore:
             with open_file(path, "a") as fh:
                 fh.write("".join(f"{status} {key}\n" for key, status in missing))
         resumable = self.checkpoints()
+        self.shards.collect()  # a shard no index line commits: a killed driver's last report, run again
+        held, found = self.shards.held(set(resumable)) if self.shards.exists() else (set(), {})
+        rerun = list(rerun)
+        cleared = {k for k in rerun if k not in resumable and k in held}
+        self.shards.reset(sorted(cleared))  # their new runs write their records whole
+        self._prior = {k: {(r["iteration"], r["status"]) for r in rs} for k, rs in found.items()}
+        self._data = None
         on_disk = {name: set(os.listdir(self.root / name)) if (self.root / name).is_dir() else set()
                    for name in ("records", "runs")}
         reset = 0
@@ -277,10 +360,10 @@ class ResultStore:
                 continue
             gone = False
             for name, suffix in (("records", ".jsonl"), ("runs", ".json")):
-                if f"{key}{suffix}" in on_disk[name] and (name == "records" or self.summary(key) is None):
+                if f"{key}{suffix}" in on_disk[name] and (name == "records" or self._file_summary(key) is None):
                     os.unlink(self.root / name / f"{plain(key, 'run key')}{suffix}")  # a failed run's summary stays
                     gone = True
-            if gone:
+            if gone or key in cleared:
                 reset += 1
                 self._seen.pop(key, None)
                 if self._ended is not None:

@@ -1,5 +1,6 @@
 """A YAML study on a function-built problem, end to end: validated with its parameters, trials run by the
 platform's trial body (no Ray), then (integration) the `bisweep` CLI on Ray and a Tune trainable."""
+from tests.sweep import stored
 import json
 import re
 import subprocess
@@ -69,7 +70,7 @@ def test_the_cli_runs_the_study_on_ray(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"4 finished, 0 diverged, 0 failed, 0 not run", proc.stdout), proc.stdout[-2000:]
     st = spec.load(str(STUDY))
-    summaries = [json.loads(p.read_text()) for p in (tmp_path / "res" / "runs").glob("*.json")]
+    summaries = stored.summaries(tmp_path / "res")
     assert len(summaries) == 4
     for s in summaries:
         alg = s["point"]["algorithm"]

@@ -1,6 +1,7 @@
 """End to end on Ray and MLflow: the README's quickstart, failures and divergence, a user's own Tuner,
 an `mlflow server`, and `bisweep ui`. Every process a test starts is stopped by its id.
 """
+from tests.sweep import stored
 import json
 import os
 import re
@@ -87,13 +88,12 @@ def test_quickstart_from_the_readme_main_command(tmp_path, repo, venv_bin, eval_
     assert {"report/best.csv", "report/sensitivity.csv", "report/runs.csv", "report/sensitivity.png",
             "report/convergence_quadratic.png"} <= arts
     # The same results are on disk for reports without MLflow.
-    assert len(list((root / "runs").glob("*.json"))) == 27 and (root / "report" / "sensitivity.csv").exists()
+    assert len(stored.summaries(root)) == 27 and (root / "report" / "sensitivity.csv").exists()
     # At the paper defaults (factor 1) every method converges: ‖∇F‖² ≤ 1e-3 × its start, read from the records.
     factor_one = 0
-    for summary in (root / "runs").glob("*.json"):
-        run = json.loads(summary.read_text())
+    for run in stored.summaries(root):
         if run["point"]["coords"]["axis"] == 1:
-            recs = [json.loads(line) for line in (root / "records" / f"{run['run_key']}.jsonl").read_text().splitlines()]
+            recs = stored.stored_records(root, run["run_key"])
             assert run["status"] == "finished" and recs[-1]["grad_F_sq"] <= 1e-3 * recs[0]["grad_F_sq"], run["run_key"]
             factor_one += 1
     assert factor_one == 9

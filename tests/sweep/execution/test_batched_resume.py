@@ -1,5 +1,6 @@
 """A batched study killed mid-batch resumes its unfinished runs only, each run recorded once, its values equal
 to the run made alone (rtol 1e-10)."""
+from tests.sweep import stored
 import contextlib
 import json
 import os
@@ -37,7 +38,7 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and first.poll() is None:
-            done = {p.stem for p in (res / "runs").glob("*.json")} if (res / "runs").exists() else set()
+            done = stored.done(res)
             if len(done) >= 4 and midway_of(res) - done:  # a batch done, another checkpointed midway
                 break
             time.sleep(0.1)
@@ -47,21 +48,22 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
             os.killpg(first.pid, signal.SIGKILL)  # the crash: the driver and its local Ray at once
         first.wait(timeout=30)
     assert alive, "the study ended before a batch was caught midway:\n" + first.stdout.read().decode()[-3000:]
-    finished = {p.stem: p.read_text() for p in (res / "runs").glob("*.json")}
+    finished = {s["run_key"]: s for s in stored.summaries(res) if s["status"] == "finished"}
     assert 4 <= len(finished) < 12 and midway_of(res) - set(finished)
     time.sleep(3)  # let the orphaned Ray workers notice their raylet is gone
 
     second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"running {12 - len(finished)} runs (batched:" in second.stdout
-    for key, text in finished.items():  # finished runs were not run again
-        assert (res / "runs" / f"{key}.json").read_text() == text
+    after = {s["run_key"]: s for s in stored.summaries(res)}
+    for key, summary in finished.items():  # finished runs were not run again
+        assert after[key] == summary
 
     p = problems.make("quadratic", seed=0, dim_x=40, dim_y=40)
     for point in st.points:
         for seed in st.seeds:
             key = point.run_key(seed)
-            records = [json.loads(line) for line in (res / "records" / f"{key}.jsonl").read_text().splitlines()]
+            records = stored.stored_records(res, key)
             assert Counter(r["iteration"] for r in records).most_common(1)[0][1] == 1  # each record once
             assert records[-1]["status"] == "finished" and records[-1]["time_mode"] == "batched"
             if seed == 0:  # the same values as the run made alone

@@ -1,4 +1,5 @@
 """Clusters: a two-node Ray cluster on loopback running a study, and cluster.yaml validated offline."""
+from tests.sweep import stored
 import json
 import os
 import secrets
@@ -86,7 +87,7 @@ def run_bisweep(study: dict, results: Path, env: dict, *options: str) -> subproc
 
 
 def summaries(results: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in (results / "runs").glob("*.json")]
+    return stored.summaries(results)
 
 
 @pytest.mark.integration
@@ -299,7 +300,7 @@ def check_nothing_lost(results: Path, runs: int, batched: bool) -> None:
     assert ended[0::2] == ["finished"] * runs and len(set(ended[1::2])) == runs  # 0 failed, 0 lost, 0 duplicated
     done = summaries(results)
     for s in done:
-        iterations = [json.loads(line)["iteration"] for line in (results / "records" / f"{s['run_key']}.jsonl").open()]
+        iterations = [r["iteration"] for r in stored.stored_records(results, s["run_key"])]
         assert iterations == sorted(set(iterations)) and iterations[-1] == s["final"]["iteration"], s["run_key"]
     reference = reference_finals(done, batched)
     assert {s["run_key"]: without_times(s["final"]) for s in done} == {k: without_times(v) for k, v in reference.items()}

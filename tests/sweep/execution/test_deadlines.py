@@ -1,6 +1,7 @@
 """Nothing outside the driver can hang it (issue 34, items 2-3): an MLflow store that takes TCP but never answers
 ends the run with one line saying how many results MLflow did not get (they are on disk), a port that is no Ray
 head is refused in seconds, and a killed raylet ends the run in one line (exit 1) that a rerun finishes."""
+from tests.sweep import stored
 import copy
 import errno
 import os
@@ -156,7 +157,7 @@ def test_a_killed_raylet_ends_the_run_in_one_line_and_the_rerun_finishes_it(tmp_
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and driver.poll() is None:
-            if (res / "records").is_dir() and any((res / "records").iterdir()):
+            if stored.has_records(res):
                 break  # a run is under way
             time.sleep(0.1)
         (raylet,) = _children(driver.pid, "raylet")

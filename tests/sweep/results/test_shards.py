@@ -1,0 +1,141 @@
+"""The store whose unit is the report: a shard per Tune report committed by one index line; a kill at any point
+loses and duplicates nothing; an older results directory (a file per run) still loads, resumes and reports."""
+import json
+import os
+
+import pytest
+
+from sweep.report.frames import load_results
+from sweep.results.shards import ShardLog, shard_lines
+from sweep.results.store import ResultStore, records_text
+
+
+def recs(steps, final=None, scale=1.0):
+    out = [{"iteration": s, "status": "running", "F": scale / (s + 1)} for s in steps]
+    if final:
+        out[-1]["status"] = final
+    return out
+
+
+def summary(key, status="finished", final=None):
+    return {"run_key": key, "status": status, "final": final or {"iteration": 2, "F": 1 / 3}, "where": {}}
+
+
+def report(store, runs, ended=()):
+    """What StoreCallback does with one Tune report: runs = {key: records}; ended: the keys it ends."""
+    return store.write_shard([(k, r, shard_lines(k, r)) for k, r in runs.items()], [(k, summary(k)) for k in ended])
+
+
+def test_a_report_is_one_shard_and_one_index_line_and_reads_back_run_by_run(tmp_path):
+    store = ResultStore(tmp_path)
+    assert report(store, {"a.s0": recs([0, 1]), "b.s0": recs([0, 1, 2], "finished")}, ["b.s0"]) == 5
+    assert report(store, {"a.s0": recs([1, 2], "finished")}, ["a.s0"]) == 1  # iteration 1 again: stored once
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.jsonl", "00000001.jsonl"]
+    sizes = [os.path.getsize(tmp_path / "shards" / n) for n in ("00000000.jsonl", "00000001.jsonl")]
+    assert (tmp_path / "shards.txt").read_text() == f"00000000 {sizes[0]}\n00000001 {sizes[1]}\n"
+    assert (tmp_path / "ended.txt").read_text() == "finished b.s0\nfinished a.s0\n"
+    assert not (tmp_path / "records").exists() and not (tmp_path / "runs").exists()  # no file per run
+    later = ResultStore(tmp_path)
+    assert later.records("a.s0") == recs([0, 1, 2], "finished")
+    assert later.summary("b.s0") == summary("b.s0") and later.done(["a.s0", "b.s0", "c.s0"]) == {"a.s0", "b.s0"}
+    assert sorted(s["run_key"] for s in later.summaries()) == ["a.s0", "b.s0"]
+
+
+def test_a_shard_without_its_index_line_is_ignored_and_collected_on_resume(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0, 1], "finished")}, ["a.s0"])
+    (tmp_path / "shards" / "00000001.jsonl").write_text(shard_lines("b.s0", recs([0, 1], "finished"))
+                                                        + json.dumps({"summary": summary("b.s0")}) + "\n")
+    later = ResultStore(tmp_path)  # the driver died after writing shard 1, before its index line
+    assert later.records("b.s0") == [] and later.summary("b.s0") is None and later.done(["a.s0", "b.s0"]) == {"a.s0"}
+    assert later.repair(["b.s0"]) == (0, 0)
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.jsonl"]
+    report(later, {"b.s0": recs([0, 1], "finished")}, ["b.s0"])  # the run again: a new number, written once
+    assert ResultStore(tmp_path).records("b.s0") == recs([0, 1], "finished")
+
+
+def test_an_index_line_cut_short_commits_nothing_and_the_next_line_starts_on_its_own(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0], "finished")}, ["a.s0"])
+    report(store, {"b.s0": recs([0], "finished")}, ["b.s0"])
+    index = (tmp_path / "shards.txt").read_text()
+    (tmp_path / "shards.txt").write_text(index[:-3])  # the kill cut the second line: "00000001 1" names 1 byte
+    (tmp_path / "ended.txt").write_text("finished a.s0\n")
+    later = ResultStore(tmp_path)
+    assert later.done(["a.s0", "b.s0"]) == {"a.s0"} and later.records("b.s0") == []
+    later.repair(["b.s0"])
+    report(later, {"b.s0": recs([0], "finished")}, ["b.s0"])
+    assert (tmp_path / "shards.txt").read_text().splitlines()[1:] == [index.splitlines()[1][:-2],
+                                                                       index.splitlines()[1].replace("01", "02", 1)]
+    assert ResultStore(tmp_path).records("b.s0") == recs([0], "finished")
+
+
+def test_a_kill_between_the_commit_and_ended_txt_is_repaired_from_the_shard(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0, 1], "finished"), "b.s0": recs([0, 1], "finished")}, ["a.s0", "b.s0"])
+    (tmp_path / "ended.txt").write_text("finished a.s0\n")  # the driver died before b's line
+    later = ResultStore(tmp_path)
+    assert later.done(["a.s0", "b.s0"]) == {"a.s0", "b.s0"}  # committed: b is not run again
+    assert later.repair([]) == (1, 0)
+    assert (tmp_path / "ended.txt").read_text() == "finished a.s0\nfinished b.s0\n"
+
+
+def test_a_run_started_again_loses_its_old_records_unless_it_continues_from_a_midway_checkpoint(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0, 1, 2], scale=9.0), "b.s0": recs([0, 1, 2], scale=9.0)})
+    store.note_checkpoint("b.s0", "/ckpt/1")
+    later = ResultStore(tmp_path)  # a resumed driver: a starts again from 0, b from its checkpoint at 2
+    assert later.repair(["a.s0", "b.s0"]) == (0, 1)
+    assert later.records("a.s0") == [] and len(later.records("b.s0")) == 3
+    assert report(later, {"a.s0": recs([0, 1, 2, 3], "finished"), "b.s0": recs([2, 3], "finished")},
+                  ["a.s0", "b.s0"]) == 5  # b's iteration 2 is stored already
+    final = ResultStore(tmp_path)
+    assert final.records("a.s0") == recs([0, 1, 2, 3], "finished")  # no record of the first attempt left
+    assert final.records("b.s0") == recs([0, 1, 2], scale=9.0) + [{"iteration": 3, "status": "finished", "F": 0.25}]
+    assert [r["iteration"] for r in ShardLog(final.root).read()["b.s0"][0]] == [0, 1, 2, 3]  # each stored once
+
+
+def test_what_a_shard_holds_is_data_a_tampered_or_malformed_shard_is_not_read(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0], "finished")}, ["a.s0"])
+    report(store, {"b.s0": recs([0], "finished")}, ["b.s0"])
+    with open(tmp_path / "shards" / "00000001.jsonl", "a") as fh:  # grown after its commit: not the shard committed
+        fh.write(shard_lines("b.s0", recs([7])))
+    with open(tmp_path / "shards" / "00000000.jsonl", "r+") as fh:  # same size, lines that are no record
+        text = fh.read()
+        fh.seek(0)
+        fh.write(text.replace('"iteration": 0', '"iteratioN": 0'))
+    with open(tmp_path / "shards.txt", "a") as fh:
+        fh.write("../../etc/passwd 5\nreset \n")
+    later = ResultStore(tmp_path)
+    assert later.records("a.s0") == [] and later.summary("b.s0") is None and later.records("b.s0") == []
+    assert later.summary("a.s0")["status"] == "finished"
+
+
+def test_the_shard_store_writes_through_no_link(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "res").mkdir()
+    os.symlink(outside, tmp_path / "res" / "shards")
+    with pytest.raises(Exception, match="shards is a symbolic link"):
+        report(ResultStore(tmp_path / "res"), {"a.s0": recs([0], "finished")}, ["a.s0"])
+    assert os.listdir(outside) == []
+
+
+def test_an_older_results_directory_loads_resumes_and_gets_shards_beside_its_files(tmp_path, toy_study):
+    st = toy_study(seeds=2)
+    old = ResultStore(tmp_path)  # what drivers before shards wrote: records/<run>.jsonl, runs/<run>.json
+    old.write_study(st)
+    keys = st.run_keys
+    for key in keys[:-1]:
+        old.append_many(key, recs([0, 1, 2], "finished"), records_text(recs([0, 1, 2], "finished")))
+        old.finish(key, {**summary(key), "seed": int(key.rsplit(".s", 1)[1]), "final": recs([2], "finished")[0]})
+    old.append_many(keys[-1], recs([0, 1]))  # under way when it was killed
+    resumed = ResultStore(tmp_path)
+    assert resumed.done(keys) == set(keys[:-1])
+    assert resumed.repair([keys[-1]]) == (0, 1)
+    report(resumed, {keys[-1]: recs([0, 1, 2], "finished")}, [keys[-1]])
+    res = load_results(tmp_path)
+    assert sorted(res.runs["run_key"]) == sorted(keys)
+    assert len(res.records) == 3 * len(keys) and set(res.records["iteration"]) == {0, 1, 2}
+    assert list(res.records.groupby("run_key").size().unique()) == [3]

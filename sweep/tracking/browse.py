@@ -95,22 +95,29 @@ def summary_metrics(runs: list[Mapping[str, Any]], metric: str, goal: str) -> di
     return out
 
 
-def table_rows(study: Study, summaries: Mapping[str, Mapping[str, Any]],
-               params: Any) -> list[dict[str, Any]]:
-    """One row per ended run of the study: its identity, parameters (`params(point, seed)`), status and final
-    values (numbers and flags; the rest stays in the results directory)."""
-    rows = []
-    for p in study.points:
-        for seed in study.seeds:
-            key = p.run_key(seed)
-            s = summaries.get(key)
-            if s is None:
-                continue
-            final = {f"final.{k}": float(v) for k, v in (s.get("final") or {}).items()
-                     if isinstance(v, (int, float))}
-            rows.append({"run_key": key, "configuration": p.key, "label": p.label, **params(p, seed),
-                         "status": s.get("status"), "error": (s.get("error") or "")[:500], **final})
-    return rows
+class Table:
+    """The table of every ended run, column by column (10⁵ rows as dicts took ~5x the memory): its identity,
+    parameters, status, error and final values (numbers and flags; the rest stays in the results directory)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {}
+        self.rows = 0
+
+    def add(self, point: Point, seed: int, axis_name: str | None, summary: Mapping[str, Any]) -> None:
+        """A run's row."""
+        params = {k: str(v) for k, v in child_params(point, seed, axis_name).items() if k != "seed"}
+        final = {f"final.{k}": float(v) for k, v in (summary.get("final") or {}).items() if isinstance(v, (int, float))}
+        row = {"run_key": point.run_key(seed), "configuration": point.key, "label": point.label, "seed": seed,
+               **params, "status": summary.get("status"), "error": (summary.get("error") or "")[:500], **final}
+        for k, v in row.items():
+            column = self.columns.get(k)
+            if column is None:
+                column = self.columns[k] = [None] * self.rows
+            column.append(v)
+        self.rows += 1
+        for column in self.columns.values():
+            if len(column) < self.rows:
+                column.append(None)
 
 
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
@@ -120,11 +127,15 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     (as a new step) only when one of its runs ended since."""
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     ended = store.ended()
-    summaries = {k: s for k in ended if k in index and (s := store.summary(k)) is not None}
+    metric, goal = study.report.metric, study.report.goal
+    summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
+    for key in ended:
+        if key in index and (whole := store.summary(key)) is not None:
+            summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
+            table.add(*index[key], study.axis_name, whole)
     chosen = select(study, summaries)
     points = {p.key: p for p in study.points}
     several = len(study.seeds) > 1
-    metric, goal = study.report.metric, study.report.goal
     step = int(len(synced))  # a later session's summary is a later point of the same curves
     if several:
         for pkey in chosen:
@@ -142,29 +153,25 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
             if key in synced and key in ids:
                 continue
             point, seed = index[key]
-            summary = summaries[key]
+            summary = store.summary(key) or {}
             where = summary.get("where")
-            tracker.child(key, point, seed, where, ids.get(pkey + SUMMARY_SUFFIX), {SEED_TAG: seed_rank} if several else None)
+            tracker.child(key, point, seed, where, ids.get(pkey + SUMMARY_SUFFIX),
+                          {SEED_TAG: seed_rank} if several else None)
             for record in store.records(key):
                 tracker.add(key, point, seed, record, where)
             tracker.finish(key, summary["status"], summary.get("error"), summary.get("span"))
             tracker.flush()
     tracker.flush(force=True)
-    log_table(tracker, study, summaries)
+    log_table(tracker, table)
     return {k for k, status in ended.items() if k in index and status in DONE_STATUSES}
 
 
-def log_table(tracker: Tracker, study: Study, summaries: Mapping[str, Mapping[str, Any]]) -> None:
+def log_table(tracker: Tracker, table: Table) -> None:
     """The table of every ended run as the parent's artifact runs/runs.parquet (replacing an earlier session's)."""
     import pandas as pd
 
-    def params(point: Point, seed: int) -> dict[str, str]:
-        return {k: str(v) for k, v in child_params(point, seed, study.axis_name).items() if k != "seed"} | {
-            "seed": seed}
-
-    frame = pd.DataFrame(table_rows(study, summaries, params))
     with tempfile.TemporaryDirectory(prefix="bisweep-runs-") as tmp:
         path = Path(tmp) / "runs.parquet"
-        frame.to_parquet(path, index=False)
+        pd.DataFrame(table.columns).to_parquet(path, index=False)
         tracker.client.log_artifact(tracker.parent_id, str(path), "runs")
     tracker.answers.mark()

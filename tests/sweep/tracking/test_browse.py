@@ -120,7 +120,8 @@ def test_a_bad_mlflow_children_option_is_one_line_exit_2_and_writes_nothing(tmp_
     finally:
         os.chdir(cwd)
     assert code == 2
-    assert err.getvalue().strip() == f"bisweep: error: mlflow-children: must be a positive integer or 'all', got {value!r}"
+    assert err.getvalue().strip() == \
+        f"bisweep: error: mlflow-children: must be a positive integer or 'all', got {value!r}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 

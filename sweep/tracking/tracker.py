@@ -15,7 +15,8 @@ Child runs are written in batches across runs (sweep/tracking/mlflow_sinks.py: i
 `log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver
 (sweep/execution/mlflow_writer.py). Everything is idempotent: the parent is found by the study's spec hash, a child
 by its run-key tag, and a metric step (= iteration) is logged once, so a resumed or re-run study neither
-duplicates runs nor metric points.
+duplicates runs nor metric points. A study of more runs than its `mlflow_children` gets children only for
+what a reader browses, once its runs have ended, and a table of every run (sweep/tracking/browse.py).
 """
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ site-packages (the libraries are the same, only the code differs), as this workt
     .venv/bin/python benchmarks/bench_million.py 10000 --against main            # ~2 min
     .venv/bin/python benchmarks/bench_million.py 100000 --against main --repeats 3
     .venv/bin/python benchmarks/bench_million.py 1000000                         # once: minutes
+    .venv/bin/python benchmarks/bench_million.py 100000 --against main --address 127.0.0.1:6379   # Ray started once
 """
 from __future__ import annotations
 
@@ -68,12 +69,15 @@ def sizes(root: Path) -> tuple[int, int, int]:
     return apparent, disk, db
 
 
-def run_once(python: str, n: int, work: Path) -> dict[str, Any]:
-    """One whole `bisweep run` of n tiny runs with `python`; its figures."""
+def run_once(python: str, n: int, work: Path, address: str | None = None) -> dict[str, Any]:
+    """One whole `bisweep run` of n tiny runs with `python` (on the Ray at `address`, else a local one of its own);
+    its figures."""
     study, res, stats = work / "tiny.yaml", work / "res", work / "child.json"
     study.write_text(yaml.safe_dump(tiny_study(n)))
     args = ["run", str(study), "--results-dir", str(res), "--no-report", "--num-cpus", "2", "--max-runs", str(n),
             "--ray-start-timeout", "900"]  # a busy machine starts Ray slowly
+    if address:
+        args += ["--address", address]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     t0 = time.monotonic()
     proc = subprocess.run([python, "-c", CHILD, str(stats), *args], cwd=work, env=env, capture_output=True, text=True)
@@ -107,6 +111,8 @@ def main() -> None:
     ap.add_argument("sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000], help="numbers of tiny runs")
     ap.add_argument("--against", metavar="COMMIT", help="an older commit (or branch) to run side by side")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--address", help="a running Ray (`ray start --head`) every run uses, instead of starting its own: "
+                    "its workers run the code the head was started with, so only the drivers' code differs")
     args = ap.parse_args()
     if any(n < 1 for n in args.sizes) or args.repeats < 1:
         sys.exit("bench_million: sizes and --repeats must be positive integers")
@@ -121,7 +127,7 @@ def main() -> None:
             for _ in range(args.repeats):
                 for label, python in codes.items():
                     with tempfile.TemporaryDirectory(prefix="bench_million") as d:
-                        got[label].append(run_once(python, n, Path(d)))
+                        got[label].append(run_once(python, n, Path(d), args.address))
                     g = got[label][-1]
                     print(f"  {n:,} {label}: {g['wall']:.1f} s whole, {n / g['to_end']:.0f} runs/s to end, "
                           f"load {os.getloadavg()[0]:.1f}", flush=True)

@@ -168,10 +168,11 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
 
 def log_table(tracker: Tracker, table: Table) -> None:
     """The table of every ended run as the parent's artifact runs/runs.parquet (replacing an earlier session's)."""
-    import pandas as pd
+    import pyarrow as pa  # already loaded by Tune's storage layer: pandas would add ~100 MB to the driver
+    import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="bisweep-runs-") as tmp:
         path = Path(tmp) / "runs.parquet"
-        pd.DataFrame(table.columns).to_parquet(path, index=False)
+        pq.write_table(pa.table(table.columns), path)
         tracker.client.log_artifact(tracker.parent_id, str(path), "runs")
     tracker.answers.mark()

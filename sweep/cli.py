@@ -32,6 +32,7 @@ from sweep.execution.disk import disk_full
 from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import RAY_START_SECONDS, NodeLost
 from sweep.execution.runner import run_study
+from sweep.report.build import build_report
 from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
@@ -91,8 +92,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta = ResultStore(root).read_study()
     check_tree(root)  # no link where the report or MLflow write (sweep/results/safe_files.py)
     import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
-    from sweep.report.build import build_report  # not on `bisweep run`'s path (its claims cost ~0.1 s)
-
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)

@@ -32,6 +32,7 @@ from sweep.execution.progress import Progress, print_line
 from sweep.execution.ray_cluster import (RAY_START_SECONDS, ClusterError, check_head, quiet_logs, start_ray,
                                          stop_ray)
 from sweep.execution.session import Session, Timeline, process_start
+from sweep.report.build import build_report
 from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree, open_file
 from sweep.results.store import ResultStore
@@ -214,8 +215,6 @@ def _finish(session: Session, connecting: Background, writer: MlflowCallback | N
     report_dir, report_name = None, "report"
     if report:
         say("bisweep: building the report")
-        from sweep.report.build import build_report  # the report's modules (and the claims') load only for it
-
         built = build_report(root, out=out)
         report_dir, report_name = built.directory, built.artifact_name
         timeline.mark("reported")

@@ -28,7 +28,7 @@ from algorithms.run import Budget, Divergence
 from problems.registries import import_modules
 from problems.registry import entry as problem_entry
 from problems.validation import ParameterError, did_you_mean
-from sweep import kinds
+from sweep import claims, kinds
 from sweep.study import entry_checks, limits, schema
 from sweep.study.errors import Errors, SpecError, fail, shown
 from sweep.study.expand import Expansion, check_duplicates, record_error
@@ -206,8 +206,6 @@ def _check_claim(name: str | None, kind: str, errors: Errors) -> None:
     """The paper claim the report checks must exist and read studies of this kind."""
     if name is None:
         return
-    from sweep import claims  # only for a study with a claim (~0.1 s of imports a run without one does not need)
-
     if name not in claims.CLAIMS:
         errors.add("claim", f"must be one of {', '.join(claims.CLAIMS)} or null, got {name!r};"
                             f"{did_you_mean(name, list(claims.CLAIMS))}".rstrip(";"))

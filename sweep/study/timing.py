@@ -2,7 +2,7 @@
 sweep.execution.batching): a kind or a claim that compares compute seconds, a seconds budget, a report target."""
 from __future__ import annotations
 
-from sweep import kinds
+from sweep import claims, kinds
 from sweep.study.model import Study
 
 
@@ -14,10 +14,6 @@ def timed_by(study: Study) -> str:
         return "a seconds budget"
     if study.report.target is not None:
         return "report.target times runs to the target"
-    if study.claim is None:
-        return ""
-    from sweep import claims  # only for a study with a claim: the claims and their statistics cost ~0.1 s to import
-
-    if getattr(claims.CLAIMS.get(study.claim), "timed", False):
+    if study.claim is not None and getattr(claims.CLAIMS.get(study.claim), "timed", False):
         return f"claim {study.claim} reads compute seconds"
     return ""

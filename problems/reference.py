@@ -101,7 +101,7 @@ def _solve(problem: BilevelProblem, x0: Array, tol: float, max_iter: int) -> tup
         # A box around x0 keeps the line search's first trial steps where F is defined (exp(x) overflows in
         # regularization_selection past ~700); a minimiser on its edge fails the check below.
         radius = BOX * max(1.0, float(np.abs(x0).max(initial=0)))
-        from scipy import optimize  # only here: scipy.optimize (and the scipy.stats it imports) costs every process ~0.4 s
+        import scipy.optimize as optimize  # only here: scipy.optimize (and the scipy.stats it imports) costs every process ~0.4 s
 
         res = optimize.minimize(problem.F, x0, jac=problem.grad_F, method="L-BFGS-B",
                                 bounds=list(zip(x0 - radius, x0 + radius)),

@@ -106,7 +106,7 @@ def estimate(values: Sequence[float]) -> Estimate:
     m = float(v.mean())
     if v.size == 1 or np.all(v == v[0]):
         return Estimate.point(m)
-    from scipy import stats  # here: scipy.stats costs every `bisweep run` ~0.3 s before its first trial
+    import scipy.stats as stats  # here: scipy.stats costs every `bisweep run` ~0.3 s before its first trial
 
     half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
     return Estimate(m, m - half, m + half)

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from problems.base import Array
@@ -129,6 +128,8 @@ def fit_learner(parts: list[tuple[Array, Array, float]], n_features: int, n_clas
     shape = (n_features, n_classes)
     w0 = np.zeros(n_features * n_classes) if start is None else start.ravel()
     parts = [p for p in parts if len(p[1]) > 0]
+    from scipy.optimize import minimize  # only here: its import costs every trial process ~0.4 s
+
     res = minimize(_objective, w0, args=(parts, shape, reg), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-8, "ftol": 0.0, "maxiter": 2000})
     return res.x.reshape(shape)

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize as so
 
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem
 
@@ -167,6 +166,8 @@ class ImplicitGroundTruth:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # precision-loss notices: judged by the gradient norm below
             # Only down to HANDOFF: trust-krylov can stall near 1e-8, where Newton steps converge quadratically.
+            import scipy.optimize as so  # only here: its import costs every trial process ~0.4 s
+
             res = so.minimize(lambda y: p.g(x, y), start, jac=lambda y: p.grad_y_g(x, y),
                               hessp=lambda y, v: p.hvp_yy_g(x, y, v), method="trust-krylov",
                               options={"gtol": max(HANDOFF, self.inner_tol) * scale, "maxiter": self.max_inner_iter})

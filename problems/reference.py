@@ -25,7 +25,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import optimize
 
 from problems.base import Array, BilevelProblem
 
@@ -102,6 +101,8 @@ def _solve(problem: BilevelProblem, x0: Array, tol: float, max_iter: int) -> tup
         # A box around x0 keeps the line search's first trial steps where F is defined (exp(x) overflows in
         # regularization_selection past ~700); a minimiser on its edge fails the check below.
         radius = BOX * max(1.0, float(np.abs(x0).max(initial=0)))
+        import scipy.optimize as optimize  # only here: scipy.optimize (and the scipy.stats it imports) costs every process ~0.4 s
+
         res = optimize.minimize(problem.F, x0, jac=problem.grad_F, method="L-BFGS-B",
                                 bounds=list(zip(x0 - radius, x0 + radius)),
                                 options={"maxiter": max_iter, "gtol": 0.0, "ftol": 0.0, "maxcor": 20})

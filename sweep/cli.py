@@ -61,6 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParameterError(f"max-runs: must be a positive integer up to {MAX_RUNS_LIMIT:,}, got {args.max_runs}")
     study = spec.load(args.study, scale=args.scale, max_runs=args.max_runs or MAX_RUNS, count_only=args.validate_only)
     study = options.with_max_failures(study, args.max_failures)
+    study = options.with_mlflow_children(study, args.mlflow_children)
     if args.validate_only:
         k = study.runs_per_trial
         per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
@@ -275,6 +276,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="finish an interrupted study (re-running does the same)")
     run.add_argument("--max-failures", type=int, help="retries of a trial whose process or node died, each from its "
                                                       "last checkpoint (default: the study's max_failures, 2)")
+    run.add_argument("--mlflow-children", metavar="N|all", help="most runs that each get an MLflow child run (default: "
+                     "the study's mlflow_children, 10,000; beyond, children for what a reader browses)")
     run.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all)")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
     run.add_argument("--ray-start-timeout", type=float, default=RAY_START_SECONDS, metavar="SECONDS",

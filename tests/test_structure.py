@@ -15,7 +15,8 @@ PACKAGES = ("problems", "algorithms", "sweep")
 HEAVY = ("ray", "mlflow", "sqlalchemy", "matplotlib", "sklearn", "jax", "pandas", "optuna", "pyarrow")  # jax: the optional [jax]
 # extra; pandas: reading results (sweep.report.frames) and comparisons (sweep.compare), loaded only where used;
 # optuna (0.16 s): only a benchmark study's model-based tuning rounds
-HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import: loaded where used
+HEAVY_SUBMODULES = ("scipy.stats", "scipy.optimize")  # ~35 MiB and a third of a second to import (scipy.optimize
+# imports scipy.stats): loaded where used
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("problems", "algorithms", "sweep.kinds", "sweep.claims")
 MAX_LINES = 400

@@ -29,6 +29,7 @@ from sweep.execution.trainable import META, chunks, study_trainable
 from sweep.report import figures
 from sweep.results.store import ResultStore
 from sweep.study.model import Point, RunSpec, Study, TrialConfig
+from sweep.tracking import browse
 
 
 def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any, on_cluster: bool,
@@ -55,7 +56,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     queue = RunQueue(pending, _config_maker(study, registry_name, store.checkpoints(), mode.on), study.runs_per_trial,
                      slots, batching.batch_key if mode.on else None)
     writer = MlflowCallback(_marked(connecting.result, session.timeline, "mlflow_ready"), session.index, store,
-                            session.answers)
+                            session.answers, stream=not browse.browsing(study))
     recorder = StoreCallback(store, session.index, registry, queue)
     callbacks = [recorder, writer, ProgressCallback(progress, lambda t: recorder.failed.get(t.trial_id, [])),
                  TimelineCallback(session.timeline), Slim()]

@@ -62,7 +62,8 @@ class MlflowCallback(Callback):
     """Driver-side Tune callback mirroring every result into the study's MLflow runs, off Tune's thread."""
 
     def __init__(self, connect: Callable[[], tuple[Tracker, SyncLog]], index: dict[str, tuple[Point, int]],
-                 store: ResultStore, answers: Answers | None = None) -> None:
+                 store: ResultStore, answers: Answers | None = None, stream: bool = True) -> None:
+        self.stream = stream  # False: results are not sent as they come (a large study's children: tracking.browse)
         self._connect = connect  # -> the tracker and its sync log, called on the writer thread
         self.tracker: Tracker | None = None
         self.synced: SyncLog | None = None
@@ -148,7 +149,7 @@ class MlflowCallback(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
         meta = result.get(META)
-        if meta is not None:
+        if meta is not None and self.stream:
             where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
             now, runs = time.monotonic(), [queued(c) for c in chunks(result)]
             for i in range(0, len(runs), MAX_RUNS_PER_WRITE):  # a large report in pieces: no write takes more
@@ -191,6 +192,8 @@ class MlflowCallback(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         # The store's callback ran first: the runs it marked failed (others went back to the queue).
+        if not self.stream:
+            return
         failed = [k for k in trial.config["trial"].run_keys if self.store.status(k) == "failed"]
         self._put(("failed", time.monotonic(), failed))
 

@@ -267,3 +267,19 @@ def with_max_failures(study: Study, max_failures: int | None) -> Study:
     if max_failures < 0:
         raise ParameterError(f"max-failures: must be a non-negative integer (retries of a failed trial), got {max_failures}")
     return dataclasses.replace(study, max_failures=max_failures)
+
+
+def with_mlflow_children(study: Study, value: str | None) -> Study:
+    """The study with --mlflow-children (a positive integer or 'all') instead of its own `mlflow_children`: the
+    most runs that each get an MLflow child run. It changes no run, so not the study's identity."""
+    if value is None:
+        return study
+    if value.strip().lower() == "all":
+        return dataclasses.replace(study, mlflow_children=None)
+    try:
+        most = int(value)
+    except ValueError:
+        most = 0
+    if most < 1:
+        raise ParameterError(f"mlflow-children: must be a positive integer or 'all', got {value[:80]!r}")
+    return dataclasses.replace(study, mlflow_children=most)

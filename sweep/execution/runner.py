@@ -39,7 +39,7 @@ from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.model import Point, Study
 from sweep.study.sources import checked_dir
-from sweep.tracking import mlflow_store
+from sweep.tracking import browse, mlflow_store
 from sweep.tracking.masking import mask, mask_text
 from sweep.tracking.tracker import SyncLog, Tracker, default_tracking_uri, local_artifact_location
 
@@ -242,7 +242,10 @@ def _end_mlflow(session: Session, connecting: Background, report_dir: Path | Non
                 status: str, counts: dict[str, int]) -> str:
     """Send what MLflow missed while running, attach the report, end the parent run; its id."""
     tracker, synced = connecting.result()
-    synced.add_many(tracker.sync(session.store, session.index, synced.keys))
+    if browse.browsing(session.study):  # children for what a reader browses, a table of every run
+        synced.add_many(browse.sync_browsed(tracker, session.store, session.study, synced.keys))
+    else:
+        synced.add_many(tracker.sync(session.store, session.index, synced.keys))
     session.timeline.mark("synced")
     if report_dir is not None:
         tracker.log_report(report_dir, report_name)  # 'report-partial' while runs are missing
@@ -331,7 +334,8 @@ def connect_tracking(uri: str, study: Study, store: ResultStore, index: dict[str
             raise ParameterError(f"tracking-uri: cannot use the MLflow store at {mask(uri)} "
                                  f"({type(exc).__name__}: {mask_text(first_line)})") from exc
         synced = SyncLog(store, parent)
-        synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
+        if not browse.browsing(study):  # a larger study's children are chosen at the end (sweep.tracking.browse)
+            synced.add_many(tracker.sync(store, index, synced.keys))  # what a killed driver stored but never sent
         return tracker, synced
 
     return Background(connect, "bisweep-mlflow-connect", yielding=True)

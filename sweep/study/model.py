@@ -269,6 +269,7 @@ class Study:
     identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
     counted: int | None = None  # configurations counted without building them (`points` then holds only some)
     batched: str = "auto"  # auto | off: whether runs sharing an instance step as one batch (sweep.batching)
+    mlflow_children: int | None = 10_000  # most runs that each get an MLflow child (None: all; sweep.tracking.browse)
 
     @property
     def configurations(self) -> int:

@@ -225,6 +225,7 @@ NEvals = checked(f"an integer from 2 to {MAX_EVALS:,}", lambda v: is_int(v) and 
 Imports = before(_imports, list[str])
 ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v, str))
 # YAML 1.1 reads a bare `off` as false: that is `off` too.
+MlflowChildren = checked("a positive integer or all", lambda v: v == "all" or (is_int(v) and v >= 1))
 BatchedMode = checked("one of auto, off", lambda v: v is False or v in ("auto", "off"),
                       lambda v: "off" if v is False else v)
 
@@ -252,6 +253,10 @@ class StudyBase(Block):
     batched: BatchedMode = Field(
         "auto", examples=["off"], description="auto: runs sharing an algorithm, problem instance and budget step "
         "together as one batch (off where runs are timed: dimension_scaling, a seconds budget, a target); off: one by one")
+    mlflow_children: MlflowChildren = Field(
+        10_000, examples=[1000, "all"], description="most runs that each get an MLflow child run; a larger study gets "
+        "children for what a reader browses (each configuration's summary, its best and worst seeds) and a table of "
+        "every run on the parent; all: a child per run")
     blas_threads: OptionalPositiveInt = Field(
         None, examples=[1], description="BLAS threads inside each trial (threadpoolctl); null: the libraries' default")
     checkpoint_seconds: NonNegativeSeconds = Field(10.0, examples=[30],  description="seconds between checkpoints of a running trial; 0 (meant): a checkpoint with every report, "

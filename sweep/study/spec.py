@@ -166,6 +166,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         points=points, online=online, source=_plain({**data, "name": spec.name}), claim=spec.claim,
         scale=scale or DEFAULT_SCALE, axis_name=kind.axis_name(axis),
         runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted, batched=spec.batched,
+        mlflow_children=None if spec.mlflow_children == "all" else spec.mlflow_children,
     )
 
 

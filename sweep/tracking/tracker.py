@@ -15,7 +15,8 @@ Child runs are written in batches across runs (sweep/tracking/mlflow_sinks.py: i
 `log_batch` calls of at most 1,000 metrics to a server), by a writer thread of the driver
 (sweep/execution/mlflow_writer.py). Everything is idempotent: the parent is found by the study's spec hash, a child
 by its run-key tag, and a metric step (= iteration) is logged once, so a resumed or re-run study neither
-duplicates runs nor metric points.
+duplicates runs nor metric points. A study of more runs than its `mlflow_children` gets children only for
+what a reader browses, once its runs have ended, and a table of every run (sweep/tracking/browse.py).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ FLUSH_SECONDS = 2.0
 #: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
 DESCRIPTION = "mlflow.note.content"
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-def child_params(point: Point, seed: int, axis_name: str | None) -> dict[str, Any]:
+def child_params(point: Point, seed: int | None, axis_name: str | None) -> dict[str, Any]:
     """Every parameter a child run of (configuration, seed) could carry (`None`s left out)."""
     axis = {}
     if axis_name and ("axis" in point.coords or point.coords.get("reference")):
@@ -217,19 +218,22 @@ class Tracker:
             self.answers.mark()
         return self._ids
 
-    def child(self, run_key: str, point: Point, seed: int, where: dict[str, str] | None = None) -> None:
-        """Make sure the child run of (configuration, seed) exists: found by its key tag, else queued for creation."""
+    def child(self, run_key: str, point: Point, seed: int | None, where: dict[str, str] | None = None,
+              parent: str | None = None, tags: dict[str, str] | None = None) -> None:
+        """Make sure the child run of (configuration, seed) exists: found by its key tag, else queued for creation
+        (nested under `parent` when given, else the study's run; `seed` None: the configuration's summary)."""
         children = self.children()
         if run_key in self._steps:
             return
         if run_key in children:
             self._steps[run_key] = self.sink.steps(children[run_key])
             return
-        tags = {PARENT: self.parent_id, ROLE: "run", RUN_KEY: run_key, "configuration": point.key,
-                "status": "running"}
+        tags = {PARENT: parent or self.parent_id, ROLE: "run" if seed is not None else "configuration",
+                RUN_KEY: run_key, "configuration": point.key, "status": "running", **(tags or {})}
         if where and where.get("host") != self._host:
             tags.update({k: v for k, v in where.items() if v})
-        name = run_name(point.to_dict(), seed, self.axis_name)
+        name = run_name(point.to_dict(), seed, self.axis_name) if seed is not None else \
+            run_name(point.to_dict(), 0, self.axis_name).rsplit(" · seed", 1)[0] + " · seeds"
         params = {k: str(v)[:6000] for k, v in child_params(point, seed, self.axis_name).items()}
         params = {k: v for k, v in params.items() if self._shared.get(k) != v}
         self._batch.new[run_key] = NewRun(name, {k: str(v)[:8000] for k, v in tags.items()}, params, _now_ms())

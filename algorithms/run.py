@@ -34,7 +34,8 @@ from numpy.random.bit_generator import ISeedSequence
 from algorithms.base import Algorithm, AlgorithmConfig, get
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
 from problems.counting import BudgetSpent, counted
-from problems.validation import ParameterError, Params, param
+from problems.shared.errors import ParameterError
+from problems.validation import Params, param
 
 #: Iterates larger than this always count as divergence (before they overflow to inf), whatever the rule.
 DIVERGENCE_NORM = 1e100

@@ -30,7 +30,8 @@ from problems.gather import RowCache
 from problems.registry import register
 from problems.rowwise import index_rows, level_indices, row_combinations, row_products
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
-from problems.validation import ParameterError, Params, param
+from problems.shared.errors import ParameterError
+from problems.validation import Params, param
 
 MAX_DRAWS = 20
 #: Smallest eigenvalue of ∇²F accepted (the benchmark's threshold).

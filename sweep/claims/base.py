@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 
-from problems.registries import Registry
+from problems.shared.registries import Registry
 from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  quoted, setting, unstated)

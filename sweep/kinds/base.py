@@ -24,7 +24,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
-from problems.registries import Registry
+from problems.shared.registries import Registry
 from sweep.results.runs import RunData
 from sweep.study.checks import invalid
 from sweep.study.errors import shown

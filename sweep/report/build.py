@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep import claims, kinds
 from sweep.claims import ClaimReport
 from sweep.report import report_cache

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, create_m
 import algorithms
 import problems
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
 from sweep import kinds
 from sweep.study.checks import (ERROR_TYPE, Block, NonNegativeInt, NonNegativeSeconds, OptionalNonNegativeInt,
                           OptionalPositiveInt, PositiveNumber, after, before, checked, invalid, is_int, is_number,

@@ -25,9 +25,9 @@ from typing import Any
 
 import algorithms
 from algorithms.run import Budget, Divergence
-from problems.registries import import_modules
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
+from problems.shared.registries import import_modules
 from sweep import claims, kinds
 from sweep.study import entry_checks, limits, schema
 from sweep.study.errors import Errors, SpecError, fail, shown

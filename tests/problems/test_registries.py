@@ -9,10 +9,10 @@ import pytest
 
 import algorithms
 import problems
-from problems.registries import Registry, discover, import_modules
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
+from problems.shared.registries import Registry, discover, import_modules
 
-INIT = "from problems.registries import discover\nseen = []\ndiscover(__name__, __path__)\n"
+INIT = "from problems.shared.registries import discover\nseen = []\ndiscover(__name__, __path__)\n"
 PROBLEM = '''
 import dataclasses
 import numpy as np

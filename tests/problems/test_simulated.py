@@ -4,7 +4,7 @@ import pytest
 
 import problems
 from problems.sampling import TwoSetBatch
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_minibatch_mean, check_oracles
 
 SMALL = {"dim_x": 6, "dim_y": 9, "n_samples_inner": 24, "n_samples_outer": 17}

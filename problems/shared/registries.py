@@ -6,7 +6,8 @@ installed that declare an entry point in the group `bisweep.plugins` (loaded onc
 read), and the modules a study names in `imports:` (`import_modules`). Every registry reports an unknown name
 the same way: a `ParameterError` naming the field, the nearest known name and every allowed one.
 
-It lives in `problems`, the bottom package, so that `algorithms` and `sweep` use the same one.
+It lives in `problems.shared`, the bottom package's shared infrastructure, so that `algorithms` and `sweep` use
+the same one.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
 
 #: The entry-point group of installed plugins: `mypackage = "mypackage.plugin"` under
 #: `[project.entry-points."bisweep.plugins"]` of a package's pyproject.toml.

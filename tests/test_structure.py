@@ -1,6 +1,6 @@
 """The shape of the code: no import cycle in problems/, algorithms/, sweep/; the folders of sweep/ import one
 another only as declared; no import hidden in a function to dodge one; no study-kind name tested outside
-sweep/kinds/; no oversized sweep module."""
+sweep/kinds/; no module of any package over the line cap."""
 from __future__ import annotations
 
 import ast
@@ -19,6 +19,13 @@ HEAVY_SUBMODULES = ("scipy.stats",)  # ~35 MiB and a third of a second to import
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("problems", "algorithms", "sweep.kinds", "sweep.claims")
 MAX_LINES = 400
+#: Modules allowed over MAX_LINES for now, each with why; the test fails once one is back under the cap, so
+#: the list only shrinks. Both belong to the engine redesign of issue 47 (explicit state: an algorithm's step
+#: over a state record), which leaves batched.py and stacked.py the engine around it and takes Run's loop apart.
+OVERSIZED = {
+    "algorithms.batched": "the stacked engine; shrinks to the engine around explicit-state steps (issue 47)",
+    "algorithms.run": "the per-run loop with its budget, records and resume; split with Run's public interface (issue 47)",
+}
 #: The folders of sweep/ and the folders each may import (sweep's __init__ and cli.py, its only modules at the top,
 #: may import any). The core runs one way: study → results → tracking → report → execution. The plugin folders
 #: sit between: study validates with kinds and claims, report draws with them, and they build on the study's
@@ -223,9 +230,25 @@ def test_no_kind_name_is_tested_outside_the_kinds_package():
     assert not found, found
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("sweep")])
-def test_sweep_modules_stay_small(module):
-    assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+def oversized(modules: dict[str, Path], allowed: dict[str, str]) -> list[str]:
+    """Modules over MAX_LINES lines that `allowed` does not list, and listed modules that are no longer over it."""
+    lines = {m: len(p.read_text().splitlines()) for m, p in modules.items()}
+    over = [f"{m}: {n} lines" for m, n in lines.items() if n > MAX_LINES and m not in allowed]
+    return over + [f"{m}: {lines.get(m, 0)} lines, remove it from OVERSIZED" for m in allowed if lines.get(m, 0) <= MAX_LINES]
+
+
+def test_the_size_check_sees_a_long_module_and_a_stale_allowance(tmp_path):
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_LINES)
+    modules = {"pkg.long": tmp_path / "long.py", "pkg.short": tmp_path / "short.py"}
+    assert oversized(modules, {}) == [f"pkg.long: {MAX_LINES + 1} lines"]
+    assert oversized(modules, {"pkg.long": "being split"}) == []
+    assert oversized(modules, {"pkg.short": "split"}) == [f"pkg.long: {MAX_LINES + 1} lines",
+                                                          f"pkg.short: {MAX_LINES} lines, remove it from OVERSIZED"]
+
+
+def test_no_module_of_any_package_is_over_the_line_cap():
+    assert not oversized(MODULES, OVERSIZED), oversized(MODULES, OVERSIZED)
 
 
 def test_the_code_cites_papers_not_files_outside_the_repository():

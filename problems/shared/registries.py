@@ -96,11 +96,31 @@ INSTALLED = _Installed()
 
 class Registry(Generic[T]):
     """Items of one sort by name, in the order registered. Reading it (`in`, `[name]`, iterating) first loads
-    the installed plugins; `[name]` of an unknown name raises `ParameterError` with the nearest known name."""
+    the installed plugins; `[name]` of an unknown name raises `ParameterError` with the nearest known name.
 
-    def __init__(self, field: str) -> None:
+    `builtin`: the package whose modules register the built-in items, imported on the first read (before the
+    installed plugins), as an entry point is: a registry owned by a lower layer than the package that fills it
+    (sweep.study's registries of kinds and claims) never imports that package's code at its own import.
+    """
+
+    def __init__(self, field: str, builtin: str | None = None) -> None:
         self.field = field  # what an error names: algorithm, problem, kind, claim
+        self.builtin = builtin
         self._items: dict[str, T] = {}
+        self._builtin_loaded = builtin is None
+
+    def _load(self) -> None:
+        """The built-in items (once), then the installed plugins."""
+        if not self._builtin_loaded:
+            with INSTALLED.lock:
+                if not self._builtin_loaded:
+                    self._builtin_loaded = True  # first: a module being imported may read the registry
+                    try:
+                        importlib.import_module(self.builtin)
+                    except BaseException:
+                        self._builtin_loaded = False  # a broken built-in module fails every read, not just one
+                        raise
+        INSTALLED.load()
 
     def add(self, name: str, item: T) -> T:
         """Register `item` under `name` (a name registers once)."""
@@ -117,7 +137,7 @@ class Registry(Generic[T]):
         self.pop(name)
 
     def __getitem__(self, name: object) -> T:
-        INSTALLED.load()
+        self._load()
         if not isinstance(name, str) or name not in self._items:
             known = sorted(self._items)
             raise ParameterError(f"{self.field}: unknown name {name!r};{did_you_mean(name, known)} "
@@ -126,11 +146,11 @@ class Registry(Generic[T]):
 
     def get(self, name: object, default: T | None = None) -> T | None:
         """The item of `name`, or `default` when there is none (as a dict's `get`)."""
-        INSTALLED.load()
+        self._load()
         return self._items.get(name, default) if isinstance(name, str) else default
 
     def __contains__(self, name: object) -> bool:
-        INSTALLED.load()
+        self._load()
         return isinstance(name, str) and name in self._items
 
     def __iter__(self) -> Iterator[str]:
@@ -141,10 +161,10 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every name, in the order registered (built-in ones first)."""
-        INSTALLED.load()
+        self._load()
         return list(self._items)
 
     def items(self) -> list[tuple[str, T]]:
         """(name, item) pairs sorted by name."""
-        INSTALLED.load()
+        self._load()
         return sorted(self._items.items())

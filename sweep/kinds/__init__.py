@@ -2,7 +2,8 @@
 
 Importing `sweep.kinds` imports every module of the package, so a new built-in kind is one new file;
 a kind outside the package registers itself when a study's `imports:` (or your code) imports it, or when
-its installed package declares it as a `bisweep.plugins` entry point (problems.shared.registries).
+its installed package declares it as a `bisweep.plugins` entry point (problems.shared.registries). The registry is
+`sweep.study.plugins.KINDS`, which imports this package at its first read.
 """
 from __future__ import annotations
 

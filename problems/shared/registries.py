@@ -112,14 +112,11 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         """The built-in items (once), then the installed plugins."""
         if not self._builtin_loaded:
-            with INSTALLED.lock:
-                if not self._builtin_loaded:
-                    self._builtin_loaded = True  # first: a module being imported may read the registry
-                    try:
-                        importlib.import_module(self.builtin)
-                    except BaseException:
-                        self._builtin_loaded = False  # a broken built-in module fails every read, not just one
-                        raise
+            # No lock of ours: the import system's own per-module lock makes another thread wait for an import in
+            # progress, and lets a module being imported read the registry (what is registered so far). Marked
+            # only once imported, so a broken built-in module fails every read, not just the first.
+            importlib.import_module(self.builtin)
+            self._builtin_loaded = True
         INSTALLED.load()
 
     def add(self, name: str, item: T) -> T:

@@ -7,7 +7,7 @@
 from algorithms.base import Algorithm, AlgorithmConfig, StochasticConfig, available, get, make_config, register
 from algorithms.run import Budget, Divergence, Run, run
 from algorithms.batched import BatchedRuns, batchable, run_batched
-from problems.registries import discover
+from problems.shared.registries import discover
 
 discover(__name__, __path__)  # every module of the package, each registering its algorithms
 

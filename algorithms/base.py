@@ -17,8 +17,9 @@ from algorithms.index_stream import IndexStream, decodable, numpy_draws_as_decod
 from algorithms.minibatch_stream import MinibatchStream
 from algorithms.search_space import Range
 from problems.base import Array
-from problems.registries import Registry
-from problems.validation import ParameterError, Params, param
+from problems.shared.errors import ParameterError
+from problems.shared.registries import Registry
+from problems.validation import Params, param
 
 
 @dataclasses.dataclass(frozen=True)

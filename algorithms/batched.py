@@ -40,7 +40,7 @@ from algorithms.stacked import (StackedView, group_key, restack, stack, stacked_
                                 unstack_all, varying_fields)
 from problems.base import NOT_STRONGLY_CONVEX, BilevelProblem
 from problems.counting import BudgetSpent, OracleCounter
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 Config = Mapping[str, Any] | AlgorithmConfig | None
 

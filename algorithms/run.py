@@ -35,7 +35,7 @@ from algorithms.run_settings import (DIVERGENCE_NORM, _checked_norm, _NUMERIC_FA
                                      _shared_eval_points, Budget, Divergence, eval_points, generator)
 from problems.base import NOT_STRONGLY_CONVEX, Array, BilevelProblem, OnlineProblem, gradient_mapping
 from problems.counting import BudgetSpent, counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 class Run(DivergenceWatch):

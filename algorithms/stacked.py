@@ -21,7 +21,7 @@ import numpy as np
 from algorithms.base import Algorithm
 from problems.base import GROUND_TRUTH, Array, Batch
 from problems.counting import OracleCounter
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

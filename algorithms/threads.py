@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 @contextmanager

@@ -24,7 +24,8 @@ from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
 from algorithms.stochastic_hypergradient import Directions, soba_directions
 from problems.base import Array
-from problems.validation import ParameterError, param
+from problems.shared.errors import ParameterError
+from problems.validation import param
 
 @dataclasses.dataclass(frozen=True)
 class VarianceReducedConfig(StochasticConfig):

@@ -23,7 +23,8 @@ import numpy as np
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.recursive_momentum import NeumannSamples, neumann_hypergradient
 from problems.base import Array, Batch
-from problems.validation import ParameterError, param
+from problems.shared.errors import ParameterError
+from problems.validation import param
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,7 @@ import problems  # noqa: E402
 from algorithms import explicit  # noqa: E402
 from algorithms.explicit.jax_engine import device, jax_modules  # noqa: E402
 from algorithms.threads import blas_threads  # noqa: E402
-from problems.validation import ParameterError  # noqa: E402
+from problems.shared.errors import ParameterError  # noqa: E402
 
 
 def grid(k: int) -> list[dict[str, float]]:

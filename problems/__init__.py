@@ -9,9 +9,9 @@
 from problems.base import BilevelProblem, LinearConstraints, OnlineProblem, gradient_mapping
 from problems.counting import CountingProblem, OracleCounter, counted
 from problems.ground_truth import GroundTruth, ground_truth
-from problems.registries import discover
 from problems.registry import available, make
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
+from problems.shared.registries import discover
 
 # Every module of the package, each registering its problems; the [jax] extra's modules (an optional
 # install) are imported on first use, so `import problems` stays NumPy/SciPy.

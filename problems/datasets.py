@@ -28,7 +28,8 @@ from urllib.parse import urlparse
 import numpy as np
 
 from problems.base import Array
-from problems.validation import ParameterError, Params, param
+from problems.shared.errors import ParameterError
+from problems.validation import Params, param
 
 BUNDLED = ("breast_cancer", "digits", "iris", "wine")
 FILE_SOURCES = ("svmlight", "mnist")

@@ -32,7 +32,7 @@ except ImportError as exc:  # the core install is NumPy/SciPy only
 from problems.base import Array, Batch, BilevelProblem
 from problems.implicit import ImplicitGroundTruth
 from problems.sampling import TwoSetFiniteSum, inner_index, outer_index
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 Loss = Callable[[Any, Any, Any], Any]
 Metrics = Callable[[Array, Array], Mapping[str, float]]

@@ -17,7 +17,7 @@ import numpy as np
 
 from problems.base import Array, BilevelProblem, OnlineProblem
 from problems.counting import _CountingView
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 @dataclasses.dataclass(frozen=True)

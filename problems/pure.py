@@ -21,7 +21,7 @@ import scipy.linalg as sla
 
 from problems.base import Array
 from problems.quadratic import Quadratic
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 class PureQuadratic(NamedTuple):

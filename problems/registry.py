@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from problems.base import BilevelProblem, OnlineProblem
-from problems.registries import Registry
-from problems.validation import ParameterError, Params
+from problems.shared.errors import ParameterError
+from problems.shared.registries import Registry
+from problems.validation import Params
 
 Builder = Callable[[Any, int], "BilevelProblem | OnlineProblem"]
 

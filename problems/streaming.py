@@ -17,7 +17,8 @@ import numpy as np
 
 from problems.base import Array, OnlineProblem
 from problems.datasets import Split
-from problems.logistic import HyperCleaning, LogisticBilevel, RegularizationSelection, corrupt_labels
+from problems.logistic import LogisticBilevel, RegularizationSelection
+from problems.logistic_cleaning import HyperCleaning, corrupt_labels
 from problems.registry import register
 from problems.validation import Params, param
 

@@ -7,7 +7,6 @@ names the owner, the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -15,19 +14,9 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from problems.shared.errors import ParameterError, did_you_mean
+
 T = TypeVar("T", bound="Params")
-
-
-class ParameterError(ValueError):
-    """A bad parameter: the message names the field and what is allowed."""
-
-
-def did_you_mean(name: Any, names: Sequence[str]) -> str:
-    """" did you mean 'x'?" for the known name nearest to a mistyped one (difflib's ratio >= 0.6), else ""."""
-    if not isinstance(name, str):
-        return ""
-    close = difflib.get_close_matches(name, list(names), n=1)
-    return f" did you mean '{close[0]}'?" if close else ""
 
 
 #: The most characters of a value an error shows (a nested list of 5,000 characters is shown by its start).

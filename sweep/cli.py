@@ -24,8 +24,8 @@ import yaml
 import algorithms
 import problems
 from algorithms.run import Divergence
-from problems.registries import import_modules
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
+from problems.shared.registries import import_modules
 from sweep import kinds
 from sweep.execution import batching, options
 from sweep.execution.disk import disk_full

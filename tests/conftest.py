@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
 #: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
@@ -39,7 +39,7 @@ def registries_restored(monkeypatch: pytest.MonkeyPatch) -> Any:
     loaded afresh on the test's first read, from the sys.path it sets."""
     import algorithms.base
     import problems.registry
-    from problems import registries
+    from problems.shared import registries
     from sweep import claims, kinds
 
     held = [algorithms.base._REGISTRY, problems.registry._REGISTRY, kinds.KINDS, claims.CLAIMS]

@@ -1,6 +1,6 @@
-"""The shape of the code: no import cycle in problems/, algorithms/, sweep/; the folders of sweep/ import one
-another only as declared; no import hidden in a function to dodge one; no study-kind name tested outside
-sweep/kinds/; no oversized sweep module."""
+"""The shape of the code: no import cycle in problems/, algorithms/, sweep/; each folder of sweep/ imports only the
+folders before it; no import hidden in a function to dodge one; no study-kind name tested outside sweep/kinds/; no
+module of any package over the line cap."""
 from __future__ import annotations
 
 import ast
@@ -20,30 +20,28 @@ HEAVY_SUBMODULES = ("scipy.stats", "scipy.optimize")  # ~35 MiB and a third of a
 #: Packages that import every module they hold by discovery (their plugins), so they depend on each.
 DISCOVERING = ("problems", "algorithms", "sweep.kinds", "sweep.claims")
 MAX_LINES = 400
-#: The folders of sweep/ and the folders each may import (sweep's __init__ and cli.py, its only modules at the top,
-#: may import any). The core runs one way: study → results → tracking → report → execution. The plugin folders
-#: sit between: study validates with kinds and claims, report draws with them, and they build on the study's
-#: model and checks and on the report's analysis, tables and figures; compare holds what the benchmark kind computes.
-SWEEP_FOLDERS = {
-    "study": {"kinds", "claims"},
-    "results": {"study"},
-    "tracking": {"study", "results"},
-    "report": {"study", "results", "kinds", "claims"},
-    "execution": {"study", "results", "tracking", "report", "kinds"},
-    "kinds": {"study", "results", "report", "compare"},
-    "claims": {"results", "report"},
-    "compare": {"study", "results", "report"},
+#: Modules allowed over MAX_LINES for now, each with why; the test fails once one is back under the cap, so
+#: the list only shrinks. Both belong to the engine redesign of issue 47 (explicit state: an algorithm's step
+#: over a state record), which leaves batched.py and stacked.py the engine around it and takes Run's loop apart.
+OVERSIZED = {
+    "algorithms.batched": "the stacked engine; shrinks to the engine around explicit-state steps (issue 47)",
+    "algorithms.run": "the per-run loop with its budget, records and resume; split with Run's public interface (issue 47)",
 }
-CORE = ("study", "results", "tracking", "report", "execution")
+#: The folders of sweep/ in order, as CONTRIBUTING.md lists them: each imports only the folders before it (sweep's
+#: __init__ and cli.py, its only modules at the top, may import any). The plugin folders come after the study's
+#: model and the report's tables they build on; study/ and report/ read kinds and claims through the registries
+#: they register into (sweep.study.plugins), never by importing them.
+SWEEP_ORDER = ("study", "results", "tracking", "report", "compare", "kinds", "claims", "execution")
+SWEEP_FOLDERS = {f: set(SWEEP_ORDER[:i]) for i, f in enumerate(SWEEP_ORDER)}
 SWEEP_TOP = {"sweep", "sweep.cli"}
 
 
-def module_files() -> dict[str, Path]:
-    """Every module of the three packages by dotted name."""
+def module_files(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Every module of the packages under `root` by dotted name."""
     out = {}
-    for pkg in PACKAGES:
-        for path in sorted((REPO / pkg).rglob("*.py")):
-            parts = path.relative_to(REPO).with_suffix("").parts
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
@@ -54,8 +52,9 @@ MODULES = module_files()
 class _Imports(ast.NodeVisitor):
     """(target, inside a function) for every import statement of a module."""
 
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, modules: dict[str, Path]) -> None:
         self.package = module if is_package else module.rpartition(".")[0]
+        self.modules = modules
         self.depth = 0
         self.found: list[tuple[str, bool]] = []
 
@@ -75,22 +74,24 @@ class _Imports(ast.NodeVisitor):
             up = self.package.split(".")[: len(self.package.split(".")) - node.level + 1]
             base = ".".join(up + ([node.module] if node.module else []))
         for a in node.names:  # `from pkg import mod` imports the module pkg.mod
-            self.found.append((f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base, self.depth > 0))
+            found = f"{base}.{a.name}" if f"{base}.{a.name}" in self.modules else base
+            self.found.append((found, self.depth > 0))
 
 
-def imports_of(module: str) -> list[tuple[str, bool]]:
+def imports_of(module: str, modules: dict[str, Path] = MODULES) -> list[tuple[str, bool]]:
     """(imported module, inside a function) for one module."""
-    path = MODULES[module]
-    v = _Imports(module, path.name == "__init__.py")
+    path = modules[module]
+    v = _Imports(module, path.name == "__init__.py", modules)
     v.visit(ast.parse(path.read_text()))
     return v.found
 
 
-def graph() -> dict[str, set[str]]:
-    """Module -> the modules of the three packages it imports (at the top or in a function)."""
-    out = {m: {t for t, _ in imports_of(m) if t in MODULES and t != m} for m in MODULES}
+def graph(modules: dict[str, Path] = MODULES) -> dict[str, set[str]]:
+    """Module -> the modules of the packages it imports (at the top or in a function)."""
+    out = {m: {t for t, _ in imports_of(m, modules) if t in modules and t != m} for m in modules}
     for pkg in DISCOVERING:
-        out[pkg] |= {m for m in MODULES if m.rpartition(".")[0] == pkg}
+        if pkg in out:
+            out[pkg] |= {m for m in modules if m.rpartition(".")[0] == pkg}
     return out
 
 
@@ -135,20 +136,20 @@ def test_the_packages_depend_one_way():
         assert all(t.split(".")[0] in allowed for t in targets), (module, targets)
 
 
-def folder(module: str) -> str | None:
+def folder(module: str, root: Path = REPO) -> str | None:
     """The folder of sweep/ a module is in (None for sweep's own __init__ and cli.py)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (REPO / "sweep" / parts[1]).is_dir()) else None
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (root / "sweep" / parts[1]).is_dir()) else None
 
 
-def folder_crossings(g: dict[str, set[str]]) -> list[str]:
+def folder_crossings(g: dict[str, set[str]], root: Path = REPO) -> list[str]:
     """Imports from one folder of sweep/ into another that SWEEP_FOLDERS does not allow."""
     wrong = []
     for module, targets in g.items():
-        if not module.startswith("sweep.") or (src := folder(module)) is None:
+        if not module.startswith("sweep.") or (src := folder(module, root)) is None:
             continue
         for t in sorted(targets):
-            if t.split(".")[0] == "sweep" and (dst := folder(t)) != src and dst not in SWEEP_FOLDERS[src]:
+            if t.split(".")[0] == "sweep" and (dst := folder(t, root)) != src and dst not in SWEEP_FOLDERS[src]:
                 wrong.append(f"{module} imports {t}")
     return wrong
 
@@ -159,11 +160,29 @@ def test_the_folder_check_sees_a_crossing():
     assert folder_crossings(g) == ["sweep.results.store imports sweep.execution.runner", "sweep.study.spec imports sweep.cli"]
 
 
-def test_the_folders_of_sweep_import_one_another_only_as_declared():
+def test_the_folder_check_sees_an_upward_import_in_a_package(tmp_path):
+    """A synthetic sweep/ whose study/ imports kinds/ (as `from sweep import kinds`, `import sweep.kinds.base` and a
+    relative import) and whose kinds/ imports study/: only the three upward imports are reported."""
+    files = {"sweep/__init__.py": "", "sweep/cli.py": "from sweep.execution import runner\n",
+             "sweep/study/__init__.py": "", "sweep/study/model.py": "X = 1\n",
+             "sweep/study/spec.py": "from sweep import kinds\nfrom sweep.study import model\n",
+             "sweep/study/schema.py": "import sweep.kinds.base\n",
+             "sweep/study/timing.py": "from ..kinds.base import K\n",
+             "sweep/kinds/__init__.py": "", "sweep/kinds/base.py": "from sweep.study.model import X\nK = X\n",
+             "sweep/execution/__init__.py": "", "sweep/execution/runner.py": "from sweep.kinds import base\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = module_files(tmp_path, ("sweep",))
+    assert folder_crossings(graph(modules), tmp_path) == [
+        "sweep.study.schema imports sweep.kinds.base", "sweep.study.spec imports sweep.kinds",
+        "sweep.study.timing imports sweep.kinds.base"]
+
+
+def test_the_folders_of_sweep_import_only_the_folders_before_them():
     folders = {p.name for p in (REPO / "sweep").iterdir() if (p / "__init__.py").exists()}
-    assert folders == set(SWEEP_FOLDERS), folders ^ set(SWEEP_FOLDERS)
+    assert folders == set(SWEEP_ORDER), folders ^ set(SWEEP_ORDER)
     assert {m for m in MODULES if m.startswith("sweep") and folder(m) is None} == SWEEP_TOP
-    assert all(SWEEP_FOLDERS[f] & set(CORE) <= set(CORE[:i]) for i, f in enumerate(CORE))  # the core one way
     assert not folder_crossings(graph()), folder_crossings(graph())
 
 
@@ -224,9 +243,25 @@ def test_no_kind_name_is_tested_outside_the_kinds_package():
     assert not found, found
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("sweep")])
-def test_sweep_modules_stay_small(module):
-    assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+def oversized(modules: dict[str, Path], allowed: dict[str, str]) -> list[str]:
+    """Modules over MAX_LINES lines that `allowed` does not list, and listed modules that are no longer over it."""
+    lines = {m: len(p.read_text().splitlines()) for m, p in modules.items()}
+    over = [f"{m}: {n} lines" for m, n in lines.items() if n > MAX_LINES and m not in allowed]
+    return over + [f"{m}: {lines.get(m, 0)} lines, remove it from OVERSIZED" for m in allowed if lines.get(m, 0) <= MAX_LINES]
+
+
+def test_the_size_check_sees_a_long_module_and_a_stale_allowance(tmp_path):
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_LINES)
+    modules = {"pkg.long": tmp_path / "long.py", "pkg.short": tmp_path / "short.py"}
+    assert oversized(modules, {}) == [f"pkg.long: {MAX_LINES + 1} lines"]
+    assert oversized(modules, {"pkg.long": "being split"}) == []
+    assert oversized(modules, {"pkg.short": "split"}) == [f"pkg.long: {MAX_LINES + 1} lines",
+                                                          f"pkg.short: {MAX_LINES} lines, remove it from OVERSIZED"]
+
+
+def test_no_module_of_any_package_is_over_the_line_cap():
+    assert not oversized(MODULES, OVERSIZED), oversized(MODULES, OVERSIZED)
 
 
 def test_the_code_cites_papers_not_files_outside_the_repository():

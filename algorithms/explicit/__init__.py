@@ -51,7 +51,7 @@ from algorithms.explicit.definition import Definition, decaying, define, defined
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
 from algorithms.explicit.result import METRICS, Result, points
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 ENGINES = {"per_run": run_per_run, "stacked": run_stacked, "jax": run_jax}
 

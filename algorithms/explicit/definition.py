@@ -25,7 +25,7 @@ import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
 from algorithms.stacked import group_key, varying_fields
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 State = Any  # a NamedTuple of arrays (a JAX pytree)
 Init = Callable[[Any, Any, AlgorithmConfig, Any, Any], State]  # (oracles, hyper, config, key, xp) -> state

@@ -22,7 +22,7 @@ from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
 _COMPILED: dict[tuple, Any] = {}

@@ -1,6 +1,6 @@
 """`fn_hyper_cleaning_mlp`: data hyper-cleaning of a one-hidden-layer network (a nonconvex upper level).
 
-Training labels are corrupted with probability `corruption` (problems.logistic.corrupt_labels); x holds
+Training labels are corrupted with probability `corruption` (problems.logistic_cleaning.corrupt_labels); x holds
 one log-odds weight per training sample and y the network's weights (W1 ∈ R^{p×h}, b1, W2 ∈ R^{h×K}, b2,
 flattened):
     g(x, y) = (1/n) Σ_train σ(x_i) CE(net_y(d_i), c_i) + reg ‖y‖²,   f(x, y) = (1/m) Σ_val CE(net_y(d_j), c_j),
@@ -21,7 +21,7 @@ import numpy as np
 
 from problems.datasets import DataParams, SOURCES, prepare
 from problems.functional import FunctionalProblem, from_functions
-from problems.logistic import auc, corrupt_labels
+from problems.logistic_cleaning import auc, corrupt_labels
 from problems.registry import register
 from problems.validation import param
 

@@ -10,7 +10,7 @@ measurement and says separately whether it was earned in the paper's setting or 
 """
 from __future__ import annotations
 
-from problems.registries import discover
+from problems.shared.registries import discover
 from sweep.claims.base import (CLAIMS, CSV_COLUMNS, FIELDS, SETTINGS, STATUSES, Claim, ClaimReport, Criterion, Estimate,
                                Measured, Setting, StudySource, Verdict, chosen, claim, compare, estimate, evaluate, place,
                                quoted, setting)

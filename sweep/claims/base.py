@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 
-from problems.registries import Registry
 from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  quoted, setting, unstated)
@@ -38,6 +37,7 @@ from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, 
                                     reduced, scorecard)
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData
+from sweep.study.plugins import CLAIMS, claim_of
 
 @dataclasses.dataclass
 class Measured:
@@ -122,8 +122,18 @@ class Claim:
         tables = {**m.tables, "setup": [s.row() for s in settings]} if settings else m.tables
         return ClaimReport(self.name, self.title, self.statement, m.setup, tables, m.verdicts, m.plots, settings)
 
+    def section(self, meta: dict[str, Any], runs: list[RunData], directory: Path) -> ClaimReport:
+        """The claim's section of a study's report: its report on the runs, with the study's scale."""
+        rep = self(meta, runs, directory)
+        scale = meta.get("scale") or "default"
+        rep.setup += f" Scale: {scale}."
+        if reduced(rep.verdicts, scale):
+            rep.setup += (f" The {scale} scale is below the paper's sizes: its verdicts (setting 'reduced scale') check "
+                          "that the study runs end to end and are not evidence for or against the paper.")
+        return rep
 
-CLAIMS: Registry[Claim] = Registry("claim")
+
+# The registry: sweep.study.plugins.CLAIMS (study/ validates with it, report/ reads it).
 
 
 def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | None = None,
@@ -149,16 +159,8 @@ def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | 
 
 def evaluate(meta: dict[str, Any], runs: list[RunData], directory: Path) -> ClaimReport | None:
     """The claim section of a study's report (None when the study names no claim)."""
-    name = meta.get("claim") or (meta.get("source") or {}).get("claim")
-    if not name:
-        return None
-    rep = CLAIMS[name](meta, runs, directory)
-    scale = meta.get("scale") or "default"
-    rep.setup += f" Scale: {scale}."
-    if reduced(rep.verdicts, scale):
-        rep.setup += (f" The {scale} scale is below the paper's sizes: its verdicts (setting 'reduced scale') check that "
-                      "the study runs end to end and are not evidence for or against the paper.")
-    return rep
+    name = claim_of(meta)
+    return CLAIMS[name].section(meta, runs, directory) if name else None
 
 
 # ---------------------------------------------------------------- small helpers

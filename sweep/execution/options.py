@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.study.model import Study
 from sweep.tracking.masking import mask, mask_text
 

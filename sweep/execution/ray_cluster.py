@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.tracking.masking import mask, mask_text
 
 NAMESPACE = "bisweep"

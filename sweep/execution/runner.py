@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep import kinds
 from sweep.execution import options, rounds
 from sweep.execution.background import Background

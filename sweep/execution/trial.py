@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from algorithms.threads import blas_threads
-from problems.registries import import_modules
+from problems.shared.registries import import_modules
 from sweep.execution.trial_batch import run_batch
 from sweep.execution.trial_runs import META, Body, Report, Resume, Skip, as_trial_config, chunks, make_run
 from sweep.study.model import RunSpec, TrialConfig

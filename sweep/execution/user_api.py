@@ -15,8 +15,8 @@ from typing import Any
 import algorithms
 from algorithms.run import Budget
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError
-from problems.registries import import_modules
+from problems.shared.errors import ParameterError
+from problems.shared.registries import import_modules
 from sweep.execution.trainable import run_trial
 from sweep.study.model import Point, Trial
 

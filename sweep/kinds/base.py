@@ -20,21 +20,18 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
-from problems.registries import Registry
 from sweep.results.runs import RunData
 from sweep.study.checks import invalid
 from sweep.study.errors import shown
 from sweep.study.expand import Expansion, pairs
 from sweep.study.model import Point, Study
+from sweep.study.plugins import DEFAULT_KIND, KINDS  # noqa: F401  DEFAULT_KIND: sweep.kinds.DEFAULT_KIND
 
 Tables = dict[str, list[dict[str, Any]]]
-
-#: The kind of a study that names none.
-DEFAULT_KIND = "comparison"
 
 
 class Kind:
@@ -210,10 +207,7 @@ def _duplicate(probs: list[tuple[Any, ...]], algs: list[tuple[Any, ...]]) -> tup
     return None
 
 
-# ---------------------------------------------------------------- the registry
-KINDS: Registry[Kind] = Registry("kind")
-
-
+# ---------------------------------------------------------------- the registry (sweep.study.plugins.KINDS)
 def register(cls: type[Kind]) -> type[Kind]:
     """Class decorator adding a kind to the registry under `cls.name`."""
     KINDS.add(cls.name, cls())
@@ -222,7 +216,7 @@ def register(cls: type[Kind]) -> type[Kind]:
 
 def get(name: str) -> Kind:
     """The registered kind `name`, or a one-line error naming the nearest and every known kind."""
-    return KINDS[name]
+    return cast(Kind, KINDS[name])
 
 
 def names() -> list[str]:

@@ -3,7 +3,8 @@
 Every study gets `runs.csv` (one row per run), `best.csv` (the best configuration per algorithm by
 median over seeds) and convergence curves against iterations, oracle calls and compute time with
 25–75% quantile bands over seeds; online studies also get regret curves. The study's kind adds its own
-tables and figures (sweep/kinds/), and a study that names a claim gets its section (sweep/claims/).
+tables and figures (sweep/kinds/), and a study that names a claim gets its section (sweep/claims/); both are read
+through the registries they register into (sweep.study.plugins), so this folder imports neither.
 """
 from __future__ import annotations
 
@@ -14,15 +15,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from problems.validation import ParameterError
-from sweep import claims, kinds
-from sweep.claims import ClaimReport
+from problems.shared.errors import ParameterError
 from sweep.report import report_cache
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.tables import best_table, fit_lines, format_table, runs_table, slug, write_csv
 from sweep.results.runs import RunData, load_runs, problem_label
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
+from sweep.study import plugins
 
 
 @dataclasses.dataclass
@@ -67,7 +67,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     report_cache.forget(d)
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
-    kind = kinds.get(meta["kind"])
+    kind = plugins.KINDS[meta["kind"]]
     tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
@@ -105,8 +105,8 @@ def _partial(store: ResultStore, meta: dict[str, Any]) -> str | None:
 def _check_registered(meta: dict[str, Any]) -> None:
     """A kind or claim the study's plugin modules registered must be registered already (by the study's YAML when
     it ran here, or `--import`): one line naming the modules otherwise."""
-    missing = [f"kind {meta['kind']!r}"] if meta["kind"] not in kinds.names() else []
-    if meta.get("claim") and meta["claim"] not in claims.CLAIMS:
+    missing = [f"kind {meta['kind']!r}"] if meta["kind"] not in plugins.KINDS.names() else []
+    if meta.get("claim") and meta["claim"] not in plugins.CLAIMS:
         missing.append(f"claim {meta['claim']!r}")
     if missing:
         modules = [str(m) for m in (meta.get("source") or {}).get("imports", []) if isinstance(m, str)]
@@ -148,9 +148,10 @@ def _check_metric(runs: list[RunData], metric: str) -> None:
         raise ParameterError(f"metric: {metric!r} is not in this study's records; they have: {', '.join(known)}")
 
 
-def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> ClaimReport | None:
+def _claim_section(meta: dict[str, Any], runs: list[RunData], d: Path) -> plugins.ClaimSection | None:
     """The study's paper-claim section, also written to claims.txt (None when it names no claim)."""
-    rep = claims.evaluate(meta, runs, d)
+    name = plugins.claim_of(meta)
+    rep = plugins.CLAIMS[name].section(meta, runs, d) if name else None
     path = d / "claims.txt"
     if rep is None:
         path.unlink(missing_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import IO, Any
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 #: What Ray and MLflow write under a results directory by themselves: no link anywhere below these.
 THIRD_PARTY = ("ray", "mlartifacts", "mlflow_synced", "mlflow.db", "mlflow.db-journal", "mlflow.db-wal",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 #: Seconds between two copies of what changed while a study runs.
 PERIOD = 10.0

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 from sweep.results import environment
 from sweep.results.safe_files import folder, open_file

@@ -9,7 +9,7 @@ from typing import Any
 import algorithms
 import problems
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
 from sweep.study.errors import Errors
 from sweep.study.expand import Expansion, field_names, is_grid, pairs
 from sweep.study.model import Point

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 #: Errors printed at most; the rest are counted on one more line.
 MAX_LINES = 20

@@ -14,7 +14,8 @@ from typing import Any
 
 from algorithms.base import Algorithm
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, Params, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
+from problems.validation import Params
 from sweep.study.errors import Errors
 from sweep.study.model import Point
 

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
 from sweep.study.errors import Errors, shown
 
 #: The scale a study runs at when none is named (its fields as written, without overrides).

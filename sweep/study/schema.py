@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, create_m
 import algorithms
 import problems
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, did_you_mean
-from sweep import kinds
+from problems.shared.errors import ParameterError, did_you_mean
+from sweep.study import plugins
 from sweep.study.checks import (ERROR_TYPE, Block, NonNegativeInt, NonNegativeSeconds, OptionalNonNegativeInt,
                           OptionalPositiveInt, PositiveNumber, after, before, checked, invalid, is_int, is_number,
                           nonempty_list)
@@ -235,7 +235,7 @@ class StudyBase(Block):
 
     name: StudyName = Field(None, validate_default=True, examples=["my_study"],  description="study name (default: the file name)")
     description: Text = Field("", examples=["SOBA and D-TFBO, step sizes x0.5 to x2"],  description="one line shown by `bisweep list studies`")
-    kind: str = Field(kinds.DEFAULT_KIND, examples=["stepsize_sensitivity"],  description="the study kind (sweep/kinds/)")
+    kind: str = Field(plugins.DEFAULT_KIND, examples=["stepsize_sensitivity"],  description="the study kind (sweep/kinds/)")
     axis: Any = Field(None, examples=[{"factors": [0.5, 1, 2]}],  description="the kind's axis (see README)")
     problems: Problems = Field(None, validate_default=True, examples=[[{"name": "quadratic", "params": {"dim_x": 20, "dim_y": 20}}]],  description="list of {name, params}; a list value is a grid")
     algorithms: Algorithms = Field(None, validate_default=True, examples=[["dtfbo", {"name": "soba", "params": {"batch_size": [32, 64]}}]],  description="list of {name, label, params, problems}")
@@ -276,8 +276,8 @@ OVERRIDABLE = tuple(n for n in StudyBase.model_fields if n not in ("name", "scal
 def study_models() -> dict[str, type[StudyBase]]:
     """One study model per registered kind: the common fields with that `kind` and its `axis`."""
     out = {}
-    for name in kinds.names():
-        axis_type, axis_default = kinds.get(name).axis_field()
+    for name in plugins.KINDS.names():
+        axis_type, axis_default = plugins.KINDS[name].axis_field()
         out[name] = create_model(f"Study_{name}", __base__=StudyBase, kind=(Literal[name], ...),
                                  axis=(axis_type, axis_default))
     return out
@@ -290,7 +290,7 @@ def parse(data: Mapping[str, Any], max_runs: int | None = None) -> tuple[StudyBa
     kind has (the axis, whose schema is the kind's, is then left unchecked).
     """
     models = study_models()
-    data = {"kind": kinds.DEFAULT_KIND, **data}
+    data = {"kind": plugins.DEFAULT_KIND, **data}
     kind = data["kind"]
     context = {"max_runs": max_runs}
     if not isinstance(kind, str) or kind not in models:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.study.errors import fail, shown
 from sweep.study.limits import MAX_DEPTH
 from sweep.study.model import DEFAULT_SCALE

@@ -26,11 +26,10 @@ from typing import Any
 
 import algorithms
 from algorithms.run import Budget, Divergence
-from problems.registries import import_modules
 from problems.registry import entry as problem_entry
-from problems.validation import ParameterError, did_you_mean
-from sweep import claims, kinds
-from sweep.study import entry_checks, limits, schema
+from problems.shared.errors import ParameterError, did_you_mean
+from problems.shared.registries import import_modules
+from sweep.study import entry_checks, limits, plugins, schema
 from sweep.study.errors import Errors, SpecError, fail, shown
 from sweep.study.expand import Expansion, check_duplicates, record_error
 from sweep.study.model import DEFAULT_SCALE, ReportOptions, Study, apply_scale, scale_names
@@ -119,7 +118,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         errors.extend(lines)
         _check_records(data, errors, max_runs)
         raise SpecError(errors.lines)
-    kind = kinds.get(spec.kind)
+    kind = plugins.KINDS[spec.kind]
     limits.check_size(spec, max_runs, errors)
     errors.raise_if_any()
     probs = [{"name": p.name, "label": p.name, "params": p.params} for p in spec.problems]
@@ -186,8 +185,8 @@ def _check_records(data: Mapping[str, Any], errors: Errors, max_runs: int) -> No
         _budget(dict(budget), errors)
     if isinstance(data.get("divergence"), Mapping):
         _divergence(dict(data["divergence"]), errors)
-    if isinstance(data.get("claim"), str) and isinstance(data.get("kind", kinds.DEFAULT_KIND), str):
-        _check_claim(data["claim"], data.get("kind", kinds.DEFAULT_KIND), errors)
+    if isinstance(data.get("claim"), str) and isinstance(data.get("kind", plugins.DEFAULT_KIND), str):
+        _check_claim(data["claim"], data.get("kind", plugins.DEFAULT_KIND), errors)
     ctx = Expansion([], [], [], {}, 2, None, errors, [], limits.node_memory())
     for field, record_of in (("problems", _problem_record), ("algorithms", _algorithm_record)):
         entries = data.get(field)
@@ -256,11 +255,11 @@ def _check_claim(name: str | None, kind: str, errors: Errors) -> None:
     """The paper claim the report checks must exist and read studies of this kind."""
     if name is None:
         return
-    if name not in claims.CLAIMS:
-        errors.add("claim", f"must be one of {', '.join(claims.CLAIMS)} or null, got {name!r};"
-                            f"{did_you_mean(name, list(claims.CLAIMS))}".rstrip(";"))
-    elif claims.CLAIMS[name].kind != kind:
-        errors.add("claim", f"{name!r} checks a {claims.CLAIMS[name].kind} study, but this study's kind is {kind}")
+    if name not in plugins.CLAIMS:
+        errors.add("claim", f"must be one of {', '.join(plugins.CLAIMS)} or null, got {name!r};"
+                            f"{did_you_mean(name, list(plugins.CLAIMS))}".rstrip(";"))
+    elif plugins.CLAIMS[name].kind != kind:
+        errors.add("claim", f"{name!r} checks a {plugins.CLAIMS[name].kind} study, but this study's kind is {kind}")
 
 
 def _plain(value: Any) -> Any:

@@ -5,7 +5,7 @@ import pytest
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.algorithms.stepping import Hiding
 
 # Well-conditioned deterministic quadratic: inner spectrum [0.5, 1], ∇²F spectrum [1.0, 3.4].

@@ -5,7 +5,7 @@ import pytest
 import algorithms
 import problems
 from algorithms.bome import BOME, bome_lambda
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 def run(problem, config=None, iterations=100, seed=0):

@@ -7,7 +7,7 @@ import algorithms
 import problems
 from problems.continual import Task, TaskStream, with_bias
 from problems.coreset import CoresetSelection, project_simplex
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import fd_gradient
 
 

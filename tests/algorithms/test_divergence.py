@@ -10,7 +10,7 @@ import pytest
 import algorithms
 import problems
 from algorithms.run import Budget, Divergence
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.sweep import toy_algorithms  # noqa: F401  (toy_growth)
 
 run_module = importlib.import_module("algorithms.run")  # the package re-exports a function named `run`

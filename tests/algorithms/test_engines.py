@@ -14,7 +14,7 @@ import problems
 from algorithms import explicit
 from algorithms.run import Run
 from problems.pure import pure
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 EXACT = 1e-10
 ITERATIONS, N_EVALS = 40, 8

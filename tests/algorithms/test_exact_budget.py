@@ -3,7 +3,7 @@ or batched, and a step whose calls would pass the budget is cut where the budget
 import pytest
 
 import algorithms
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.algorithms.test_state import setting
 
 EXTRA = (3, 61)  # calls past those made to start: 3, less than one step of most methods; 61, a last step cut part way

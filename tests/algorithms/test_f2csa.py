@@ -7,7 +7,7 @@ import algorithms
 import problems
 from algorithms.f2csa import F2CSA, F2CSAConfig, clip_norm, sigma_h, sigma_lambda
 from problems.counting import counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 ALPHAS = (0.2, 0.1, 0.05)
 

@@ -7,7 +7,7 @@ import algorithms
 import problems
 from algorithms.implicit_constrained import DSBLO, SSIGD, DSBLOConfig, SSIGDConfig
 from problems.counting import counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import fd_gradient, rel_err
 
 

@@ -494,6 +494,6 @@ def test_huge_steps_end_as_diverged_records(name):
     ("sustain", {"eta": -0.1}, "algorithm 'sustain': 'eta' must be a positive number, got -0.1"),
 ])
 def test_bad_configs_name_the_field(name, params, message):
-    with pytest.raises(problems.validation.ParameterError) as err:
+    with pytest.raises(problems.shared.errors.ParameterError) as err:
         algorithms.make_config(name, params)
     assert str(err.value) == message

@@ -12,7 +12,7 @@ import algorithms
 import problems
 from algorithms.base import get, make_config
 from problems.counting import counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 ONLINE = ("f2obo", "af2obo", "oagd", "sobow", "obbo")
 

@@ -12,7 +12,7 @@ import pytest
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 # Deterministic, well conditioned: inner spectrum [0.5, 1].
 QUAD = problems.make("quadratic", seed=3, dim_x=6, dim_y=8, mu=0.5, L=1.0, outer_curvature=1.0)

@@ -8,7 +8,7 @@ import pytest
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 run_module = importlib.import_module("algorithms.run")  # the package re-exports a function named `run`
 

@@ -11,7 +11,8 @@ import pytest
 import algorithms
 from algorithms.base import Algorithm, AlgorithmConfig, register
 from algorithms.search_space import Range
-from problems.validation import ParameterError, param
+from problems.shared.errors import ParameterError
+from problems.validation import param
 
 NAMES = sorted(algorithms.available())
 

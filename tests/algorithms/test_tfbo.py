@@ -7,7 +7,7 @@ import pytest
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 VALUES = [0.5, 1.0, 2.0, 5.0, 10.0]
 SMALL = problems.make("quadratic", seed=8, dim_x=4, dim_y=3, mu=0.3, L=1.0, outer_curvature=0.2)

@@ -4,7 +4,7 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from algorithms.threads import blas_threads
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 def blas_counts():

@@ -8,7 +8,7 @@ import pytest
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.algorithms.stepping import build, trajectory
 
 KINDS = ("grad_f", "grad_g", "hvp", "cross")

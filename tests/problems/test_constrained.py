@@ -6,7 +6,7 @@ from scipy.optimize import LinearConstraint, lsq_linear, minimize, nnls
 
 import problems
 from problems.qp import Polyhedron, box_pattern, kkt_residuals
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_oracles, fd_gradient, rel_err
 
 

@@ -10,7 +10,7 @@ import algorithms
 import problems
 from problems.continual import Task, TaskStream
 from problems.coreset import CoresetSelection, project_simplex, top_k
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import (check_grad_F_fd, check_ground_truth_stationarity, check_minibatch_mean,
                                  check_oracles, fd_gradient)
 

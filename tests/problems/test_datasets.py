@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from problems.datasets import DataParams, encode_labels, load, prepare, read_idx, split, standardize
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 def data(**kw) -> DataParams:

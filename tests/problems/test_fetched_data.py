@@ -12,7 +12,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from problems.datasets import DATA_ENV, MNIST_OPENML_ID, DataParams, data_home, load
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 RNG = np.random.default_rng(0)
 COV_X = RNG.integers(0, 300, size=(12, 54)).astype(float)

@@ -16,7 +16,7 @@ import problems.examples.quadratic  # noqa: F401  registers fn_quadratic
 import problems.examples.regularization  # noqa: F401  registers fn_regularization_selection
 from problems.counting import counted
 from problems.functional import from_functions
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_minibatch_mean, check_oracles, rel_err
 
 EXACT = 1e-10  # "equal to the hand-written problem": every oracle and ground truth to this relative error

@@ -12,7 +12,7 @@ import yaml
 
 import algorithms
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.execution.trainable import META, execute_trial
 from sweep.study import spec
 

@@ -5,8 +5,9 @@ from sklearn.linear_model import LogisticRegression
 
 import problems
 from problems.datasets import DataParams, prepare
-from problems.logistic import auc, conjugate_gradient
-from problems.validation import ParameterError
+from problems.logistic_cleaning import auc
+from problems.newton import conjugate_gradient
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import (check_grad_F_fd, check_ground_truth_stationarity, check_minibatch_mean,
                                  check_oracles)
 

@@ -5,7 +5,7 @@ import pytest
 
 import problems
 from problems.moving import phases
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_ground_truth_stationarity, check_grad_F_fd, check_oracles
 
 

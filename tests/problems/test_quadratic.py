@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_minibatch_mean, check_oracles
 
 

@@ -9,10 +9,10 @@ import pytest
 
 import algorithms
 import problems
-from problems.registries import Registry, discover, import_modules
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
+from problems.shared.registries import Registry, discover, import_modules
 
-INIT = "from problems.registries import discover\nseen = []\ndiscover(__name__, __path__)\n"
+INIT = "from problems.shared.registries import discover\nseen = []\ndiscover(__name__, __path__)\n"
 PROBLEM = '''
 import dataclasses
 import numpy as np
@@ -175,3 +175,23 @@ def test_the_modules_a_user_names_fail_one_line_each(tmp_path, monkeypatch):
         "--import[2]: cannot import module 'plug_bad': RuntimeError: broken"]
     assert sys.modules["plug_ok"].VALUE == 7
     del sys.modules["plug_ok"]
+
+
+def test_a_registry_imports_its_built_in_package_on_the_first_read_and_a_broken_one_on_every_read(tmp_path,
+                                                                                                   monkeypatch):
+    reg = Registry("gadget", builtin="gadgets_builtin")
+    (tmp_path / "gadgets_builtin.py").write_text(
+        "import builtins\nreg = builtins.GADGET_REG\nreg.add('lever', 1)\n"
+        "assert reg.names() == ['wedge', 'lever']  # a read while the package is imported: what is registered so far\n")
+    (tmp_path / "gadgets_broken.py").write_text("raise RuntimeError('broken built-in')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("builtins.GADGET_REG", reg, raising=False)
+    reg.add("wedge", 2)  # registering reads nothing: the package is not imported yet
+    assert "gadgets_builtin" not in sys.modules
+    assert reg.names() == ["wedge", "lever"] and reg["lever"] == 1 and "gadgets_builtin" in sys.modules
+    del sys.modules["gadgets_builtin"]
+    assert reg.names() == ["wedge", "lever"] and "gadgets_builtin" not in sys.modules  # imported once only
+    broken = Registry("gadget", builtin="gadgets_broken")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="broken built-in"):
+            "x" in broken

@@ -4,7 +4,7 @@ import pytest
 
 import problems
 from problems.sampling import TwoSetBatch
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_minibatch_mean, check_oracles
 
 SMALL = {"dim_x": 6, "dim_y": 9, "n_samples_inner": 24, "n_samples_outer": 17}
@@ -140,7 +140,7 @@ def test_convexity_acceptance_modes():
 
 @pytest.mark.parametrize("chunk", [5, 4096])
 def test_float32_samples_are_the_float64_draw_rounded_with_exact_float64_means(monkeypatch, chunk):
-    import problems.simulated as sim
+    import problems.simulated_draw as sim
 
     monkeypatch.setattr(sim, "CHUNK_ROWS", chunk)  # 5: several blocks of rows, a partial last one
     wide, narrow = (problems.make("simulated", seed=3, **SMALL, sample_dtype=t) for t in ("float64", "float32"))

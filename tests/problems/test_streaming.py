@@ -4,8 +4,8 @@ import pytest
 from scipy.special import expit
 
 import problems
+from problems.shared.errors import ParameterError
 from problems.streaming import rotation
-from problems.validation import ParameterError
 from tests.oracle_checks import (check_grad_F_fd, check_ground_truth_stationarity, check_minibatch_mean,
                                  check_oracles)
 

@@ -4,7 +4,7 @@ import pytest
 from scipy.optimize import minimize
 
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from tests.oracle_checks import check_grad_F_fd, check_ground_truth_stationarity, check_oracles
 
 TOYS = ["coreset_toy", "minimax_toy", "nonunique_toy"]

@@ -5,7 +5,7 @@ import pytest
 
 import problems
 from problems.counting import counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.study import spec
 from tests.oracle_checks import check_grad_F_fd, check_minibatch_mean, check_oracles
 

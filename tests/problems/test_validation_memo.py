@@ -4,7 +4,7 @@ after a good one, an int given for a float field is converted every time, a type
 import pytest
 
 from algorithms.stochastic_hypergradient import SOBAConfig
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 
 
 def test_a_bad_value_fails_after_good_ones_of_its_field():

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep import cli, kinds
 from sweep.execution import options
 from sweep.execution.lock import StudyLock

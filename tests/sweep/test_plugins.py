@@ -11,7 +11,7 @@ import yaml
 import algorithms
 import problems
 from problems.counting import counted
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep import claims, kinds
 from sweep.study import spec
 from sweep.cli import main
@@ -79,7 +79,7 @@ def test_the_cli_validates_a_study_of_the_plugin_kind(tmp_path, capsys):
 #: A package a user installed: an algorithm, a problem, a study kind and a claim, one module each, found by its
 #: own `discover`; it declares itself in the entry-point group bisweep.plugins, and no study imports it.
 EP_PACKAGE = {
-    "__init__.py": "from problems.registries import discover\ndiscover(__name__, __path__)\n",
+    "__init__.py": "from problems.shared.registries import discover\ndiscover(__name__, __path__)\n",
     "algorithm.py": '''
 import dataclasses
 from algorithms.base import Algorithm, AlgorithmConfig, register

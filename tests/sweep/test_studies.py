@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep import claims
 from sweep.cli import _results_dir, main
 from sweep.study import spec

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 import problems
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.study.checks import (Block, NonNegativeInt, PositiveInt, PositiveNumber, after, before, checked, invalid,
                           is_int, is_number, no_repeats, nonempty_list)
 from sweep.kinds.base import Kind, Tables, cartesian, register

@@ -2,7 +2,7 @@
 a warning on a cluster that has fewer now."""
 import pytest
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.execution import experiment, options
 from sweep.study import spec
 

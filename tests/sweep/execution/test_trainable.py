@@ -10,7 +10,7 @@ import pytest
 import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.execution.trainable import META, chunks, execute_trial
 from sweep.execution.user_api import trainable_for
 from sweep.study import spec

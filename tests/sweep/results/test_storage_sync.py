@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.results.storage_sync import Mirror, pull
 
 

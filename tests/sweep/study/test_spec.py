@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import algorithms
-from problems.validation import ParameterError
+from problems.shared.errors import ParameterError
 from sweep.study import spec
 from sweep.study.model import TrialConfig
 from tests.sweep import toy_algorithms  # noqa: F401  registers toy_aid, toy_ogd, toy_drift

@@ -266,7 +266,7 @@ def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(t
 
 
 def test_a_store_that_cannot_be_used_stops_the_experiment_at_tunes_next_step(tmp_path, study):
-    from problems.validation import ParameterError
+    from problems.shared.errors import ParameterError
 
     def connect():
         raise ParameterError("tracking-uri: cannot use the MLflow store at sqlite:///x.db (broken)")

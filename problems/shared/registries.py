@@ -6,7 +6,8 @@ installed that declare an entry point in the group `bisweep.plugins` (loaded onc
 read), and the modules a study names in `imports:` (`import_modules`). Every registry reports an unknown name
 the same way: a `ParameterError` naming the field, the nearest known name and every allowed one.
 
-It lives in `problems`, the bottom package, so that `algorithms` and `sweep` use the same one.
+It lives in `problems.shared`, the bottom package's shared infrastructure, so that `algorithms` and `sweep` use
+the same one.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from problems.validation import ParameterError, did_you_mean
+from problems.shared.errors import ParameterError, did_you_mean
 
 #: The entry-point group of installed plugins: `mypackage = "mypackage.plugin"` under
 #: `[project.entry-points."bisweep.plugins"]` of a package's pyproject.toml.
@@ -95,11 +96,28 @@ INSTALLED = _Installed()
 
 class Registry(Generic[T]):
     """Items of one sort by name, in the order registered. Reading it (`in`, `[name]`, iterating) first loads
-    the installed plugins; `[name]` of an unknown name raises `ParameterError` with the nearest known name."""
+    the installed plugins; `[name]` of an unknown name raises `ParameterError` with the nearest known name.
 
-    def __init__(self, field: str) -> None:
+    `builtin`: the package whose modules register the built-in items, imported on the first read (before the
+    installed plugins), as an entry point is: a registry owned by a lower layer than the package that fills it
+    (sweep.study's registries of kinds and claims) never imports that package's code at its own import.
+    """
+
+    def __init__(self, field: str, builtin: str | None = None) -> None:
         self.field = field  # what an error names: algorithm, problem, kind, claim
+        self.builtin = builtin
         self._items: dict[str, T] = {}
+        self._builtin_loaded = builtin is None
+
+    def _load(self) -> None:
+        """The built-in items (once), then the installed plugins."""
+        if not self._builtin_loaded:
+            # No lock of ours: the import system's own per-module lock makes another thread wait for an import in
+            # progress, and lets a module being imported read the registry (what is registered so far). Marked
+            # only once imported, so a broken built-in module fails every read, not just the first.
+            importlib.import_module(self.builtin)
+            self._builtin_loaded = True
+        INSTALLED.load()
 
     def add(self, name: str, item: T) -> T:
         """Register `item` under `name` (a name registers once)."""
@@ -116,7 +134,7 @@ class Registry(Generic[T]):
         self.pop(name)
 
     def __getitem__(self, name: object) -> T:
-        INSTALLED.load()
+        self._load()
         if not isinstance(name, str) or name not in self._items:
             known = sorted(self._items)
             raise ParameterError(f"{self.field}: unknown name {name!r};{did_you_mean(name, known)} "
@@ -125,11 +143,11 @@ class Registry(Generic[T]):
 
     def get(self, name: object, default: T | None = None) -> T | None:
         """The item of `name`, or `default` when there is none (as a dict's `get`)."""
-        INSTALLED.load()
+        self._load()
         return self._items.get(name, default) if isinstance(name, str) else default
 
     def __contains__(self, name: object) -> bool:
-        INSTALLED.load()
+        self._load()
         return isinstance(name, str) and name in self._items
 
     def __iter__(self) -> Iterator[str]:
@@ -140,10 +158,10 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every name, in the order registered (built-in ones first)."""
-        INSTALLED.load()
+        self._load()
         return list(self._items)
 
     def items(self) -> list[tuple[str, T]]:
         """(name, item) pairs sorted by name."""
-        INSTALLED.load()
+        self._load()
         return sorted(self._items.items())

@@ -60,7 +60,7 @@ def test_the_recipe_study_runs_and_reports(mypackage, tmp_path, run_through_plat
     from sweep.report.build import build_report
     from sweep.study import spec
 
-    from problems.registries import import_modules
+    from problems.shared.registries import import_modules
 
     root, _ = mypackage
     import_modules(["mypackage.instance_claim"])  # the claim's module defines the study

@@ -25,7 +25,6 @@ MAX_LINES = 400
 #: over a state record), which leaves batched.py and stacked.py the engine around it and takes Run's loop apart.
 OVERSIZED = {
     "algorithms.batched": "the stacked engine; shrinks to the engine around explicit-state steps (issue 47)",
-    "algorithms.run": "the per-run loop with its budget, records and resume; split with Run's public interface (issue 47)",
 }
 #: The folders of sweep/ in order, as CONTRIBUTING.md lists them: each imports only the folders before it (sweep's
 #: __init__ and cli.py, its only modules at the top, may import any). The plugin folders come after the study's

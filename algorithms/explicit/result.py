@@ -113,6 +113,8 @@ def _record_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
     """A function of len(names) values returning the record {names[0]: value 0, ...}: a dict display, made
     once per set of names as `collections.namedtuple` makes its class (the keys are repr'd literals), builds a
     record in about half the time `dict(zip(names, row))` takes, and an engine makes one per run and point."""
+    if not all(type(name) is str for name in names):  # repr of a str is a string literal, nothing else is run
+        raise TypeError(f"record names must be str, got {names!r}")
     args = [f"v{j}" for j in range(len(names))]
     body = ", ".join(f"{name!r}: {arg}" for name, arg in zip(names, args))
     return eval(f"lambda {', '.join(args)}: {{{body}}}", {})  # noqa: S307  (our own literals only)

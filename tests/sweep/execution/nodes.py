@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -37,11 +38,27 @@ def alive(pid: int) -> bool:
         return False
 
 
+def free_port() -> int:
+    """A port nothing listens on at the moment on any address of this machine."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def own_ports(head: bool = False) -> list[str]:
+    """`ray start` options giving the ports Ray fixes by default free numbers of the node's own. A node at
+    127.0.0.x binds its dashboard agent's HTTP port (52365) and a head its client server's (10001) on 127.0.0.1
+    as well, where every other node of the machine binds the same numbers: the node that comes second runs
+    without its agent's HTTP server, which on a head is the job agent `ray job submit` needs (status 500 "No
+    available agent" for as long as the cluster lives)."""
+    return [f"--dashboard-agent-listen-port={free_port()}", *([f"--ray-client-server-port={free_port()}"] * head)]
+
+
 def start_worker(ray_bin: Path, address: str, ip: str, temp_dir: str, env: dict, cpus: int = 1) -> subprocess.Popen:
-    """`ray start --block` of a worker node at `ip` joining `address` (its own temp dir)."""
+    """`ray start --block` of a worker node at `ip` joining `address` (its own temp dir and ports)."""
     return subprocess.Popen(
         [str(ray_bin), "start", f"--address={address}", f"--node-ip-address={ip}", f"--temp-dir={temp_dir}",
-         f"--num-cpus={cpus}", "--disable-usage-stats", "--block"],
+         f"--num-cpus={cpus}", "--disable-usage-stats", *own_ports(), "--block"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -55,6 +72,15 @@ def trial_processes(node: subprocess.Popen) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def trial_index(pid: int) -> int | None:
+    """The index of the Tune trial process `pid` runs (Tune runs it in a directory named by the trial id,
+    `<experiment>_<index>`: the study's own order of trials), None once it is gone."""
+    try:
+        return int(os.readlink(f"/proc/{pid}/cwd").rsplit("_", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def wait_for_node(address: str, ip: str, env: dict, timeout: float = 120) -> None:

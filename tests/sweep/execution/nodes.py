@@ -74,15 +74,6 @@ def trial_processes(node: subprocess.Popen) -> list[int]:
     return out
 
 
-def trial_index(pid: int) -> int | None:
-    """The index of the Tune trial process `pid` runs (Tune runs it in a directory named by the trial id,
-    `<experiment>_<index>`: the study's own order of trials), None once it is gone."""
-    try:
-        return int(os.readlink(f"/proc/{pid}/cwd").rsplit("_", 1)[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def wait_for_node(address: str, ip: str, env: dict, timeout: float = 120) -> None:
     """Until the cluster at `address` counts a live node at `ip` (asked from a process of its own)."""
     import sys

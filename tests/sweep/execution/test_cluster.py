@@ -353,18 +353,12 @@ def midway(trace: Path, steps: int) -> Callable[[list[int]], bool]:
     return ready
 
 
-def mid_batch(results: Path, trials: list[list[str]]) -> Callable[[list[int]], bool]:
-    """Whether one of these processes runs a trial of `trials` (its runs' keys, in the study's order) whose runs
-    all have records at the driver and none has ended: a batch stepping."""
-    from tests.sweep.execution.nodes import trial_index
-
+def mid_batch(results: Path, keys: list[str]) -> Callable[[list[int]], bool]:
+    """Whether one of these processes runs a trial while every run of `keys` (the first wave's batches, one a
+    node) has records at the driver and none has ended: the batch of that process is stepping."""
     def ready(pids: list[int]) -> bool:
-        for index in [i for i in map(trial_index, pids) if i is not None]:
-            keys = trials[index] if index < len(trials) else []
-            if keys and all((results / "records" / f"{k}.jsonl").exists() and not (results / "runs" / f"{k}.json").exists()
-                            for k in keys):
-                return True
-        return False
+        return bool(pids) and all((results / "records" / f"{k}.jsonl").exists() for k in keys) and not any(
+            (results / "runs" / f"{k}.json").exists() for k in keys)
 
     return ready
 
@@ -380,7 +374,7 @@ def test_a_worker_node_lost_mid_batch_and_mid_run_fails_loses_and_repeats_no_run
     trace, out = tmp_path / "trace.jsonl", tmp_path / "out"
     study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "instance_seed": 0, "max_failures": 0,
              "problems": [  # soba's trials first (the first wave on the three nodes): 3 batches of 2 runs
-                 {"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}, "budget": {"iterations": 6000}},
+                 {"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}, "budget": {"iterations": 12000}},
                  {"name": "simulated", "params": {"dim_x": 3, "dim_y": 3, "n_samples_inner": 8, "n_samples_outer": 8}}],
              "algorithms": [
                  {"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}, "problems": ["quadratic"]},
@@ -389,9 +383,11 @@ def test_a_worker_node_lost_mid_batch_and_mid_run_fails_loses_and_repeats_no_run
                   "problems": ["simulated"]}],
              "seeds": 2, "runs_per_trial": 2, "budget": {"iterations": 30}, "n_evals": 5, "checkpoint_seconds": 0.5,
              "report_seconds": 0.2}
-    trials = [[r.run_key for r in t.runs] for t in spec.validate(json.loads(json.dumps(study))).trials]
+    wave = [r for t in spec.validate(json.loads(json.dumps(study))).trials[:3] for r in t.runs]
+    assert [r.algorithm for r in wave] == ["soba"] * 6  # the first wave: soba's 3 batches of 2 runs
+    first_wave = [r.run_key for r in wave]
     # killed 1 s into a toy_aid run (0.1 s a step): past a checkpoint, before the run's end
-    seconds, killed = study_losing_a_node_twice(study, out, address, env, venv_bin / "ray", mid_batch(out, trials[:3]),
+    seconds, killed = study_losing_a_node_twice(study, out, address, env, venv_bin / "ray", mid_batch(out, first_wave),
                                                 midway(trace, 10), "--max-failures", "2")
     check_nothing_lost(out, 16, batched=True)
     assert {HEAD, WORKER} <= {s["where"]["node"] for s in summaries(out)}

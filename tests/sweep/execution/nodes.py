@@ -79,8 +79,12 @@ def wait_for_node(address: str, ip: str, env: dict, timeout: float = 120) -> Non
     import sys
 
     code = ("import ray, sys, time\n"
-            f"ray.init(address='{address}', logging_level='ERROR')\n"
             f"end = time.time() + {timeout}\n"
+            "while True:\n"  # a loaded machine: the head's raylet registers some seconds after its GCS listens
+            f"    try: ray.init(address='{address}', logging_level='ERROR'); break\n"
+            "    except ConnectionError:\n"
+            "        if time.time() > end: raise\n"
+            "        time.sleep(1)\n"
             f"while time.time() < end and not any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()):\n"
             "    time.sleep(0.3)\n"
             f"sys.exit(0 if any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()) else 1)\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.sweep.execution.nodes import alive, descendants, own_ports
+from tests.sweep.execution.nodes import alive, descendants, own_ports, start_worker, wait_for_node
 
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
 REPO = Path(__file__).resolve().parents[3]
@@ -46,38 +46,32 @@ def loopback_cluster(venv_bin, free_port):
            # A killed node counts as dead after 3 missed health checks 0.5 s apart (Ray's default: 5 x 3 s).
            "RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
     # Short temp dirs: Ray's socket paths must fit in 107 bytes.
-    head_dir, worker_dir = (tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("bswh", "bsww"))
-    common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
-    procs = []
+    head_dir = tempfile.mkdtemp(prefix="bswh", dir="/tmp")
+    temps, procs = [head_dir], []
     try:
         procs.append(subprocess.Popen(
             [str(venv_bin / "ray"), "start", "--head", f"--node-ip-address={HEAD}", f"--port={port}",
              f"--temp-dir={head_dir}", "--include-dashboard=true", f"--dashboard-host={HEAD}",
-             f"--dashboard-port={dashboard}", *agent, *common],  # the dashboard takes `ray job submit`
+             f"--dashboard-port={dashboard}", *agent, "--num-cpus=1", "--disable-usage-stats", "--block"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         _wait_port(HEAD, port)
-        procs.append(subprocess.Popen(
-            [str(venv_bin / "ray"), "start", f"--address={HEAD}:{port}", f"--node-ip-address={WORKER}",
-             f"--temp-dir={worker_dir}", *own_ports(), *common],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        nodes = subprocess.run(
-            [sys.executable, "-c", "import ray, sys, time\n"
-             "end = time.time() + 90\n"
-             "while True:\n"  # a loaded machine: the head's raylet registers some seconds after its GCS listens
-             f"    try: ray.init(address='{HEAD}:{port}', logging_level='ERROR'); break\n"
-             "    except ConnectionError:\n"
-             "        if time.time() > end: raise\n"
-             "        time.sleep(1)\n"
-             "while time.time() < end and sum(n['Alive'] for n in ray.nodes()) < 2: time.sleep(0.5)\n"
-             "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"],
-            env=env, capture_output=True, text=True, timeout=150)
-        assert nodes.stdout.strip() == str(sorted([HEAD, WORKER])), nodes.stderr[-2000:]
+        wait_for_node(f"{HEAD}:{port}", HEAD, env, timeout=90)
+        for _ in range(3):  # a raylet gives up (a crash) on agents that take over 30 s to start, as under load
+            temps.append(tempfile.mkdtemp(prefix="bsww", dir="/tmp"))
+            procs.append(start_worker(venv_bin / "ray", f"{HEAD}:{port}", WORKER, temps[-1], env))
+            try:
+                wait_for_node(f"{HEAD}:{port}", WORKER, env, timeout=60)
+                break
+            except AssertionError:
+                stop_tree(procs.pop())
+        else:
+            raise AssertionError(f"the worker node at {WORKER} did not join in 3 starts")
         _wait_port(HEAD, int(agent[0].split("=")[1]))  # the head's job agent: it registers as it starts serving
         yield f"{HEAD}:{port}", {**env, "BISWEEP_TEST_DASHBOARD": f"http://{HEAD}:{dashboard}"}
     finally:
         for p in reversed(procs):
             stop_tree(p)
-        for d in (head_dir, worker_dir):
+        for d in temps:
             shutil.rmtree(d, ignore_errors=True)
 
 
@@ -281,13 +275,12 @@ def check_nothing_lost(results: Path, runs: int, batched: bool) -> None:
     assert {s["run_key"]: without_times(s["final"]) for s in done} == {k: without_times(v) for k, v in reference.items()}
 
 
-def study_losing_a_node_twice(study: dict, results: Path, address: str, env: dict, ray_bin: Path,
-                              first: Callable[[list[int]], bool], second: Callable[[list[int]], bool],
-                              *options: str) -> tuple[float, list[int]]:
-    """`bisweep run` of `study` with a third node that takes a trial of the first wave and is killed once
-    `first(its trial processes)` holds, started again and killed again once `second(its trial processes)` holds
-    (the study then ends on the fixture's two nodes). Its wall time and the processes of the second kill."""
-    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_node
+def study_beside_a_lost_node(study: dict, results: Path, address: str, env: dict, ray_bin: Path,
+                             before_kill: float | Callable[[list[int]], bool], *options: str) -> tuple[subprocess.CompletedProcess, float, list[int]]:
+    """`bisweep run` of `study` while a third node joins, takes a trial and is killed `before_kill` seconds
+    later (or once `before_kill(its trial processes)`); the node is started again (so that the study can finish as fast with it as without) and stopped at
+    the end. The run, its wall time and the processes of the killed node that ran trials."""
+    from tests.sweep.execution.nodes import kill_node, start_worker, trial_processes, wait_for_node, wait_for_trial
 
     path = results.parent / f"{study['name']}.yaml"
     path.write_text(yaml.safe_dump(study))
@@ -300,12 +293,14 @@ def study_losing_a_node_twice(study: dict, results: Path, address: str, env: dic
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     again = None
     try:
-        wait_until(lambda: first(trial_processes(node)), driver)
+        wait_for_trial(node)
+        if callable(before_kill):
+            wait_until(lambda: before_kill(trial_processes(node)), driver)
+        else:
+            time.sleep(before_kill)
+        killed = trial_processes(node)
         kill_node(node)
         again = start_worker(ray_bin, address, SPARE, temp[1], env)
-        wait_until(lambda: second(trial_processes(again)), driver)
-        killed = trial_processes(again)
-        kill_node(again)
         out, err = driver.communicate(timeout=300)
         seconds = time.monotonic() - start
     finally:
@@ -317,8 +312,7 @@ def study_losing_a_node_twice(study: dict, results: Path, address: str, env: dic
         for d in temp:
             shutil.rmtree(d, ignore_errors=True)
     assert driver.returncode == 0, out[-2000:] + err[-3000:]
-    assert "batched: runs of one algorithm" in out
-    return seconds, killed
+    return subprocess.CompletedProcess(driver.args, driver.returncode, out, err), seconds, killed
 
 
 def segments(trace: Path) -> dict[tuple, list[tuple[int, list[int]]]]:
@@ -353,53 +347,46 @@ def midway(trace: Path, steps: int) -> Callable[[list[int]], bool]:
     return ready
 
 
-def mid_batch(results: Path, keys: list[str]) -> Callable[[list[int]], bool]:
-    """Whether one of these processes runs a trial while every run of `keys` (the first wave's batches, one a
-    node) has records at the driver and none has ended: the batch of that process is stepping."""
-    def ready(pids: list[int]) -> bool:
-        return bool(pids) and all((results / "records" / f"{k}.jsonl").exists() for k in keys) and not any(
-            (results / "runs" / f"{k}.json").exists() for k in keys)
-
-    return ready
-
-
 @pytest.mark.integration
-def test_a_worker_node_lost_mid_batch_and_mid_run_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
-    """A node holding trials is lost twice in one study: while it steps a batch of soba runs, and (started again)
-    while it runs toy_aid runs one after another, past a checkpoint. The lost node's trials start again elsewhere
-    from their last checkpoint, with --max-failures over the study file's `max_failures: 0`."""
-    from sweep.study import spec
-
+def test_a_worker_node_lost_mid_study_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    """The lost node's trials start again elsewhere from their last checkpoint, with --max-failures over the
+    study file's `max_failures: 0`."""
     address, env = loopback_cluster
-    trace, out = tmp_path / "trace.jsonl", tmp_path / "out"
-    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "instance_seed": 0, "max_failures": 0,
-             "problems": [  # soba's trials first (the first wave on the three nodes): 3 batches of 2 runs
-                 {"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}, "budget": {"iterations": 12000}},
-                 {"name": "simulated", "params": {"dim_x": 3, "dim_y": 3, "n_samples_inner": 8, "n_samples_outer": 8}}],
-             "algorithms": [
-                 {"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}, "problems": ["quadratic"]},
-                 # 3 s a run, 2 runs a trial, one after another (toy_aid cannot be batched); a checkpoint every 0.5 s
-                 {"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5, 0.6], "sleep": 0.1, "trace": str(trace)},
-                  "problems": ["simulated"]}],
-             "seeds": 2, "runs_per_trial": 2, "budget": {"iterations": 30}, "n_evals": 5, "checkpoint_seconds": 0.5,
+    trace = tmp_path / "trace.jsonl"
+    study = {"name": "lost", "imports": ["tests.sweep.toy_algorithms"], "batched": "off", "max_failures": 0,
+             "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
+             # 3 s a run, 2 runs a trial; a checkpoint every 0.5 s
+             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4, 0.5], "sleep": 0.1,
+                                                           "trace": str(trace)}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 30}, "n_evals": 5, "checkpoint_seconds": 0.5,
              "report_seconds": 0.2}
-    wave = [r for t in spec.validate(json.loads(json.dumps(study))).trials[:3] for r in t.runs]
-    assert [r.algorithm for r in wave] == ["soba"] * 6  # the first wave: soba's 3 batches of 2 runs
-    first_wave = [r.run_key for r in wave]
-    # killed 1 s into a toy_aid run (0.1 s a step): past a checkpoint, before the run's end
-    seconds, killed = study_losing_a_node_twice(study, out, address, env, venv_bin / "ray", mid_batch(out, first_wave),
-                                                midway(trace, 10), "--max-failures", "2")
-    check_nothing_lost(out, 16, batched=True)
-    assert {HEAD, WORKER} <= {s["where"]["node"] for s in summaries(out)}
+    # killed 1 s into a run (0.1 s a step): past a checkpoint, before the run's end
+    run, seconds, killed = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray",
+                                                    midway(trace, 10), "--max-failures", "2")
+    check_nothing_lost(tmp_path / "out", 8, batched=False)
     runs = segments(trace)
-    assert len(runs) == 10
+    assert len(runs) == 8
     cut = {k: s for k, s in runs.items() if s[0][0] in killed and len(s) > 1}
     assert cut  # the killed node was running a run, which started again in another process
     for starts in cut.values():
         for (_, before), (_, after) in zip(starts, starts[1:]):
             # from its last checkpoint: not from iteration 0, and no step after the kill missing
             assert 0 < after[0] <= before[-1] + 1 and after == list(range(after[0], 30)), starts
-    print(f"a node lost mid-batch and mid-run: 0 failed, 0 lost, 0 duplicated; {seconds:.1f} s")
+    print(f"lost node, unbatched: {seconds:.1f} s")
+
+
+@pytest.mark.integration
+def test_a_worker_node_lost_mid_batch_fails_loses_and_repeats_no_run(loopback_cluster, venv_bin, tmp_path):
+    address, env = loopback_cluster
+    study = {"name": "lostbatch", "instance_seed": 0,  # one problem instance: a trial's runs step as one batch
+             "problems": [{"name": "quadratic", "params": {"dim_x": 30, "dim_y": 30}}],
+             "algorithms": [{"name": "soba", "params": {"gamma": [0.05, 0.1, 0.2]}}], "seeds": 2,
+             "runs_per_trial": 2, "budget": {"iterations": 30000}, "n_evals": 5, "checkpoint_seconds": 0.5,
+             "report_seconds": 0.2}
+    run, seconds, _ = study_beside_a_lost_node(study, tmp_path / "out", address, env, venv_bin / "ray", before_kill=1.5)
+    assert "batched: runs of one algorithm" in run.stdout
+    check_nothing_lost(tmp_path / "out", 6, batched=True)
+    print(f"lost node, batched: {seconds:.1f} s")
 
 
 # ---------------------------------------------------------------- results that outlive the cluster

@@ -399,8 +399,8 @@ def test_results_in_storage_outlive_the_cluster_and_resume_on_another_machine(lo
     bucket = tmp_path / "bucket"
     study = {"name": "kept", "imports": ["tests.sweep.toy_algorithms"], "max_failures": 0,
              "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
-             # 2 s a trial, 4 trials: both nodes take some
-             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4], "sleep": 0.05}},
+             # 6 s a trial: time for both nodes (a trial actor is reused on its node)
+             "algorithms": [{"name": "toy_aid", "params": {"lr": [0.2, 0.3, 0.4], "sleep": 0.15}},
                             {"name": "toy_aid", "label": "flaky", "params": {
                                 "lr": 0.5, "fail_at": 3, "fail_once": str(tmp_path / "failed-once")}}],
              "seeds": 1, "budget": {"iterations": 40}, "n_evals": 3}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -37,11 +38,27 @@ def alive(pid: int) -> bool:
         return False
 
 
+def free_port() -> int:
+    """A port nothing listens on at the moment on any address of this machine."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def own_ports(head: bool = False) -> list[str]:
+    """`ray start` options giving the ports Ray fixes by default free numbers of the node's own. A node at
+    127.0.0.x binds its dashboard agent's HTTP port (52365) and a head its client server's (10001) on 127.0.0.1
+    as well, where every other node of the machine binds the same numbers: the node that comes second runs
+    without its agent's HTTP server, which on a head is the job agent `ray job submit` needs (status 500 "No
+    available agent" for as long as the cluster lives)."""
+    return [f"--dashboard-agent-listen-port={free_port()}", *([f"--ray-client-server-port={free_port()}"] * head)]
+
+
 def start_worker(ray_bin: Path, address: str, ip: str, temp_dir: str, env: dict, cpus: int = 1) -> subprocess.Popen:
-    """`ray start --block` of a worker node at `ip` joining `address` (its own temp dir)."""
+    """`ray start --block` of a worker node at `ip` joining `address` (its own temp dir and ports)."""
     return subprocess.Popen(
         [str(ray_bin), "start", f"--address={address}", f"--node-ip-address={ip}", f"--temp-dir={temp_dir}",
-         f"--num-cpus={cpus}", "--disable-usage-stats", "--block"],
+         f"--num-cpus={cpus}", "--disable-usage-stats", *own_ports(), "--block"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -62,8 +79,12 @@ def wait_for_node(address: str, ip: str, env: dict, timeout: float = 120) -> Non
     import sys
 
     code = ("import ray, sys, time\n"
-            f"ray.init(address='{address}', logging_level='ERROR')\n"
             f"end = time.time() + {timeout}\n"
+            "while True:\n"  # a loaded machine: the head's raylet registers some seconds after its GCS listens
+            f"    try: ray.init(address='{address}', logging_level='ERROR'); break\n"
+            "    except ConnectionError:\n"
+            "        if time.time() > end: raise\n"
+            "        time.sleep(1)\n"
             f"while time.time() < end and not any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()):\n"
             "    time.sleep(0.3)\n"
             f"sys.exit(0 if any(n['Alive'] and n['NodeManagerAddress'] == '{ip}' for n in ray.nodes()) else 1)\n")

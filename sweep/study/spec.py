@@ -55,7 +55,7 @@ def load(study: str | Path | Mapping[str, Any], scale: str | None = None, max_ru
 def defined_studies() -> dict[str, dict[str, Any]]:
     """The studies claims define in their own file, by study name (each names its claim)."""
     out: dict[str, dict[str, Any]] = {}
-    for name, c in claims.CLAIMS.items():
+    for name, c in plugins.CLAIMS.items():
         if c.study is None or (isinstance(c.study, str) and _is_name(c.study)):
             continue
         data = dict(parse(c.study, f"the study of claim {name!r} ({c.evaluate.__module__})")
@@ -78,7 +78,7 @@ def studies() -> dict[str, Path | dict[str, Any]]:
 
 def claim_study(name: str) -> str:
     """The name of the built-in study claim `name` reads (None-free: a claim without a study is an error)."""
-    c = claims.CLAIMS[name]
+    c = plugins.CLAIMS[name]
     if c.study is None:
         fail("claim", f"{name!r} names no study (give `claim(..., study=...)`)")
     if isinstance(c.study, str) and _is_name(c.study):
@@ -88,7 +88,7 @@ def claim_study(name: str) -> str:
 
 def defined_in(claim: str) -> str:
     """The file of the module that defines claim `claim` and its study."""
-    return str(getattr(sys.modules.get(claims.CLAIMS[claim].evaluate.__module__), "__file__", None) or "?")
+    return str(getattr(sys.modules.get(plugins.CLAIMS[claim].evaluate.__module__), "__file__", None) or "?")
 
 
 def _is_name(study: str) -> bool:

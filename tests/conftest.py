@@ -16,20 +16,26 @@ import pytest
 from problems.shared.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
-#: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs here.
-STUDY_FILES = {"test_functional_study.py", "test_functional_readme.py", "test_contributing.py", "test_docs.py",
-               *(f"test_{name}.py" for name in ("batched_resume", "benchmark_integration", "cli_errors", "cluster",
-                                                "deadlines", "hostile_platform", "integration", "lock_processes", "postgres", "ray_cluster",
-                                                "readme", "report", "resume", "rough_edges", "scale", "studies"))}
+#: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs in one of the
+#: two groups, the one with less time (the sums are seconds measured in one whole run on a 2-core machine).
+STUDY_GROUPS = {
+    "studies-clusters": {"test_cluster.py", "test_scale.py", "test_postgres.py", "test_deadlines.py", "test_readme.py",
+                         "test_hostile_platform.py", "test_docs.py", "test_functional_readme.py", "test_rough_edges.py",
+                         "test_lock_processes.py", "test_ray_cluster.py", "test_cli_errors.py"},
+    "studies-runs": {"test_integration.py", "test_studies.py", "test_resume.py", "test_benchmark_integration.py",
+                     "test_batched_resume.py", "test_functional_study.py", "test_report.py", "test_contributing.py"},
+}
+STUDY_FILES = set().union(*STUDY_GROUPS.values())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for `pytest -n 2 --dist loadgroup` (pytest-xdist): the files that run studies share one group,
-    run in turn by one worker, as each takes both cores and its own ports; every other file is a group of
-    its own (its module fixtures are built once), run by the other worker beside them."""
+    """Groups for `pytest -n 2 --dist loadgroup` (pytest-xdist): the files that run studies make two groups, each
+    run in turn by one worker (so at most two studies run at once, one per core), and every other file is a group
+    of its own (its module fixtures are built once), spread over the workers beside them."""
     for item in items:
         path = Path(item.path)
-        group = "studies" if path.name in STUDY_FILES else str(path.relative_to(REPO))
+        group = next((name for name, files in STUDY_GROUPS.items() if path.name in files),
+                     str(path.relative_to(REPO)))
         item.add_marker(pytest.mark.xdist_group(group))
 
 

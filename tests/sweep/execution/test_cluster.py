@@ -419,7 +419,7 @@ def test_results_in_storage_outlive_the_cluster_and_resume_on_another_machine(lo
     assert {s["where"]["node"] for s in summaries(head) if s["status"] == "finished"} == {HEAD, WORKER}  # both nodes
     kept = bucket / "results" / "out"
     assert sorted((kept / "ended.txt").read_text().split()[0::2]) == ["failed"] + ["finished"] * 3
-    assert {p.name for p in kept.iterdir()} >= {"study.json", "runs", "records", "ended.txt", "report", "mlflow.db"}
+    assert {p.name for p in kept.iterdir()} >= {"study.json", "runs", "shards", "shards.txt", "ended.txt", "report", "mlflow.db"}
     shutil.rmtree(head)  # `ray down`
     laptop = tmp_path / "laptop" / "out"
     report = bisweep("report", str(path), "--results-dir", str(laptop), "--storage", str(bucket), "--no-mlflow")

@@ -176,7 +176,7 @@ def soba_study(tmp_path, n):
 
 
 def test_ten_thousand_runs_killed_midway_resume_with_nothing_lost_or_stored_twice(tmp_path, repo, venv_bin):
-    """SIGKILL of the driver (and its Ray) at about half of 10⁴ runs; the resume runs only what was not
+    """SIGKILL of the driver (and its Ray) once the first of 10⁴ runs is committed; the resume runs only what was not
     committed, and the store then holds every run once, each record once, finals those of runs made alone."""
     import algorithms
     import problems
@@ -190,14 +190,15 @@ def test_ten_thousand_runs_killed_midway_resume_with_nothing_lost_or_stored_twic
     proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         end = time.monotonic() + 300
-        while len(stored.done(res)) < TEN_K // 2 and time.monotonic() < end:
+        # The first commit, not half: a commit is one Tune report, thousands of runs, so "half" can be jumped over.
+        while not stored.done(res) and time.monotonic() < end:
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
             time.sleep(0.05)
     finally:
         kill_session(proc.pid)
         proc.wait(timeout=30)
     before = stored.done(res)
-    assert TEN_K // 4 <= len(before) < TEN_K, len(before)
+    assert 0 < len(before) < TEN_K, len(before)
 
     second = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]

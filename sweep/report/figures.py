@@ -46,13 +46,32 @@ def pyplot() -> Any:
     return plt
 
 
+#: A log axis spanning more decades than this gets no minor ticks: unlabelled marks too dense to read there, and
+#: drawing them was most of a report's time (hundreds of tick objects per axis, laid out at every draw).
+MINOR_TICK_DECADES = 3
+
+
 def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
     """Lay out, write (legends outside the axes included) and close a figure; returns its path."""
+    _thin_minor_ticks(fig)
     fig.tight_layout()
     with open_file(path, "wb") as fh:  # never through a link planted in the results directory
         fig.savefig(fh, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi, bbox_inches="tight")
     pyplot().close(fig)
     return path
+
+
+def _thin_minor_ticks(fig: Any) -> None:
+    """No minor ticks on the log axes that span more than MINOR_TICK_DECADES decades."""
+    import math
+
+    from matplotlib import ticker
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            if axis.get_scale() == "log" and lo > 0 and math.log10(hi / lo) > MINOR_TICK_DECADES:
+                axis.set_minor_locator(ticker.NullLocator())
 
 
 def styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -3,6 +3,8 @@ problem (lower-level constraints, a finite sum), and the metrics the report comp
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import warnings
 from typing import Any
 
@@ -123,13 +125,30 @@ def _one_per_pair(points: list[Point]) -> list[Point]:
 
 def _recorded(point: Point) -> set[str]:
     """The numeric fields of the records of one iteration of `point` (empty when it cannot run)."""
+    try:  # the registered objects are part of the key: a name registered again is probed again
+        code = (algorithms.get(point.algorithm), problem_entry(point.problem).build)
+    except Exception:  # noqa: BLE001  an unknown name is reported by the entries' own checks
+        return set()
+    return set(_probe(code, point.algorithm, _key(point.algorithm_params), point.problem,
+                      _key(point.problem_params), point.instance_seed or 0))
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, default=repr)
+
+
+@functools.lru_cache(maxsize=256)
+def _probe(code: tuple[Any, Any], algorithm: str, algorithm_params: str, problem: str, problem_params: str, seed: int) -> frozenset[str]:
+    """One iteration's recorded fields, kept per configuration: a probe can cost seconds (the coreset problem's
+    metrics fit ten learners), and a study is validated again on resume, scale by scale and by every report."""
     try:
-        problem = problems.make(point.problem, seed=point.instance_seed or 0, **point.problem_params)
-        records = list(algorithms.run(point.algorithm, problem, point.algorithm_params, seed=0,
+        made = problems.make(problem, seed=seed, **json.loads(problem_params))
+        records = list(algorithms.run(algorithm, made, json.loads(algorithm_params), seed=0,
                                       budget={"iterations": 1}, n_evals=2))
     except Exception:  # noqa: BLE001  a run that fails is the trial's to report, not validation's
-        return set()
-    return {k for rec in records for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return frozenset()
+    return frozenset(k for rec in records for k, v in rec.items()
+                     if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def warn_theorem_conditions(points: list[Any], seeds: list[int]) -> list[str]:

@@ -145,9 +145,12 @@ def test_claim_must_exist_and_fit_the_kind(spec_error):
 
 
 # ---------------------------------------------------------------- every built-in study on Ray + MLflow
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ci_studies(tmp_path_factory):
-    """Every paper study at its ci scale, one after another on one local Ray (2 CPUs)."""
+    """Every paper study at its ci scale, one after another on one local Ray (2 CPUs), shut down before the tests.
+
+    Session-scoped although only this file uses it: under `--dist loadgroup` a worker runs other files of its group
+    between this file's tests, and a module fixture would be torn down and built again (235 s each time)."""
     import ray
 
     from sweep.execution.ray_cluster import start_ray

@@ -1,4 +1,4 @@
-"""2,000 tiny runs: the first trial starts as soon as for a 1-run study, trials group many runs, and after a
+"""2,000 tiny runs: trials group many runs, and after a
 SIGKILL of the driver the next session hands Tune nothing that had finished (exactly once, run by run); and a
 trial's BLAS computes with as many threads as the trial has CPUs."""
 from tests.sweep import stored
@@ -95,20 +95,15 @@ def test_two_thousand_tiny_runs_start_at_once_and_resume_without_redoing_a_finis
                                 start_new_session=True)
         return proc, t0
 
-    # The baseline: a study of one run, started the same way on the same machine now.
-    one, t0 = start(tiny_study(tmp_path, 1, tmp_path / "trace1.jsonl"), tmp_path / "one")
-    baseline = first_run_done(tmp_path / "one", t0, one)
-    assert one.wait(timeout=600) == 0
-
+    # How soon the first run ends against a 1-run study is a benchmark's figure (benchmarks/bench_tiny_runs.py), not
+    # a timed test's: here the 2,000 runs must start lazily enough to be killed with most of them pending.
     trace = tmp_path / "trace.jsonl"
     study = tiny_study(tmp_path, N, trace)
     st = spec.load(str(study))
     res = tmp_path / "res"
     proc, t0 = start(study, res)
     try:
-        latency = first_run_done(res, t0, proc)
-        # Before trials were made lazily, 1,600 runs took 74 s to their first result against 10 s for 100.
-        assert latency < 2 * baseline + 15, (latency, baseline)
+        first_run_done(res, t0, proc)
         end = time.monotonic() + 600
         while len(stored.done(res)) < 300 and time.monotonic() < end:
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]

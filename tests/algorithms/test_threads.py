@@ -15,8 +15,9 @@ def test_limit_inside_and_restored_after():
     np.ones((2, 2)) @ np.ones((2, 2))  # BLAS is loaded
     before = blas_counts()
     assert before
-    with blas_threads(1):
-        assert blas_counts() == [1] * len(before)
+    n = 2 if set(before) == {1} else 1  # a count other than the one in force (the tests run at 1)
+    with blas_threads(n):
+        assert blas_counts() == [n] * len(before)
     assert blas_counts() == before
 
 

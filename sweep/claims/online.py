@@ -6,7 +6,10 @@ regret can contradict an upper bound only by exceeding it, so AF2OBO's statement
 static methods' linear bound is a `reference` row beside their measured exponents. AF2OBO's statement is
 comparative ("while static methods suffer linear regret"), so the same sublinearity test runs on the static
 methods: when they are as flat, the agreement is not discriminating. Exponents are fitted per seed, globally
-and between the two largest T, and judged with their 95 % intervals.
+and between the two largest T, and judged with their 95 % intervals. On the toy they are as flat: a static method
+whose x reaches the boundary stops adding regret, and no setting of the toy makes a static method at the paper's
+kind of inner loop (K ≥ 10 or 'auto') regret linearly (measured at μ_g = 1, 0.1, 0.03): the statement is left
+not discriminating by the rule, and the `metric` row's deviation says why (`NOT_DISCRIMINATING`).
 
 The paper runs no experiment and tunes nothing, and OBBO, OAGD, SOBOW have no public code: each rival's outer step γ
 is tuned over this study's grid (`GAMMA_GRID`, sweep.claims.tuning) on its own objective, the cumulative regret at the
@@ -44,6 +47,13 @@ INNER_C = Criterion("af2obo_inner", "§4.3: I_T = O(T^(1+2τ) + T^(2τ) H_2,T) =
                     looser="2.1 rather than 2: a 0.1 margin for the fit",
                     depends=("problem and data", "inner-loop policy", "step sizes"))
 CRITERIA = (SUBLINEAR_C, DRIFT_C, INNER_C)
+#: Why the comparative §4.3 statement cannot be told apart here (its verdict says so through the rule: the rivals
+#: pass the same test). Measured: OBBO's regret at T = 100, 400, 1600 is 22.76 each at μ_g = 0.1 and 66.4, 208.9,
+#: 208.9 at μ_g = 0.03 (K = 10, γ = 0.1), F2OBO's and AF2OBO's below 6; only K = 1 (f2obo_K1) grows.
+NOT_DISCRIMINATING = ("Not discriminating here: §4.3's linear regret of static methods is their guarantee (a bound with "
+                      "H_2,T = 4T − 4), not a behaviour the toy produces; a static method whose x reaches the boundary "
+                      "x = ±1 (the minimisers of c e^(−x²)) stops adding regret, at this μ_g and at μ_g = 0.1 or 0.03 "
+                      "alike, so the static methods pass AF2OBO's test too")
 #: Each rival's outer step γ around its default 0.1, half a decade apart; a study runs γ ≠ 0.1 as '<name>_gamma<γ>'.
 GAMMAS = (0.01, 0.03, 0.1, 0.3, 1.0)
 GAMMA_SOURCE = ("this study's grid: §4.3 is an analytic example (no experiment, no tuning) and OBBO, OAGD, SOBOW have "
@@ -97,7 +107,7 @@ def online_setup(meta: dict[str, Any]) -> list[Setting]:
         setting("metric", "§4.3: upper bounds on the bilevel local regret Σ‖G_X(x_t, ∇F_t(x_t), γ)‖²",
                 "the measured cumulative regret at each horizon, fitted as c·T^p",
                 "measured regret against a bound: it can refute AF2OBO's bound only by exceeding it, and cannot "
-                "show the static methods' bound is reached"),
+                "show the static methods' bound is reached. " + NOT_DISCRIMINATING),
         chosen("what is timed", "nothing", note="§4.3: an analytic example, no experiment"),
         chosen("iteration counts", f"horizons T = {horizons}"),
         chosen("batch sizes", "exact gradients", note="§4.3: an analytic example"),

@@ -77,6 +77,23 @@ def test_a_rival_at_its_grids_edge_is_not_tuned_whichever_way_the_comparison_goe
     assert v.note.startswith("comparator obbo: not tuned (only γ 0.1 of its grid 0.01, 0.03, 0.1, 0.3, 1 run")
 
 
+@pytest.mark.parametrize("power, label", [(0.5, "agrees (not discriminating)"), (1.0, "disagrees (not discriminating)")])
+def test_static_rivals_as_flat_as_af2obo_make_the_comparison_not_discriminating_by_the_rule(tmp_path, run_data, power,
+                                                                                            label):
+    """The static rivals tuned and flat (exponent 0, as OBBO's measured regret on the toy): AF2OBO's comparative
+    statement is not discriminating by the rule (the rivals pass its test) whichever way AF2OBO's own exponent goes,
+    and its deviation says why the toy cannot tell them apart (a bound, not a measured behaviour)."""
+    Ts = (100, 400, 1600)
+    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    runs = [run_data("oscillating_toy", {"cumulative_regret": 3.0 * T ** power, "diag/inner_iterations_total": T ** 2},
+                     algorithm="af2obo", axis=T) for T in Ts]
+    for alg in online.RIVALS:
+        runs += _gamma_grid(run_data, alg, 0.0, Ts)
+    v = claims.CLAIMS["f2obo_regret"](meta, runs, tmp_path).verdicts[0]
+    assert v.label == label and v.discriminating == "no" and v.setting == "deviating setup"
+    assert "metric: " in v.deviation and online.NOT_DISCRIMINATING in v.deviation
+
+
 def test_the_built_in_study_runs_the_papers_example():
     rows = {s.field: s for s in claims.CLAIMS["f2obo_regret"].settings(study_meta(spec.load("online_drift")))}
     assert [f for f, s in rows.items() if s.deviation] == ["metric"]  # a measured regret against a bound

@@ -33,8 +33,8 @@ from sweep.report import analysis as an
 from sweep.claims.setup import (CITATION, FIELDS, NO_MOVE, NO_PAPER, NOT_STATED, Rows, Setting, chosen, compare,  # noqa: F401
                                  quoted, setting, unstated)
 from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, Criterion, Estimate, bootstrap,  # noqa: F401
-                                    Verdict, bounds_ratio, censored, estimate, not_moved, num, place, ratio_bounds, ratio_estimate,
-                                    reduced, scorecard)
+                                    Verdict, bounds_ratio, censored, estimate, not_moved, num, place, ratio_bootstrap,
+                                    ratio_bounds, ratio_estimate, reduced, scorecard)
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData
 from sweep.study.plugins import CLAIMS, claim_of

@@ -32,7 +32,7 @@ import numpy as np
 
 from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Verdict, claim, clock, estimate, exponent, growth, initial,
-                               local_slope, num, ratio_estimate)
+                               local_slope, num, ratio_bootstrap)
 from sweep.claims.f2csa_crossover import (CROSS_NAME, bounds_text, crossover, crossover_by_c,  # noqa: F401
                                           seeded_crossover, sensitivity_rows)
 from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
@@ -286,14 +286,15 @@ def _target_verdicts(ds: list[float], algo: dict[str, str], per_it: dict[str, li
                      target: dict[str, dict[str, list[tuple[float, bool]]]],
                      seeded: dict[str, list[tuple[float, bool]]]) -> list[Verdict]:
     """Fig. 2 read as total seconds to a target accuracy at the largest d: each baseline's seconds over F2CSA's per
-    seed (paired by position), censored runs as one-sided bounds, judged by SPEEDUP_C like every other verdict."""
+    seed (paired by position), censored runs as one-sided bounds; their geometric mean with its 95 % bootstrap
+    interval over the seeds (`ratio_bootstrap`), judged by SPEEDUP_C like every other verdict."""
     out = []
     for s, bases in _paper_labels(algo).items():
         t_s, ok_s = target[s]["time"][-1]
         parts, ratios = [], []
         for b in bases:
             t_b, ok_b = target[b]["time"][-1]
-            ratio = ratio_estimate([(tb, okb, ts, oks) for (tb, okb), (ts, oks) in zip(seeded[b], seeded[s])])
+            ratio = ratio_bootstrap([(tb, okb, ts, oks) for (tb, okb), (ts, oks) in zip(seeded[b], seeded[s])])
             ratios.append(ratio)
             shown = lambda lab, t, ok: f"{lab} {num(t)} s" if ok else f"{lab} not within its budget (> {num(t)} s)"  # noqa: E731
             parts.append(f"{b}/{s} = {ratio.text() if ratio.low == ratio.high else _bounds(ratio)} "
@@ -320,7 +321,7 @@ def _bounds(e: Estimate) -> str:
         return f"≤ {num(e.high)}"
     if math.isinf(e.high) and e.low > 0:
         return f"≥ {num(e.low)}"
-    return f"[{num(e.low)}, {num(e.high)}]"
+    return e.text()  # the geometric mean [its bootstrap interval]
 
 
 def _largest_both(ds: list[float], s: str, b: str, target: dict[str, dict[str, list[tuple[float, bool]]]]) -> str:

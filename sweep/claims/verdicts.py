@@ -84,6 +84,36 @@ def ratio_estimate(cases: Sequence[tuple[float, bool, float, bool]]) -> Estimate
     return censored([ratio_bounds(*c) for c in cases], [c[0] / c[2] if c[2] > 0 else math.nan for c in cases])
 
 
+def ratio_bootstrap(cases: Sequence[tuple[float, bool, float, bool]], seed: int = 0) -> Estimate:
+    """a / b over cases (instances or seeds, the independent unit) of (a, a reached, b, b reached): the geometric mean
+    ratio with its 95 % bootstrap interval over resamples of the cases (`bootstrap`). A case is known within
+    `ratio_bounds` (a censored case one-sided: (r, inf) when a did not reach the target, (0, r) when b did not); a
+    resample's geometric means of the lower and of the upper bounds feed the low and high ends. In log ratio the two
+    censorings are mirror images, (log r, +inf) and (−inf, log r), so censoring opens the interval on its own side
+    the same way in both directions. The value is over the cases bounded on some side."""
+    cases = [c for c in cases if not (math.isnan(c[0]) or math.isnan(c[2])) and c[2] > 0]
+    if not cases:
+        return Estimate.point(math.nan)
+    return bootstrap(cases, _geometric_bounds, seed)
+
+
+def _geometric_bounds(cases: Sequence[tuple[float, bool, float, bool]]) -> Estimate:
+    """The geometric means of the cases' ratios, lower bounds and upper bounds (a 0 or inf bound: that end)."""
+    bounds = [ratio_bounds(*c) for c in cases]
+    known = [c[0] / c[2] for c, (lo, hi) in zip(cases, bounds) if not (lo <= 0 and hi == math.inf)]
+    return Estimate(_geomean(known), _geomean([b[0] for b in bounds]), _geomean([b[1] for b in bounds]))
+
+
+def _geomean(values: Sequence[float]) -> float:
+    """exp(mean(log v)): 0 when some v is 0 (and none inf), inf when some is inf (and none 0), NaN for both or none."""
+    if not values:
+        return math.nan
+    zero, inf = any(v <= 0 for v in values), any(v == math.inf for v in values)
+    if zero or inf:
+        return math.nan if zero and inf else (0.0 if zero else math.inf)
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
 def bounds_ratio(a: tuple[float, float], b: tuple[float, float]) -> Estimate:
     """a / b for two quantities known within bounds (lo, hi) — a censored time to a target is (the time its run
     ended, inf) —, by interval arithmetic: [a_lo / b_hi, a_hi / b_lo], the value the ratio of the lower ends (the

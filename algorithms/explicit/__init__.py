@@ -19,10 +19,11 @@ The design, in the style of optax's `init`/`update`:
   randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
 * Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
   StocBiO, AID-FP and AID-CG (double_loop.py), ITD (itd.py: its reverse pass over a `scan` tape), S-TFBO and
-  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py). SABA, the one
-  other algorithm `run_batched` stacks, needs per-sample oracles (its docstring says so).
+  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py), SABA full batch
+  (saba.py: its per-sample memory tables in the state): the 14 algorithms `run_batched` stacks.
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
-  the step runs under `jit` and its arrays are arguments, not constants.
+  the step runs under `jit` and its arrays are arguments, not constants; a definition names the form it
+  needs (`Definition.oracles_of`: the full-batch quadratic, or the finite-sum one with per-sample oracles).
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
   (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
   `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
@@ -36,8 +37,8 @@ The design, in the style of optax's `init`/`update`:
 * Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
   compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
 
-What the engines do not do (yet): minibatches (stochastic problems are refused), problems other than the
-quadratic, oracle counts and seconds in records, oracle-call and seconds budgets, divergence settings other
+What the engines do not do (yet): minibatches (stochastic problems are refused, but for SABA's full batch on
+the finite-sum quadratic), problems other than the quadratic, oracle counts and seconds in records, oracle-call and seconds budgets, divergence settings other
 than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
@@ -46,7 +47,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit import bome, double_loop, f2sa, itd, momentum, soba, tfbo, ttsa  # noqa: F401  (registers)
+from algorithms.explicit import bome, double_loop, f2sa, itd, momentum  # noqa: F401  (registers)
+from algorithms.explicit import saba, soba, tfbo, ttsa  # noqa: F401  (registers)
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states

@@ -25,6 +25,7 @@ import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
 from algorithms.stacked import group_key, varying_fields
+from problems.pure import pure
 from problems.shared.errors import ParameterError
 
 State = Any  # a NamedTuple of arrays (a JAX pytree)
@@ -50,6 +51,8 @@ class Definition:
     diagnostics_from: int = 0
     #: Why a config cannot run on these engines (None: it can), e.g. a random draw the state has no stream for.
     refuses: Callable[[AlgorithmConfig], str | None] = lambda config: None
+    #: The problem's pure form the definition steps on: the full-batch oracles, or with per-sample ones (SABA).
+    oracles_of: Callable[[Any], Any] = pure
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:

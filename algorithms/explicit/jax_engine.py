@@ -21,7 +21,7 @@ from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result
 from algorithms.stacked import group_key
-from problems.pure import as_arrays, pure
+from problems.pure import as_arrays
 from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
@@ -80,10 +80,10 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     config = configs[0]
     with jax.enable_x64(True):
         # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
-        oracles = as_arrays(pure(problem), np.asarray)
+        oracles = as_arrays(defn.oracles_of(problem), np.asarray)
         hyper = defn.hyper_columns(configs, shape=(-1,))
         lengths = np.diff(np.asarray(points, dtype=np.int64))
-        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles),
+        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)),
                len(lengths), device())
         compile_seconds = 0.0
         if key not in _COMPILED:

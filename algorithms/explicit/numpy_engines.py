@@ -11,7 +11,6 @@ from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result, collect
-from problems.pure import pure
 
 
 def stack_states(states: Sequence[Any]) -> Any:
@@ -56,7 +55,7 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
 
 def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
-    oracles, start = pure(problem), time.perf_counter()
+    oracles, start = defn.oracles_of(problem), time.perf_counter()
     finals, failures, per_run = [], [], []
     for config in configs:
         hyper = defn.hyper(config)
@@ -71,7 +70,7 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
 
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
     """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column."""
-    oracles, start = pure(problem), time.perf_counter()
+    oracles, start = defn.oracles_of(problem), time.perf_counter()
     hyper, config = defn.hyper_columns(configs), configs[0]
     state = stack_states([defn.init(oracles, defn.hyper(c), c, None, np) for c in configs])
     state, failed, values = _run(defn, oracles, state, hyper, config, points)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, define
 from problems.pure import pure_finite_sum
+from problems.shared.errors import ParameterError
 
 
 class SABAState(NamedTuple):
@@ -44,8 +45,18 @@ def terms(oracles: Any, x: Any, y: Any, v: Any, xp: Any) -> tuple[Any, Any]:
     return g, f
 
 
+def check_memory(oracles: Any, config: AlgorithmConfig, dim_x: int, dim_y: int) -> None:
+    """The run's tables within `memory_limit_gb`, as `algorithms.variance_reduced.SABA` refuses them (one line)."""
+    n_g, n_f = oracles.sample_counts()
+    gb = 8 * (n_g * (2 * dim_y + dim_x) + n_f * (dim_y + dim_x)) / 2**30
+    if gb > config.memory_limit_gb:
+        raise ParameterError(f"algorithm 'saba': per-sample memory needs {gb:.2f} GiB per run, above "
+                             f"'memory_limit_gb' = {config.memory_limit_gb:g}; raise it or use fewer samples")
+
+
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> SABAState:
     x, y = oracles.initial_point(xp.zeros)
+    check_memory(oracles, config, x.shape[-1], y.shape[-1])  # shapes only: before any table is made
     v = xp.zeros_like(y)
     if config.memory_init == "full":  # every sample's terms at the start point (the paper's w_i^0)
         g, f = terms(oracles, x, y, v, xp)

@@ -23,6 +23,10 @@ Divergence acts per run, with one difference in kind: a sequential step raises o
 a stacked one computes on (its other rows must go on) and a run whose iterates or state became
 non-finite counts as failed at that step, as the raise would have it; an overflow inside a step that
 leaves every stored value finite is not seen.
+
+Here: the rounds and stretches of stacked steps (`BatchedRuns`); the per-step row checks and shared clock are
+algorithms/batch_rows.py, the records made at once from stacked metrics algorithms/batch_records.py, a
+cohort's rounds algorithms/batch_cohort.py, the stacked algorithm object algorithms/stacked.py.
 """
 from __future__ import annotations
 

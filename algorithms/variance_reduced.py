@@ -126,11 +126,9 @@ class _StackedSABA:
 class SABA(SOBAFramework):
     """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c).
 
-    It batches in `run_batched` (each run's indices from its own generator). Its explicit-state definition
-    (`algorithms.explicit.saba`: the memory tables in the state, the finite-sum quadratic's per-sample oracles
-    from problems/pure.py) runs full batch only (`batch_size: null`), on every engine: a minibatch's indices
-    would come from a per-run random stream the explicit state does not carry yet, so minibatch SABA runs
-    per run and in `run_batched` only.
+    It batches in `run_batched` (each run's indices from its own generator) and has an explicit-state
+    definition (`algorithms.explicit.saba`: the memory tables in the state, the finite-sum quadratic's
+    per-sample oracles from problems/pure.py, its indices drawn from the same generator as here).
     """
 
     name = "saba"

@@ -210,9 +210,10 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: explicit.run("soba", p, [{}], 10, engine="gpu"),
      "engine: unknown 'gpu'; allowed: per_run, stacked, jax"),
     (lambda p: explicit.run("srba", p, [{}], 10), "algorithm: 'srba' has no explicit-state definition yet"),
-    (lambda p: explicit.run("saba", p, [{}], 10), "configs[0].batch_size: the explicit SABA refreshes every sample"),
-    (lambda p: explicit.run("saba", p, [{"batch_size": None}], 10),
-     "problem: the deterministic quadratic has no per-sample oracles"),
+    (lambda p: explicit.run("saba", p, [{}], 10), "problem: the deterministic quadratic has no per-sample oracles"),
+    (lambda p: explicit.run("saba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
+                            [{"batch_size": 8}], 10), "algorithm 'saba': 'batch_size' must be at most 4"),
+    (lambda p: explicit.run("soba", p, [{}, {}], 10, seeds=[0]), "seeds: one non-negative integer per config (2)"),
     (lambda p: explicit.run("saba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
                             [{"batch_size": None, "memory_limit_gb": 1e-9}], 10),
      "algorithm 'saba': per-sample memory needs 0.00 GiB per run, above 'memory_limit_gb' = 1e-09"),
@@ -286,18 +287,21 @@ def test_pure_per_sample_oracles_equal_the_problems_own_and_average_to_the_full_
     assert q.metrics(x, y)["F"] == pytest.approx(p.F(x), rel=EXACT)
 
 
-@pytest.mark.parametrize("memory_init", ["full", "zero"])
-def test_saba_per_run_and_stacked_equal_the_run_loop_memory_included(finite_sum, memory_init):
-    configs = [{**c, "memory_init": memory_init} for c in PER_SAMPLE["saba"]]
-    per_run = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="per_run")
-    stacked = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="stacked")
+@pytest.mark.parametrize("memory_init, batch_size", [("full", None), ("zero", 2), ("full", 3)])
+def test_saba_per_run_and_stacked_equal_the_run_loop_memory_included(finite_sum, memory_init, batch_size):
+    """Minibatches too: the NumPy engines draw each run's indices from the generator of its seed, as the run loop."""
+    configs = [{**c, "memory_init": memory_init, "batch_size": batch_size} for c in PER_SAMPLE["saba"]]
+    seeds = [5, 0, 11]
+    per_run = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="per_run", seeds=seeds)
+    stacked = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="stacked", seeds=seeds)
     assert max_diff(per_run.values, stacked.values) < EXACT
-    assert max_diff(per_run.state._asdict(), stacked.state._asdict()) < EXACT
+    assert max_diff({n: v for n, v in per_run.state._asdict().items() if n != "key"},
+                    {n: v for n, v in stacked.state._asdict().items() if n != "key"}) < EXACT
     s = stacked.state
     assert s.memory_g.shape == (3, 6, 2 * 5 + 4) and s.memory_f.shape == (3, 6, 5 + 4)
     np.testing.assert_allclose(s.mean_g, s.memory_g.mean(axis=1), atol=1e-12)  # SAGA's running mean is the table's
     for k, config in enumerate(configs):
-        run = Run("saba", finite_sum, config, k, {"iterations": ITERATIONS}, N_EVALS)
+        run = Run("saba", finite_sum, config, seeds[k], {"iterations": ITERATIONS}, N_EVALS)
         records = list(run.records())
         a = run.algorithm
         for mine, today in ((s.x[k], a.x), (s.y[k], a.y), (s.v[k], a.v), (s.memory_g[k], a.memory["g"]),
@@ -312,9 +316,12 @@ def test_saba_per_run_and_stacked_equal_the_run_loop_memory_included(finite_sum,
 
 @needs_jax
 def test_saba_under_jax_equals_the_stacked_engine(finite_sum):
+    """Under JAX a run's indices come from its own key: with b = n they are a permutation of every sample, so
+    its iterates are the full batch's, which the NumPy stack gives drawing nothing."""
     configs = PER_SAMPLE["saba"] + [{"batch_size": None, "rho": 0.1, "gamma": 400.0}]  # the last one diverges
     stacked = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="stacked")
-    compiled = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="jax")
+    compiled = explicit.run("saba", finite_sum, [{**c, "batch_size": 6} for c in configs], ITERATIONS, N_EVALS,
+                            engine="jax")
     finite = slice(0, 3)
     assert max_diff({n: v[:, finite] for n, v in compiled.values.items()},
                     {n: v[:, finite] for n, v in stacked.values.items()}) < EXACT

@@ -126,10 +126,9 @@ class _StackedSABA:
 class SABA(SOBAFramework):
     """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c).
 
-    It batches in `run_batched` (each run's indices from its own generator) but has no explicit-state
-    definition (`algorithms.explicit`): it needs a finite-sum problem's per-sample oracles and per-run memory
-    tables (n × width), which the pure-array problems (problems/pure.py: the deterministic quadratic) do not
-    have yet; it runs per run and in `run_batched` as before.
+    It batches in `run_batched` (each run's indices from its own generator) and has an explicit-state
+    definition (`algorithms.explicit.saba`: the memory tables in the state, the finite-sum quadratic's
+    per-sample oracles from problems/pure.py, its indices drawn from the same generator as here).
     """
 
     name = "saba"

@@ -19,26 +19,29 @@ The design, in the style of optax's `init`/`update`:
   randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
 * Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
   StocBiO, AID-FP and AID-CG (double_loop.py), ITD (itd.py: its reverse pass over a `scan` tape), S-TFBO and
-  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py). SABA, the one
-  other algorithm `run_batched` stacks, needs per-sample oracles (its docstring says so).
+  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py), SABA (saba.py:
+  its per-sample memory tables in the state, its minibatches drawn from the run's stream): the 14 algorithms
+  `run_batched` stacks.
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
-  the step runs under `jit` and its arrays are arguments, not constants.
+  the step runs under `jit` and its arrays are arguments, not constants; a definition names the form it
+  needs (`Definition.oracles_of`: the full-batch quadratic, or the finite-sum one with per-sample oracles).
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
   (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
   `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
   rounding (1e-10 in tests/algorithms/test_engines.py), and the same as `algorithms.run` and
   `algorithms.run_batched` on the deterministic quadratic.
-* Randomness: the JAX engine's random streams will be its own (`jax.random` keys split per run from the
-  seed), not the NumPy generators of `algorithms.run`; so on a stochastic problem its runs are other
-  samples of the same algorithm, equal in distribution, not in value. On deterministic problems all
-  engines agree.
+* Randomness: a definition that draws (`Definition.draws`, SABA) takes its draws from a per-run stream in its
+  state, made from the run's seed: on the NumPy engines the generator `algorithms.run` gives that run (the
+  same draws, the same iterates), under JAX `jax.random` keys (its own streams: on a stochastic problem its
+  runs are other samples of the same algorithm, equal in distribution, not in value). On deterministic
+  problems all engines agree.
 
 * Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
   compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
 
-What the engines do not do (yet): minibatches (stochastic problems are refused), problems other than the
-quadratic, oracle counts and seconds in records, oracle-call and seconds budgets, divergence settings other
-than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
+What the engines do not do (yet): minibatches but SABA's (other definitions refuse stochastic problems),
+problems other than the quadratic, oracle counts and seconds in records, oracle-call and seconds budgets,
+divergence settings other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit import bome, double_loop, f2sa, itd, momentum, soba, tfbo, ttsa  # noqa: F401  (registers)
+from algorithms.explicit import bome, double_loop, f2sa, itd, momentum  # noqa: F401  (registers)
+from algorithms.explicit import saba, soba, tfbo, ttsa  # noqa: F401  (registers)
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
@@ -57,15 +61,18 @@ ENGINES = {"per_run": run_per_run, "stacked": run_stacked, "jax": run_jax}
 
 
 def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None],
-        iterations: int, n_evals: int = 30, engine: str = "stacked") -> Result:
+        iterations: int, n_evals: int = 30, engine: str = "stacked", seeds: Sequence[int] | None = None) -> Result:
     """K runs of `algorithm` on `problem`, one per config, for `iterations` outer iterations, evaluated at the
-    run loop's points; every argument checked before any work."""
+    run loop's points; run k's random stream from seeds[k] (default k; used by definitions that draw); every
+    argument checked before any work."""
     if engine not in ENGINES:
         raise ParameterError(f"engine: unknown '{engine}'; allowed: {', '.join(ENGINES)}")
     if not isinstance(iterations, int) or iterations < 1:
         raise ParameterError(f"iterations: a positive integer, got {iterations!r}")
+    if seeds is not None and (len(seeds) != len(configs) or not all(type(s) is int and s >= 0 for s in seeds)):
+        raise ParameterError(f"seeds: one non-negative integer per config ({len(configs)}), got {list(seeds)!r}")
     defn = definition(algorithm)
-    return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals))
+    return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals), seeds)
 
 
 __all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",

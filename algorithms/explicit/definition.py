@@ -25,6 +25,7 @@ import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
 from algorithms.stacked import group_key, varying_fields
+from problems.pure import pure
 from problems.shared.errors import ParameterError
 
 State = Any  # a NamedTuple of arrays (a JAX pytree)
@@ -50,6 +51,11 @@ class Definition:
     diagnostics_from: int = 0
     #: Why a config cannot run on these engines (None: it can), e.g. a random draw the state has no stream for.
     refuses: Callable[[AlgorithmConfig], str | None] = lambda config: None
+    #: The problem's pure form the definition steps on: the full-batch oracles, or with per-sample ones (SABA).
+    oracles_of: Callable[[Any], Any] = pure
+    #: Whether its step draws random numbers (`choose`) from the key in its state: the engines then give run k a
+    #: stream from its seed (NumPy: the generator `algorithms.run` gives the run's algorithm; JAX: its own key).
+    draws: bool = False
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:
@@ -168,3 +174,23 @@ def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: A
         carry, outs[i] = body(carry, None if xs is None else xs[i])
     stacked = None if n == 0 or outs[0] is None else np.stack(outs)
     return carry, stacked
+
+
+def choose(key: Any, n: int, size: int, xp: Any, skip: Any = None) -> tuple[Any, Any]:
+    """(key, `size` distinct indices in [0, n)) per run, as `rng.choice(n, size, replace=False)` draws them.
+
+    `key` is a run's NumPy generator (indices (size,)), a stack's tuple of them (one row of indices per run,
+    each from its own generator, so run k draws what it draws alone), or a JAX key (split; its own stream).
+    `skip` (NumPy only): where true for every run, nothing is drawn and indices 0..size-1 are given, for a
+    step whose indices do not matter (one the per-run algorithm makes without drawing)."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        key, sub = jax.random.split(key)
+        return key, jax.random.choice(sub, n, (size,), replace=False)
+    if skip is not None and bool(np.all(skip)):
+        first = np.arange(size)
+        return key, first if isinstance(key, np.random.Generator) else np.broadcast_to(first, (len(key), size))
+    if isinstance(key, np.random.Generator):
+        return key, key.choice(n, size=size, replace=False)
+    return key, np.stack([g.choice(n, size=size, replace=False) for g in key])

@@ -21,7 +21,7 @@ from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result
 from algorithms.stacked import group_key
-from problems.pure import as_arrays, pure
+from problems.pure import as_arrays
 from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
@@ -49,8 +49,11 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
     """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations."""
     jax, jnp = jax_modules()
 
-    def program(oracles: Any, hyper: Any, lengths: Any) -> tuple[Any, Any, Any, Any]:
-        state = jax.vmap(lambda h: defn.init(oracles, h, config, None, jnp))(hyper)
+    def program(oracles: Any, hyper: Any, lengths: Any, seeds: Any) -> tuple[Any, Any, Any, Any]:
+        def start(h: Any, seed: Any) -> Any:  # a run's key from its seed, when the definition draws
+            return defn.init(oracles, h, config, jax.random.PRNGKey(seed) if defn.draws else None, jnp)
+
+        state = jax.vmap(start)(hyper, seeds)
 
         def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
@@ -74,27 +77,30 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
     return program
 
 
-def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
-    """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`."""
+def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
+            seeds: Sequence[int] | None = None) -> Result:
+    """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`. A run's
+    draws come from `jax.random.PRNGKey(seeds[k])`: its own stream, not the NumPy generator of its seed."""
     jax, _ = jax_modules()
     config = configs[0]
     with jax.enable_x64(True):
         # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
-        oracles = as_arrays(pure(problem), np.asarray)
+        oracles = as_arrays(defn.oracles_of(problem), np.asarray)
         hyper = defn.hyper_columns(configs, shape=(-1,))
         lengths = np.diff(np.asarray(points, dtype=np.int64))
-        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in oracles),
+        seeds = np.arange(len(configs)) if seeds is None else np.asarray(seeds, dtype=np.int64)
+        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)),
                len(lengths), device())
         compile_seconds = 0.0
         if key not in _COMPILED:
             start = time.perf_counter()
-            _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths).compile()
+            _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths, seeds).compile()
             compile_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths))
+        final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths, seeds))
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
                                      np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
-        final = type(final)(*(None if v is None else np.asarray(v) for v in final))
+        final = type(final)(*(None if v is None or n == "key" else np.asarray(v) for n, v in zip(final._fields, final)))
         seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed).ravel())

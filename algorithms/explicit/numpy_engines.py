@@ -11,7 +11,7 @@ from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result, collect
-from problems.pure import pure
+from algorithms.run_settings import generator
 
 
 def stack_states(states: Sequence[Any]) -> Any:
@@ -21,6 +21,8 @@ def stack_states(states: Sequence[Any]) -> Any:
     def leaf(values: list[Any]) -> Any:
         if values[0] is None:
             return None
+        if isinstance(values[0], np.random.Generator):  # per-run streams: row k draws from run k's
+            return tuple(values)
         out = np.stack([np.asarray(v, dtype=float) for v in values])
         return out.reshape(len(values), 1) if out.ndim == 1 else out
 
@@ -54,13 +56,22 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
     return state, failed, values
 
 
-def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
+def keys(defn: Definition, seeds: Sequence[int] | None, k: int) -> list[Any]:
+    """Each run's random stream: the generator `algorithms.run` gives run k's algorithm for seeds[k] (the
+    same draws), or None for a definition that draws nothing."""
+    if not defn.draws:
+        return [None] * k
+    return [generator(s) for s in (range(k) if seeds is None else seeds)]
+
+
+def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
+                seeds: Sequence[int] | None = None) -> Result:
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
-    oracles, start = pure(problem), time.perf_counter()
+    oracles, start = defn.oracles_of(problem), time.perf_counter()
     finals, failures, per_run = [], [], []
-    for config in configs:
+    for config, key in zip(configs, keys(defn, seeds, len(configs))):
         hyper = defn.hyper(config)
-        state, failed, values = _run(defn, oracles, defn.init(oracles, hyper, config, None, np), hyper, config, points)
+        state, failed, values = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config, points)
         finals.append(state)
         failures.append(failed)
         per_run.append(collect(values, 1))
@@ -69,11 +80,14 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
                   time.perf_counter() - start, failed=np.concatenate(failures))
 
 
-def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int]) -> Result:
-    """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column."""
-    oracles, start = pure(problem), time.perf_counter()
+def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
+                seeds: Sequence[int] | None = None) -> Result:
+    """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column, each run's draws
+    from its own generator."""
+    oracles, start = defn.oracles_of(problem), time.perf_counter()
     hyper, config = defn.hyper_columns(configs), configs[0]
-    state = stack_states([defn.init(oracles, defn.hyper(c), c, None, np) for c in configs])
+    state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
+                          for c, key in zip(configs, keys(defn, seeds, len(configs)))])
     state, failed, values = _run(defn, oracles, state, hyper, config, points)
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked",
                   time.perf_counter() - start, failed=failed.ravel())

@@ -313,7 +313,7 @@ def test_a_wide_step_size_repeats_its_column_and_follows_the_rows_kept():
 def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_sum_is_large():
     import numpy as np
 
-    from algorithms.batched import _Rows, _screens
+    from algorithms.batch_rows import Rows, screens
 
     class Stack:  # x and y only: the screen's two iterates
         def __init__(self, x, y):
@@ -324,9 +324,9 @@ def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_su
             return ("x", "y")
 
     limits = {"x": np.array([10.0, 10.0, 10.0]), "y": np.array([10.0, 10.0, 10.0])}
-    rows = object.__new__(_Rows)
+    rows = object.__new__(Rows)
     rows.index, rows.limits = [0, 1, 2], limits
-    rows.screens, rows.floors = _screens(limits)
+    rows.screens, rows.floors = screens(limits)
     y = np.zeros((3, 2))
     # Each row's norm 9 < 10, their squares' sum 243 > 100: the sum does not decide, the rows do.
     failed, metric = rows.diverged(Stack(np.full((3, 1), 9.0), y))
@@ -335,6 +335,6 @@ def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_su
     assert failed.tolist() == [False, True, True] and metric == ["", "‖x‖", ""]
     # The sum (110.25) below the other rows' screens (100²) but not the first's (10²): the first is flagged.
     limits["x"] = np.array([10.0, 100.0, 100.0])
-    rows.screens, rows.floors = _screens(limits)
+    rows.screens, rows.floors = screens(limits)
     failed, metric = rows.diverged(Stack(np.array([[10.5], [0.0], [0.0]]), y))
     assert failed.tolist() == [True, False, False] and metric == ["‖x‖", "", ""]

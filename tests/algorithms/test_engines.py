@@ -1,5 +1,5 @@
 """Explicit-state algorithms (algorithms.explicit): one definition run per run, stacked and compiled with JAX
-gives the same iterates and records to 1e-10 on the deterministic quadratic, and the same as today's
+gives the same iterates and records to 1e-10 on the deterministic quadratic (SABA: on the finite-sum one), and the same as today's
 `algorithms.Run` and `algorithms.run_batched`; the pure oracles equal the problem's own; bad input is one
 line before any work; the benchmark runs at its tiny size."""
 import subprocess
@@ -13,7 +13,7 @@ import algorithms
 import problems
 from algorithms import explicit
 from algorithms.run import Run
-from problems.pure import pure
+from problems.pure import pure, pure_finite_sum
 from problems.shared.errors import ParameterError
 
 EXACT = 1e-10
@@ -38,7 +38,10 @@ CONFIGS = {
     "ttsa": [{"hia_mode": "expected"}, {"hia_mode": "expected", "alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
 }
 #: Batchable algorithms that run per run and in run_batched only, each with the reason its docstring gives.
-NOT_EXPLICIT = {"saba": "finite-sum"}
+NOT_EXPLICIT: dict[str, str] = {}
+#: Definitions that step on a finite-sum problem's per-sample oracles (tested on FINITE_SUM below), with configs.
+PER_SAMPLE = {"saba": [{"batch_size": None, "rho": 0.1, "gamma": 0.1},
+                       {"batch_size": None, "rho": 0.05, "gamma": 0.2}, {"batch_size": None, "rho": 0.2}]}
 #: A config per algorithm whose run overflows within ITERATIONS, in a stack with the algorithm's CONFIGS (S-TFBO's
 #: adaptive steps have none: its η's are shared by a stack and its accumulators bound every step).
 DIVERGING = {"soba": {"rho": 0.1, "gamma": 400.0}, "f2sa": {"alpha": 0.1, "gamma": 400.0},
@@ -125,7 +128,8 @@ def test_per_run_and_stacked_equal_todays_run_loop(problem, algorithm):
 def test_every_batchable_algorithm_has_a_definition_or_says_why_not():
     batchable = {n for n in algorithms.available() if algorithms.get(n).__dict__.get("batchable")}
     assert len(batchable) >= 14
-    assert batchable - set(NOT_EXPLICIT) <= set(explicit.defined()) and set(CONFIGS) == set(explicit.defined())
+    assert batchable - set(NOT_EXPLICIT) <= set(explicit.defined())
+    assert set(CONFIGS) | set(PER_SAMPLE) == set(explicit.defined())
     for name, reason in NOT_EXPLICIT.items():
         assert name not in explicit.defined() and reason in algorithms.get(name).__doc__
 
@@ -205,7 +209,14 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
 @pytest.mark.parametrize("call, message", [
     (lambda p: explicit.run("soba", p, [{}], 10, engine="gpu"),
      "engine: unknown 'gpu'; allowed: per_run, stacked, jax"),
-    (lambda p: explicit.run("saba", p, [{}], 10), "algorithm: 'saba' has no explicit-state definition yet"),
+    (lambda p: explicit.run("srba", p, [{}], 10), "algorithm: 'srba' has no explicit-state definition yet"),
+    (lambda p: explicit.run("saba", p, [{}], 10), "problem: the deterministic quadratic has no per-sample oracles"),
+    (lambda p: explicit.run("saba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
+                            [{"batch_size": 8}], 10), "algorithm 'saba': 'batch_size' must be at most 4"),
+    (lambda p: explicit.run("soba", p, [{}, {}], 10, seeds=[0]), "seeds: one non-negative integer per config (2)"),
+    (lambda p: explicit.run("saba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
+                            [{"batch_size": None, "memory_limit_gb": 1e-9}], 10),
+     "algorithm 'saba': per-sample memory needs 0.00 GiB per run, above 'memory_limit_gb' = 1e-09"),
     (lambda p: explicit.run("soba", p, [{}], 0), "iterations: a positive integer"),
     (lambda p: explicit.run("ttsa", p, [{}], 10), "configs[0].hia_mode: 'sampled' draws the HIA length"),
     (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
@@ -251,3 +262,68 @@ def test_without_a_known_optimum_records_have_no_gap_as_in_the_run_loop():
     counters = {k for k in today[-1] if k.startswith(("calls/", "samples/")) or k.endswith("time")}
     assert set(mine[-1]) == set(today[-1]) - counters and "F_gap" not in mine[-1]
     assert mine[-1]["F"] == pytest.approx(today[-1]["F"], rel=EXACT)
+
+
+@pytest.fixture(scope="module")
+def finite_sum():
+    """A finite-sum quadratic small enough for SABA's memory tables (n = 6 samples of rank 2)."""
+    return problems.make("quadratic", seed=2, dim_x=4, dim_y=5, n_samples=6, rank=2)
+
+
+def test_pure_per_sample_oracles_equal_the_problems_own_and_average_to_the_full_batch(finite_sum):
+    p, q, rng = finite_sum, pure_finite_sum(finite_sum), np.random.default_rng(1)
+    x, y, v, every = rng.standard_normal(4), rng.standard_normal(5), rng.standard_normal(5), np.arange(6)
+    pairs = [(q.grad_y_g_samples(x, y), p.grad_y_g_samples(x, y, every), p.grad_y_g(x, y)),
+             (q.hvp_yy_g_samples(x, y, v), p.hvp_yy_g_samples(x, y, v, every), p.hvp_yy_g(x, y, v)),
+             (q.cross_xy_g_samples(x, y, v), p.cross_xy_g_samples(x, y, v, every), p.cross_xy_g(x, y, v)),
+             (q.grad_f_samples(x, y)[1], p.grad_f_samples(x, y, every)[1], p.grad_f(x, y)[1])]
+    for mine, theirs, full in pairs:
+        np.testing.assert_allclose(mine, theirs, rtol=EXACT, atol=1e-13)
+        np.testing.assert_allclose(mine.mean(axis=0), full, rtol=EXACT, atol=1e-13)
+    np.testing.assert_allclose(q.grad_f_samples(x, y)[0][0], p.grad_f(x, y)[0], rtol=EXACT)
+    idx = np.array([[0, 3], [5, 1]])  # a stack of two runs, each with its own samples
+    rows = q.hvp_yy_g_samples(np.stack([x, x]), np.stack([y, y]), np.stack([v, 2 * v]), idx)
+    np.testing.assert_allclose(rows[1], p.hvp_yy_g_samples(x, y, 2 * v, idx[1]), rtol=EXACT, atol=1e-13)
+    assert q.metrics(x, y)["F"] == pytest.approx(p.F(x), rel=EXACT)
+
+
+@pytest.mark.parametrize("memory_init, batch_size", [("full", None), ("zero", 2), ("full", 3)])
+def test_saba_per_run_and_stacked_equal_the_run_loop_memory_included(finite_sum, memory_init, batch_size):
+    """Minibatches too: the NumPy engines draw each run's indices from the generator of its seed, as the run loop."""
+    configs = [{**c, "memory_init": memory_init, "batch_size": batch_size} for c in PER_SAMPLE["saba"]]
+    seeds = [5, 0, 11]
+    per_run = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="per_run", seeds=seeds)
+    stacked = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="stacked", seeds=seeds)
+    assert max_diff(per_run.values, stacked.values) < EXACT
+    assert max_diff({n: v for n, v in per_run.state._asdict().items() if n != "key"},
+                    {n: v for n, v in stacked.state._asdict().items() if n != "key"}) < EXACT
+    s = stacked.state
+    assert s.memory_g.shape == (3, 6, 2 * 5 + 4) and s.memory_f.shape == (3, 6, 5 + 4)
+    np.testing.assert_allclose(s.mean_g, s.memory_g.mean(axis=1), atol=1e-12)  # SAGA's running mean is the table's
+    for k, config in enumerate(configs):
+        run = Run("saba", finite_sum, config, seeds[k], {"iterations": ITERATIONS}, N_EVALS)
+        records = list(run.records())
+        a = run.algorithm
+        for mine, today in ((s.x[k], a.x), (s.y[k], a.y), (s.v[k], a.v), (s.memory_g[k], a.memory["g"]),
+                            (s.memory_f[k], a.memory["f"]), (s.mean_g[k], a.memory_mean["g"])):
+            assert np.max(np.abs(mine - today)) < EXACT
+        mine = [rec for j, rec in stacked.records() if j == k]
+        assert [(r["iteration"], r["status"]) for r in mine] == [(r["iteration"], r["status"]) for r in records]
+        for ours, theirs in zip(mine, records):
+            assert max(abs(ours[n] - theirs[n]) for n in ours if n not in ("iteration", "status")) < EXACT
+    assert np.abs(s.x).min(axis=1).max() > 1e-3 and stacked.values["F"][-1].tolist() != stacked.values["F"][0].tolist()
+
+
+@needs_jax
+def test_saba_under_jax_equals_the_stacked_engine(finite_sum):
+    """Under JAX a run's indices come from its own key: with b = n they are a permutation of every sample, so
+    its iterates are the full batch's, which the NumPy stack gives drawing nothing."""
+    configs = PER_SAMPLE["saba"] + [{"batch_size": None, "rho": 0.1, "gamma": 400.0}]  # the last one diverges
+    stacked = explicit.run("saba", finite_sum, configs, ITERATIONS, N_EVALS, engine="stacked")
+    compiled = explicit.run("saba", finite_sum, [{**c, "batch_size": 6} for c in configs], ITERATIONS, N_EVALS,
+                            engine="jax")
+    finite = slice(0, 3)
+    assert max_diff({n: v[:, finite] for n, v in compiled.values.items()},
+                    {n: v[:, finite] for n, v in stacked.values.items()}) < EXACT
+    assert np.max(np.abs(compiled.state.memory_g[finite] - stacked.state.memory_g[finite])) < EXACT
+    assert compiled.diverged_at == stacked.diverged_at and stacked.diverged_at[-1] is not None

@@ -7,6 +7,7 @@ distinct colours and line styles; a log y axis only when the values span more th
 """
 from __future__ import annotations
 
+import math
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -63,8 +64,6 @@ def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
 
 def _thin_minor_ticks(fig: Any) -> None:
     """No minor ticks on the log axes that span more than MINOR_TICK_DECADES decades."""
-    import math
-
     from matplotlib import ticker
 
     for ax in fig.axes:

@@ -28,7 +28,7 @@ from typing import Any
 
 from problems.shared.errors import ParameterError
 
-from sweep.results import environment
+from sweep.results import columns, environment
 from sweep.results.safe_files import folder, open_file
 from sweep.results.shards import ShardLog, shard_lines
 from sweep.study.model import Study
@@ -159,20 +159,21 @@ class ResultStore:
     def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
                     ended: list[tuple[str, dict[str, Any]]]) -> int:
         """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None)) and
-        the summaries of the runs it ended, as one shard committed by one index line, then the ended runs in
-        ended.txt in one write; how many records were new. A kill before the commit loses the whole report (its runs
-        run again on resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
-        parts, new_count = [], 0
+        the summaries of the runs it ended, as one shard (a Parquet table, or JSON lines when the report does not
+        fit its columns: sweep/results/columns.py) committed by one index line, then the ended runs in ended.txt
+        in one write; how many records were new. A kill before the commit loses the whole report (its runs run
+        again on resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
+        fresh, new_count = [], 0
         for key, records, lines in runs:
             seen = self._seen_for(plain(key, "run key"))
             idents = [(int(r["iteration"]), str(r["status"])) for r in records]
-            if lines is None or seen.intersection(idents) or len(set(idents)) < len(idents):
+            if seen.intersection(idents) or len(set(idents)) < len(idents):
                 new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
-                lines = shard_lines(key, new)
+                lines = None
             else:
                 new = list(records)
                 seen.update(idents)
-            parts.append(lines)
+            fresh.append((key, new, lines))
             new_count += len(new)
             if self._data is not None and new:
                 self._data.setdefault(key, ([], None))[0].extend(new)
@@ -180,7 +181,10 @@ class ResultStore:
             return 0
         for key, _ in ended:
             plain(key, "run key")
-        self.shards.commit("".join(parts), ended)
+        table = columns.encode([(key, new) for key, new, _ in fresh if new], ended)
+        text = "" if table is not None else "".join(lines if lines is not None else shard_lines(key, new)
+                                                    for key, new, lines in fresh)
+        self.shards.commit(text, ended, table)
         if self._data is not None:
             for key, summary in ended:
                 self._data[key] = (self._data.get(key, ([], None))[0], summary)

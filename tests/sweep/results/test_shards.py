@@ -191,3 +191,29 @@ def test_an_older_results_directory_loads_resumes_and_gets_shards_beside_its_fil
     assert sorted(res.runs["run_key"]) == sorted(keys)
     assert len(res.records) == 3 * len(keys) and set(res.records["iteration"]) == {0, 1, 2}
     assert list(res.records.groupby("run_key").size().unique()) == [3]
+
+
+def test_the_columns_a_report_reads_give_each_run_what_the_store_gives_it(tmp_path):
+    from sweep.results import run_columns
+
+    store = ResultStore(tmp_path)  # an older driver's files, JSON and Parquet shards, a reset and a replayed run
+    store.append_many("old.s0", recs([0, 1], "finished"))
+    store.finish("old.s0", {**summary("old.s0"), "final": recs([0, 1], "finished")[-1]})
+    store.finish("bad.s0", {"run_key": "bad.s0", "status": "failed", "final": None, "error": "boom", "where": {}})
+    json_report(store, {"a.s0": recs([0, 1], "finished"), "r.s0": recs([0, 1], scale=5.0)}, ["a.s0"])
+    report(store, {"b.s0": recs([0, 1, 2], "finished"), "m.s1": recs([0, 1])}, ["b.s0"])
+    again = ResultStore(tmp_path)  # a resumed driver: r runs again from its start
+    again.shards.reset(["r.s0"])
+    report(again, {"r.s0": recs([0, 1, 2], "finished"), "m.s1": recs([2], "diverged")}, ["r.s0", "m.s1"])
+    later = ResultStore(tmp_path)
+    cols = run_columns.load(later)
+    keys = ["old.s0", "bad.s0", "a.s0", "b.s0", "r.s0", "m.s1", "none.s0"]
+    for key in keys:
+        assert list(cols.records(key)) == later.records(key), key
+        assert cols.records(key)[-1:] == later.records(key)[-1:]
+        assert cols.records(key).column("F") == [r.get("F") for r in later.records(key)]
+        assert cols.summary(key) == later.summary(key), key
+    assert cols.records("r.s0")[0] == {"iteration": 0, "status": "running", "F": 1.0}  # the reset dropped scale 5
+    assert cols.summary("bad.s0")["error"] == "boom" and cols.summary("none.s0") is None
+    with pytest.raises(IndexError):
+        cols.records("b.s0")[3]

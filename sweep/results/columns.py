@@ -57,13 +57,19 @@ def encode(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], ended: Sequence
     ends = [_end_row(key, summary, last.get(key)) for key, summary in ended]
     if any(row is None for row in ends):
         return None
-    rows = [{"run_key": key, **r} for key, records in runs for r in records]
-    names = ordered(dict.fromkeys(tuple(r) for r in rows))
-    if names is None:
+    flat = [r for _, records in runs for r in records]
+    shapes = dict.fromkeys(tuple(r) for r in flat)
+    names = ordered(shapes)
+    if names is None or "run_key" in names or any(k in names for k in END):
         return None
-    names += [k for k in ("run_key", "iteration", "status", *END) if k not in names]
+    values: dict[str, list[Any]] = {"run_key": [key for key, records in runs for _ in records]}
+    if len(shapes) == 1:  # every record has the same fields (the usual report): transposed in one pass
+        values.update(zip(names, map(list, zip(*map(dict.values, flat)))) if flat else ())
+    else:
+        values.update((k, [r.get(k) for r in flat]) for k in names)
+    names = ["run_key", *names, *(k for k in ("iteration", "status", *END) if k not in names)]
     try:
-        columns = {k: pa.array([r.get(k) for r in rows] + [e.get(k) for e in ends]) for k in names}  # type: ignore[union-attr]
+        columns = {k: pa.array(values.get(k, [None] * len(flat)) + [e.get(k) for e in ends]) for k in names}  # type: ignore[union-attr]
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return None  # mixed or unsupported values
     if any(str(c.type) not in PLAIN_TYPES for c in columns.values()):

@@ -52,6 +52,14 @@ def checkout(commit: str) -> Iterator[Path]:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+def pythons(stack: contextlib.ExitStack, against: str | None) -> dict[str, str]:
+    """The python of this checkout ("this") and, when `against` is given, of that commit (removed with `stack`)."""
+    codes = {"this": sys.executable}
+    if against:
+        codes[against] = str(stack.enter_context(checkout(against)))
+    return codes
+
+
 def sizes(root: Path) -> tuple[int, int, int]:
     """(apparent bytes, disk bytes) of the results directory without mlflow.db, and mlflow.db's bytes."""
     apparent = disk = db = 0
@@ -102,9 +110,7 @@ def main() -> None:
     if any(n < 1 for n in args.sizes) or args.repeats < 1:
         sys.exit("bench_million: sizes and --repeats must be positive integers")
     with contextlib.ExitStack() as stack:
-        codes = {"this": sys.executable}
-        if args.against:
-            codes[args.against] = str(stack.enter_context(checkout(args.against)))
+        codes = pythons(stack, args.against)
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other work skews the numbers)")
         rows = []
         for n in args.sizes:

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_million import checkout  # noqa: E402  (benchmarks/ is not a package)
+from bench_million import pythons  # noqa: E402  (benchmarks/ is not a package)
 from bench_tiny_runs import mm, table, tiny_study  # noqa: E402
 
 #: Writes the results directory of the tiny study (argv: study YAML, results directory, runs run for real).
@@ -110,9 +110,7 @@ def main() -> None:
     if args.n < 1 or args.repeats < 1 or args.real < 1:
         sys.exit("bench_report: n, --repeats and --real must be positive integers")
     with contextlib.ExitStack() as stack:
-        codes = {"this": sys.executable}
-        if args.against:
-            codes[args.against] = str(stack.enter_context(checkout(args.against)))
+        codes = pythons(stack, args.against)
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         got: dict[str, list[dict[str, Any]]] = {k: [] for k in codes}
         for _ in range(args.repeats):

@@ -74,6 +74,8 @@ def encode(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], ended: Sequence
         return None  # mixed or unsupported values
     if any(str(c.type) not in PLAIN_TYPES for c in columns.values()):
         return None
+    if any(str(columns[k].type) == "double" and int in set(map(type, values[k])) for k in values):
+        return None  # ints and floats in one field: a table would read its ints back as floats
     buf = io.BytesIO()
     pq.write_table(pa.table(columns), buf, compression="zstd")
     return buf.getvalue()

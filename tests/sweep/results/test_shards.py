@@ -81,6 +81,10 @@ def test_a_parquet_shard_keeps_every_value_as_sent(tmp_path):
     got = ResultStore(tmp_path).records("a.s0")
     assert repr(got) == repr(rec)  # NaN and inf kept, ints stay ints, a key a record did not have stays out
     assert [type(v) for v in got[0].values()] == [int, str, float, float, int, bool, str]
+    mixed = [{"iteration": 0, "status": "running", "F": 1}, {"iteration": 1, "status": "finished", "F": 0.5}]
+    report(ResultStore(tmp_path), {"b.s0": mixed}, ["b.s0"])  # an int and a float in one field: JSON lines
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.parquet", "00000001.jsonl"]
+    assert repr(ResultStore(tmp_path).records("b.s0")) == repr(mixed)
 
 
 def test_a_shard_without_its_index_line_is_ignored_and_collected_on_resume(tmp_path):

@@ -6,8 +6,9 @@ one row per ended run (`run_key`, `status`, `end.trial_key`, `end.node`, `end.ho
 record, its seed ends its run key and its configuration is in study.json, so an end row is ~20 bytes where the
 summary it stands for was ~1.5 KB of JSON. `summary` puts the summary back together as the JSON shards hold it.
 
-A report that does not fit these columns (a value that is a list or a mapping, a summary with more in it than an
-end row holds, a final record that is not the run's last record in the report) is written as JSON lines instead
+A report that does not fit these columns (a value that is a list or a mapping, ints and floats in one field, a
+summary with more in it than an end row holds, a final record that is not the run's last record in the report, a
+record field named run_key or end.*) is written as JSON lines instead
 (`encode` returns None): both kinds of shard are read alike.
 """
 from __future__ import annotations

@@ -18,21 +18,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import site
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tiny_runs import CHILD, mm, table, tiny_study  # noqa: E402  (benchmarks/ is not a package)
+from bench_tiny_runs import mm, run_tiny, table  # noqa: E402  (benchmarks/ is not a package)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,6 +52,14 @@ def checkout(commit: str) -> Iterator[Path]:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+def pythons(stack: contextlib.ExitStack, against: str | None) -> dict[str, str]:
+    """The python of this checkout ("this") and, when `against` is given, of that commit (removed with `stack`)."""
+    codes = {"this": sys.executable}
+    if against:
+        codes[against] = str(stack.enter_context(checkout(against)))
+    return codes
+
+
 def sizes(root: Path) -> tuple[int, int, int]:
     """(apparent bytes, disk bytes) of the results directory without mlflow.db, and mlflow.db's bytes."""
     apparent = disk = db = 0
@@ -72,20 +76,9 @@ def sizes(root: Path) -> tuple[int, int, int]:
 def run_once(python: str, n: int, work: Path, address: str | None = None) -> dict[str, Any]:
     """One whole `bisweep run` of n tiny runs with `python` (on the Ray at `address`, else a local one of its own);
     its figures."""
-    study, res, stats = work / "tiny.yaml", work / "res", work / "child.json"
-    study.write_text(yaml.safe_dump(tiny_study(n)))
-    args = ["run", str(study), "--results-dir", str(res), "--no-report", "--num-cpus", "2", "--max-runs", str(n),
-            "--ray-start-timeout", "900"]  # a busy machine starts Ray slowly
-    if address:
-        args += ["--address", address]
+    extra = ("--ray-start-timeout", "900", *(("--address", address) if address else ()))  # a busy machine starts Ray slowly
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    t0 = time.monotonic()
-    proc = subprocess.run([python, "-c", CHILD, str(stats), *args], cwd=work, env=env, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    out = json.loads(stats.read_text()) if stats.exists() else {"rc": proc.returncode}
-    if out["rc"] != 0:
-        raise RuntimeError(f"bisweep run failed ({out['rc']}): {proc.stderr[-3000:]}")
-    marks = json.loads((res / "sessions.jsonl").read_text().splitlines()[-1])
+    out, marks, res, wall = run_tiny(python, n, work, env, extra)
     apparent, disk, db = sizes(res)
     return {"wall": wall, "trials": marks["fit_done"] - marks["first_trial_started"],
             "to_end": marks["end"] - marks["first_trial_started"], "rss_mb": out["rss_mb"], "cpu": out["cpu"],
@@ -117,9 +110,7 @@ def main() -> None:
     if any(n < 1 for n in args.sizes) or args.repeats < 1:
         sys.exit("bench_million: sizes and --repeats must be positive integers")
     with contextlib.ExitStack() as stack:
-        codes = {"this": sys.executable}
-        if args.against:
-            codes[args.against] = str(stack.enter_context(checkout(args.against)))
+        codes = pythons(stack, args.against)
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other work skews the numbers)")
         rows = []
         for n in args.sizes:

@@ -87,20 +87,27 @@ def tables(db: Path) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def run_once(n: int, code: Path, work: Path, by_table: bool = False) -> dict[str, Any]:
-    """One whole `bisweep run` of the tiny study with `code` first on the path; its figures."""
-    study = work / "tiny.yaml"
+def run_tiny(python: str, n: int, work: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+             ) -> tuple[dict[str, Any], dict[str, Any], Path, float]:
+    """One whole `bisweep run --no-report` of the tiny study of n runs in `work` by `python` (under `CHILD`, with
+    `env` and `extra` arguments): the child's figures, the session's timeline (sessions.jsonl), the results
+    directory and the wall seconds; an error with stderr's tail when it fails."""
+    study, res, stats = work / "tiny.yaml", work / "res", work / "child.json"
     study.write_text(yaml.safe_dump(tiny_study(n)))
-    res, stats = work / "res", work / "child.json"
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    args = ["run", str(study), "--results-dir", str(res), "--no-report", "--num-cpus", "2", "--max-runs", str(n)]
-    t0 = time.time()
-    proc = subprocess.run([PYTHON, "-c", CHILD, str(stats), *args], cwd=work, env=env, capture_output=True, text=True)
-    wall = time.time() - t0
+    args = ["run", str(study), "--results-dir", str(res), "--no-report", "--num-cpus", "2", "--max-runs", str(n),
+            *extra]
+    t0 = time.monotonic()
+    proc = subprocess.run([python, "-c", CHILD, str(stats), *args], cwd=work, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - t0
     out = json.loads(stats.read_text()) if stats.exists() else {"rc": proc.returncode}
     if out["rc"] != 0:
         raise RuntimeError(f"bisweep run failed ({out['rc']}): {proc.stderr[-3000:]}")
-    marks = json.loads((res / "sessions.jsonl").read_text().splitlines()[-1])
+    return out, json.loads((res / "sessions.jsonl").read_text().splitlines()[-1]), res, wall
+
+
+def run_once(n: int, code: Path, work: Path, by_table: bool = False) -> dict[str, Any]:
+    """One whole `bisweep run` of the tiny study with `code` first on the path; its figures."""
+    out, marks, res, wall = run_tiny(PYTHON, n, work, {**os.environ, "PYTHONPATH": str(code)})
     span = marks["fit_done"] - marks["first_trial_started"]
     db = res / "mlflow.db"
     runs = sum(1 for line in (res / "ended.txt").read_text().splitlines() if line.startswith("finished"))

@@ -18,7 +18,6 @@ from typing import Any
 
 import problems
 from algorithms.run import Run
-from sweep.results.shards import shard_lines
 from sweep.study.model import RunSpec, TrialConfig
 from sweep.tracking.metric_points import points_text
 
@@ -119,8 +118,7 @@ class Reporter:
         """Report what was gathered (with `checkpoint`, naming the runs whose state it holds)."""
         if not self.pending:
             return
-        for chunk in self.pending.values():  # the shard's lines and the MLflow points, encoded here
-            chunk["lines"] = shard_lines(chunk["run_key"], chunk["records"])  # rather than on the driver
+        for chunk in self.pending.values():  # the MLflow points, encoded here rather than on the driver
             chunk["points"] = points_text(chunk["records"])
         meta = {"trial_key": self.config.key, "runs": Chunks(self.pending.values()), **self.where}
         if checkpoint is not None:

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 from problems.shared.errors import ParameterError
 from sweep.report import report_cache
 from sweep.report.curves import palette, plot_convergence, plot_regret
-from sweep.report.tables import best_table, fit_lines, format_table, runs_table, slug, write_csv
+from sweep.report.runs_table import runs_table, write_table
+from sweep.report.tables import best_table, fit_lines, format_table, slug
 from sweep.results.runs import RunData, load_runs, problem_label
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
@@ -83,7 +84,7 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         plots.extend(claim.plots)
         text += "\n" + claim.text()
     for name, rows in tables.items():
-        write_csv(d / f"{name}.csv", rows)
+        write_table(d / f"{name}.csv", rows)
     text = fit_lines(text)  # prose too fits a terminal (the tables already do; the CSV files keep them whole)
     write_text(d / "summary.txt", text)
     report_cache.remember(d, fp)

@@ -20,7 +20,7 @@ import numpy as np
 from sweep.report import analysis as an
 from sweep.report.figures import algorithm_styles, legend, log_ticks, pyplot, save_figure, seeds_text, use_log
 from sweep.report.tables import axis_order
-from sweep.results.runs import RunData, axis_text, config_label, problem_label
+from sweep.results.runs import RunData, axis_text, config_label, field, group, problem_label
 
 X_AXES = (("iteration", "iterations"), ("calls/total", "oracle calls"), ("time", "compute seconds"))
 #: Configurations a panel shows in colour before it labels only the best ones.
@@ -176,12 +176,9 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
     rows = _rows(runs)
     fig, axes = plt.subplots(len(rows), len(x_axes), figsize=(5 * len(x_axes), 3.3 * len(rows)), squeeze=False,
                              sharey=True)
-    values = [v for r in runs for rec in r.records for v in [rec.get(y)] if isinstance(v, (int, float))]
+    values = [v for r in runs for v in field(r.records, y) if isinstance(v, (int, float))]
     log_y = use_log(values)
-    per_row = [({config_label(r.point): [] for r in rs}, rs) for _, rs in rows]
-    for series, rs in per_row:
-        for r in rs:
-            series[config_label(r.point)].append(r)
+    per_row = [(dict(group(rs, lambda r: config_label(r.point))), rs) for _, rs in rows]
     shown_rows = [_ranked(series, y, goal) for series, _ in per_row]
     style = _styles((cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown),
                     order if order is not None else palette(runs))

@@ -19,7 +19,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from sweep.report.tables import records_table, runs_table
+from sweep.report.runs_table import runs_columns
+from sweep.report.tables import records_table
 from sweep.results.runs import load_runs
 from sweep.results.store import ResultStore
 from sweep.study.model import Study
@@ -55,7 +56,7 @@ def load_results(path_or_study: str | Path | Study, scale: str | None = None) ->
     store = ResultStore(root)
     meta = store.read_study()
     runs = load_runs(store, meta)
-    frame = pd.DataFrame([_hashable(r) for r in runs_table(runs, meta)])
+    frame = pd.DataFrame({k: [_tuple(v) for v in column] for k, column in runs_columns(runs, meta).items()})
     records = pd.DataFrame(records_table(runs, meta))
     report = root / "report"
     tables = {path.stem: _read_csv(pd, path) for path in sorted(report.glob("*.csv"))} if report.is_dir() else {}
@@ -70,10 +71,6 @@ def _read_csv(pd: Any, path: Path) -> Any:
         return pd.DataFrame()
 
 
-def _hashable(row: dict[str, Any]) -> dict[str, Any]:
-    """List-valued parameters (vertices, matrices) as tuples, so DataFrames can group by them."""
-    return {k: _tuple(v) for k, v in row.items()}
-
-
 def _tuple(v: Any) -> Any:
+    """A list-valued parameter (vertices, matrices) as a tuple, so DataFrames can group by it."""
     return tuple(_tuple(x) for x in v) if isinstance(v, list) else v

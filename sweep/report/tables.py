@@ -11,11 +11,12 @@ import math
 import re
 import textwrap
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sweep.report import analysis as an
-from sweep.results.runs import RunData, config_label, problem_label
+from sweep.results.runs import RunData, config_label, field, problem_label
 from sweep.results.safe_files import open_file
 
 
@@ -134,7 +135,7 @@ def fit_lines(text: str, width: int = WIDTH) -> str:
     return "\n".join(out)
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     cols: list[str] = []
     for r in rows:
         cols.extend(k for k in r if k not in cols)
@@ -142,7 +143,12 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in rows:
-            w.writerow({k: (fmt(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()})
+            w.writerow({k: cell(v) for k, v in r.items()})
+
+
+def cell(v: Any) -> Any:
+    """A CSV cell: a non-finite float as `fmt` writes it ('nan', 'inf'), anything else as the csv module does."""
+    return fmt(v) if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def slug(text: str) -> str:
@@ -178,32 +184,6 @@ def final_columns(final: dict[str, Any] | None, metric: str) -> dict[str, Any]:
     out = {k: numbers[k] for k in dict.fromkeys(first) if k in numbers}
     out.update((k, v) for k, v in numbers.items() if k not in out)
     return out
-
-
-def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per run: who it is, its status and convergence, every final value, every parameter.
-
-    Every row has every column, in groups (identity, final values, parameters, where it ran); a column a
-    run does not have (another algorithm's parameter) is None.
-    """
-    opts = meta["report"]
-    parts = []
-    for r in runs:
-        p = r.point
-        head = identity(p, r.seed, meta)
-        head.update({"status": r.status, "converged": an.converged(r.records, r.status, opts["converged_metric"],
-                                                                   opts["converged_below"], opts["converged_relative"])})
-        params = {"algorithm_name": p["algorithm"], "problem_name": p["problem"], "instance_seed": p.get("instance_seed"),
-                  **{f"alg.{k}": v for k, v in p["algorithm_params"].items()},
-                  **{f"problem.{k}": v for k, v in p["problem_params"].items()},
-                  **{f"budget.{k}": v for k, v in p["budget"].items() if v is not None}}
-        tail = {"node": r.where.get("node", ""), "run_key": r.key, "error": r.error or ""}
-        parts.append((head, final_columns(r.final, opts["metric"]), params, tail))
-    groups = [list(dict.fromkeys(k for part in parts for k in part[i])) for i in range(4)]
-    first = [k for k in (opts["metric"], *KEY_METRICS, *PROGRESS) if k in groups[1]]
-    groups[1] = list(dict.fromkeys(first + groups[1]))
-    columns = [c for g in groups for c in g]
-    return [{c: merged.get(c) for c in columns} for merged in ({**a, **b, **c, **d} for a, b, c, d in parts)]
 
 
 def records_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
@@ -253,7 +233,7 @@ def stable(run: RunData, metric: str, goal: str) -> bool:
     start (a run that blew up and came back finite, or rose, is not)."""
     if run.status != "finished" or not run.records:
         return False
-    start = run.records[0].get(metric)
+    start = field(run.records, metric)[0]
     final = an.final_value({"status": run.status, "final": run.final}, metric, goal)
     if start is None or math.isnan(final):
         return False
@@ -265,10 +245,11 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     its median, quartiles and worst seed."""
     by = opts.get("best_by", "robust")
     groups: dict[tuple, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
+    problems = _problem_labels(runs)
     for r in runs:
         p = r.point
-        groups[(problem_label(p), p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
-    varied = _varied_parameters(runs)
+        groups[(problems[p["key"]], p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
+    varied = _varied_parameters(runs, problems)
     rows = []
     for (prob, label, _), configs in groups.items():
         ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
@@ -294,13 +275,26 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     return rows
 
 
-def _varied_parameters(runs: list[RunData]) -> dict[tuple[str, str], list[str]]:
-    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
-    (a grid's, or the step sizes a sensitivity axis scales)."""
-    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+def _problem_labels(runs: list[RunData]) -> dict[str, str]:
+    """Configuration key -> its problem label, made once per configuration (not once per run)."""
+    out: dict[str, str] = {}
     for r in runs:
+        if r.point["key"] not in out:
+            out[r.point["key"]] = problem_label(r.point)
+    return out
+
+
+def _varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
+    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `_problem_labels`."""
+    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    done: set[str] = set()
+    for r in runs:
+        if r.point["key"] in done:  # a configuration's seeds share its parameters
+            continue
+        done.add(r.point["key"])
         for k, v in r.point.get("algorithm_params", {}).items():
-            seen[(problem_label(r.point), r.point["label"])][k].add(repr(v))
+            seen[(problems[r.point["key"]], r.point["label"])][k].add(repr(v))
     return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
 
 

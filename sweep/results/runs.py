@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from sweep.results import run_columns
 from sweep.results.store import ResultStore
 
 
@@ -18,10 +19,17 @@ class RunData:
     seed: int
     status: str
     final: dict[str, Any] | None
-    records: list[dict[str, Any]]
+    records: Sequence[dict[str, Any]]  # a list, or the store's columns read when asked (RunRecords)
     where: dict[str, str]
     error: str | None
 
+
+
+def field(records: Sequence[dict[str, Any]], name: str) -> list[Any]:
+    """A run's values of one record field, in order (None where a record has none): read from the store's columns
+    without a dict per record when the records are (`RunRecords`)."""
+    column = getattr(records, "column", None)
+    return column(name) if column is not None else [r.get(name) for r in records]
 
 
 # ---------------------------------------------------------------- labels
@@ -67,15 +75,15 @@ def group(runs: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]
 
 # ---------------------------------------------------------------- loading
 def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
-    """Every ended run of the study's configurations."""
+    """Every ended run of the study's configurations; its records read from the store's columns when asked."""
+    cols = run_columns.load(store)
     runs = []
     for point in meta["points"]:
         for seed in meta["seeds"]:
             key = f"{point['key']}.s{seed}"
-            s = store.summary(key)
+            s = cols.summary(key)
             if s is None:
                 continue
-            runs.append(RunData(key, point, seed, s["status"], s.get("final"), store.records(key),
+            runs.append(RunData(key, point, seed, s["status"], s.get("final"), cols.records(key),
                                 s.get("where") or {}, s.get("error")))
     return runs
-

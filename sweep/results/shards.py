@@ -1,14 +1,17 @@
-"""Shards: what one Tune report brought (records of many runs, summaries of the runs it ended) in one file, committed
+"""Shards: what one Tune report brought (records of many runs, the ends of the runs it ended) in one file, committed
 by one line of an index. The store's unit of writing is the report of a trial or a batch, not the run.
 
-    <results>/shards/<seq>.jsonl   a line per record, {"run_key": <run>, <record>}, and per ended run, {"summary": ...}
+    <results>/shards/<seq>.parquet the report as a table: a row per record and per ended run (sweep/results/columns.py)
+    <results>/shards/<seq>.jsonl   the same as JSON lines, {"run_key": <run>, <record>} and {"summary": ...}: what
+                                   earlier drivers wrote, and a report whose values do not fit the table's columns
     <results>/shards.txt           "<seq> <bytes>" per committed shard; "reset <run>" per run started again from scratch
 
 A shard counts once its index line is there, whole (ends with a newline) and naming the shard's exact size; a shard
 a killed driver left without one is data no one reads, deleted on resume (`collect`). Index lines are appended in
 one write each; a line cut short by a kill is dropped (and ended with a newline before the next append). A `reset`
 line drops what earlier shards hold of that run (a run that runs again without a midway checkpoint writes its
-records whole). What a shard holds is data only: a line that is not a JSON object of the expected form is skipped.
+records whole). What a shard holds is data only: a line that is not a JSON object of the expected form is skipped,
+a table without the expected columns is not read.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep.results import columns
 from sweep.results.safe_files import folder, open_file
 
 INDEX = "shards.txt"
@@ -26,7 +30,8 @@ SHARDS = "shards"
 #: A committed shard's index line: its sequence number (8 digits) and size in bytes.
 COMMIT = re.compile(r"(\d{8}) (\d{1,15})")
 RESET = "reset "
-SHARD_NAME = re.compile(r"(\d{8})\.jsonl")
+SHARD_NAME = re.compile(r"(\d{8})\.(jsonl|parquet)")
+SUFFIXES = (".parquet", ".jsonl")
 #: How every record line starts (`shard_lines`): its run key is decoded from there alone when that is enough.
 _HEAD = '{"run_key": '
 _DECODER = json.JSONDecoder()
@@ -105,13 +110,18 @@ class ShardLog:
         return str(self.root / SHARDS)
 
     # ---- writing ----
-    def commit(self, lines: str, ended: Sequence[tuple[str, dict[str, Any]]]) -> int:
-        """Write a shard of record lines and summaries, then its index line (the commit); its sequence number."""
+    def commit(self, lines: str, ended: Sequence[tuple[str, dict[str, Any]]], table: bytes | None = None) -> int:
+        """Write a shard, then its index line (the commit); its sequence number. `table`: the report as Parquet
+        bytes (`columns.encode`); without it, record lines and summaries as JSON lines."""
         if self._next is None:
             self._start()
         seq, self._next = self._next, self._next + 1  # type: ignore[operator]
-        body = (lines + "".join(json.dumps({"summary": s}, default=repr) + "\n" for _, s in ended)).encode()
-        with open_file(os.path.join(self._dir(), f"{seq:08d}.jsonl"), "wb") as fh:
+        if table is not None:
+            body, suffix = table, ".parquet"
+        else:
+            body = (lines + "".join(json.dumps({"summary": s}, default=repr) + "\n" for _, s in ended)).encode()
+            suffix = ".jsonl"
+        with open_file(os.path.join(self._dir(), f"{seq:08d}{suffix}"), "wb") as fh:
             fh.write(body)
         self._append_index(f"{seq:08d} {len(body)}\n")
         return seq
@@ -124,7 +134,7 @@ class ShardLog:
 
     def collect(self) -> int:
         """Delete shard files no whole index line commits (a killed driver's last); how many."""
-        committed = {f"{seq:08d}.jsonl" for kind, v in self.entries() if kind == "shard" for seq in (v[0],)}
+        committed = {f"{v[0]:08d}{suffix}" for kind, v in self.entries() if kind == "shard" for suffix in SUFFIXES}
         gone = 0
         for name in self._files():
             if SHARD_NAME.fullmatch(name) and name not in committed:
@@ -133,17 +143,22 @@ class ShardLog:
         return gone
 
     # ---- reading ----
-    def _lines(self, seq: int, size: int) -> list[str]:
-        """The lines of a committed shard (none when its size is not the committed one)."""
-        try:
-            data = (self.root / SHARDS / f"{seq:08d}.jsonl").read_bytes()
-        except FileNotFoundError:
-            return []
-        return data.decode(errors="replace").splitlines() if len(data) == size else []
+    def _bytes(self, seq: int, size: int) -> tuple[str, bytes] | None:
+        """(suffix, bytes) of a committed shard; None when missing or its size is not the committed one."""
+        for suffix in SUFFIXES:
+            try:
+                data = (self.root / SHARDS / f"{seq:08d}{suffix}").read_bytes()
+            except FileNotFoundError:
+                continue
+            return (suffix, data) if len(data) == size else None
+        return None
 
-    def rows(self, seq: int, size: int) -> Iterator[dict[str, Any]]:
-        """The decoded lines of a committed shard (none when its size is not the committed one)."""
-        for line in self._lines(seq, size):
+    def _lines(self, data: bytes) -> list[str]:
+        return data.decode(errors="replace").splitlines()
+
+    def _rows(self, data: bytes) -> Iterator[dict[str, Any]]:
+        """The decoded lines of a JSON-lines shard that are objects."""
+        for line in self._lines(data):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
@@ -151,56 +166,103 @@ class ShardLog:
             if isinstance(row, dict):
                 yield row
 
+    def shards(self) -> Iterator[tuple[str, Any]]:
+        """The index in order as ("reset", run key), ("jsonl", bytes) or ("parquet", its table); a shard that is
+        missing, not of its committed size or not a readable table is left out."""
+        for kind, value in self.entries():
+            if kind == "reset":
+                yield kind, value
+            elif (shard := self._shard(*value)) is not None:
+                yield shard
+
+    def _shard(self, seq: int, size: int) -> tuple[str, Any] | None:
+        found = self._bytes(seq, size)
+        if found is None:
+            return None
+        if found[0] == ".jsonl":
+            return "jsonl", found[1]
+        table = columns.decode(found[1])
+        return None if table is None else ("parquet", table)
+
+    def _pairs(self, kind: str, shard: Any) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+        """A shard's (run key, record) pairs and its summaries, whatever its format."""
+        if kind == "parquet":
+            pairs, ends = columns.split(shard)
+            last = {k: r for k, r in pairs}
+            return pairs, [columns.summary(e, last.get(e["run_key"])) for e in ends]
+        pairs, summaries = [], []
+        for row in self._rows(shard):
+            if "summary" in row:
+                if _summary_ok(s := row["summary"]):
+                    summaries.append(s)
+            elif is_record(row):
+                pairs.append((row.pop("run_key"), row))
+        return pairs, summaries
+
     def last_summaries(self) -> list[dict[str, Any]]:
         """The summaries of the last committed shard (a kill between its commit and ended.txt leaves them unlisted)."""
         shards = [v for kind, v in self.entries() if kind == "shard"]
-        if not shards:
-            return []
-        return [row["summary"] for row in self.rows(*shards[-1]) if _summary_ok(row.get("summary"))]
+        shard = self._shard(*shards[-1]) if shards else None
+        return self._pairs(*shard)[1] if shard is not None else []
 
     def held(self, wanted: Collection[str]) -> tuple[set[str], dict[str, list[dict[str, Any]]]]:
         """The runs committed shards hold records of, and the records of those in `wanted`, resets applied; only
-        the run key of other lines is decoded (a resume reads a large store at this cost, not at a full read's)."""
+        the run key of other records is decoded (a resume reads a large store at this cost, not at a full read's)."""
         keys: set[str] = set()
         found: dict[str, list[dict[str, Any]]] = {}
-        for kind, value in self.entries():
+        for kind, value in self.shards():
             if kind == "reset":
                 keys.discard(value)
                 found.pop(value, None)
+            elif kind == "parquet":
+                ran = set(value.filter(_not(columns.is_end(value))).column("run_key").unique().to_pylist())
+                keys.update(ran)
+                if not ran.isdisjoint(wanted):
+                    for key, rec in columns.split(value)[0]:
+                        if key in wanted:
+                            found.setdefault(key, []).append(rec)
+            else:
+                self._held_lines(value, wanted, keys, found)
+        return keys, found
+
+    def _held_lines(self, data: bytes, wanted: Collection[str], keys: set[str],
+                    found: dict[str, list[dict[str, Any]]]) -> None:
+        for line in self._lines(data):
+            try:
+                key = _DECODER.raw_decode(line, len(_HEAD))[0] if line.startswith(_HEAD) else None
+            except ValueError:
                 continue
-            for line in self._lines(*value):
+            if not isinstance(key, str):
+                continue
+            if key in wanted:
                 try:
-                    key = _DECODER.raw_decode(line, len(_HEAD))[0] if line.startswith(_HEAD) else None
+                    row = json.loads(line)
                 except ValueError:
                     continue
-                if not isinstance(key, str):
+                if not is_record(row):
                     continue
-                if key in wanted:
-                    try:
-                        row = json.loads(line)
-                    except ValueError:
-                        continue
-                    if not is_record(row):
-                        continue
-                    found.setdefault(key, []).append({k: v for k, v in row.items() if k != "run_key"})
-                keys.add(key)
-        return keys, found
+                found.setdefault(key, []).append({k: v for k, v in row.items() if k != "run_key"})
+            keys.add(key)
 
     def read(self) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None]]:
         """Run key -> (its records as stored, oldest first; its summary or None), resets applied."""
         out: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None]] = {}
-        for kind, value in self.entries():
+        for kind, value in self.shards():
             if kind == "reset":
                 out.pop(value, None)
                 continue
-            for row in self.rows(*value):
-                if "summary" in row:
-                    if _summary_ok(s := row["summary"]):
-                        out[s["run_key"]] = (out.get(s["run_key"], ([], None))[0], s)
-                elif is_record(row):
-                    key = row.pop("run_key")
-                    out.setdefault(key, ([], None))[0].append(row)
+            pairs, summaries = self._pairs(kind, value)
+            for key, rec in pairs:
+                out.setdefault(key, ([], None))[0].append(rec)
+            for s in summaries:
+                out[s["run_key"]] = (out.get(s["run_key"], ([], None))[0], s)
         return out
+
+
+def _not(mask: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.invert(mask)
 
 
 def _summary_ok(s: Any) -> bool:

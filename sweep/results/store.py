@@ -5,17 +5,16 @@
     <results>/runs/<run>.json         a run's summary, written when it ends (finished, diverged or failed)
     <results>/ended.txt               "<status> <run>" per ended run, appended after its summary (the last wins)
     <results>/resume.txt              "<run> <checkpoint>" for runs checkpointed midway (the last wins)
-    <results>/shards/, shards.txt     what a study's driver writes: a shard per Tune report (sweep/results/shards.py)
+    <results>/shards/, shards.txt     a shard per Tune report, a Parquet table (or JSON lines): sweep/results/shards.py
 
 A driver writes each Tune report as one shard (the records of its runs, the summaries of the runs it ended) and
 commits it with one index line, then notes the ended runs in ended.txt: a few files per report, not two per run.
 `records/` and `runs/` are what older drivers wrote (and `append_many`, `finish_many` still write): both are read,
 a run's shard summary winning over its file, so an older results directory loads, reports and resumes as it is.
 
-A run counts as done when its summary says finished or diverged; failed runs run again on resume.
-`ended.txt` lets a driver learn what ended from one file instead of one per run; a summary written
-just before a crash but missing from it is found by listing runs/. Appends are idempotent: a record
-already stored (same iteration and status) is not stored twice.
+A run counts as done when its summary says finished or diverged; failed runs run again on resume. `ended.txt` lets
+a driver learn what ended from one file instead of one per run; a summary written just before a crash but missing
+from it is found by listing runs/. Appends are idempotent: a record stored (same iteration and status) is not again.
 """
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from typing import Any
 
 from problems.shared.errors import ParameterError
 
-from sweep.results import environment
+from sweep.results import columns, environment
 from sweep.results.safe_files import folder, open_file
 from sweep.results.shards import ShardLog, shard_lines
 from sweep.study.model import Study
@@ -159,20 +158,21 @@ class ResultStore:
     def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
                     ended: list[tuple[str, dict[str, Any]]]) -> int:
         """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None)) and
-        the summaries of the runs it ended, as one shard committed by one index line, then the ended runs in
-        ended.txt in one write; how many records were new. A kill before the commit loses the whole report (its runs
-        run again on resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
-        parts, new_count = [], 0
+        the summaries of the runs it ended, as one shard (a Parquet table, or JSON lines if it does not fit the
+        columns: sweep/results/columns.py) committed by one index line, then the ended runs in ended.txt in one
+        write; how many records were new. A kill before the commit loses the whole report (its runs run again on
+        resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
+        fresh, new_count = [], 0
         for key, records, lines in runs:
             seen = self._seen_for(plain(key, "run key"))
             idents = [(int(r["iteration"]), str(r["status"])) for r in records]
-            if lines is None or seen.intersection(idents) or len(set(idents)) < len(idents):
+            if seen.intersection(idents) or len(set(idents)) < len(idents):
                 new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
-                lines = shard_lines(key, new)
+                lines = None
             else:
                 new = list(records)
                 seen.update(idents)
-            parts.append(lines)
+            fresh.append((key, new, lines))
             new_count += len(new)
             if self._data is not None and new:
                 self._data.setdefault(key, ([], None))[0].extend(new)
@@ -180,7 +180,10 @@ class ResultStore:
             return 0
         for key, _ in ended:
             plain(key, "run key")
-        self.shards.commit("".join(parts), ended)
+        table = columns.encode([(key, new) for key, new, _ in fresh if new], ended)
+        text = "" if table is not None else "".join(lines if lines is not None else shard_lines(key, new)
+                                                    for key, new, lines in fresh)
+        self.shards.commit(text, ended, table)
         if self._data is not None:
             for key, summary in ended:
                 self._data[key] = (self._data.get(key, ([], None))[0], summary)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sweep.results import run_columns
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point, Study
 from sweep.tracking.tracker import Tracker, child_params
@@ -129,8 +130,9 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     ended = store.ended()
     metric, goal = study.report.metric, study.report.goal
     summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
+    stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
     for key in ended:
-        if key in index and (whole := store.summary(key)) is not None:
+        if key in index and (whole := stored.summary(key)) is not None:
             summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
             table.add(*index[key], study.axis_name, whole)
     chosen = select(study, summaries)
@@ -153,11 +155,11 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
             if key in synced and key in ids:
                 continue
             point, seed = index[key]
-            summary = store.summary(key) or {}
+            summary = stored.summary(key) or {}
             where = summary.get("where")
             tracker.child(key, point, seed, where, ids.get(pkey + SUMMARY_SUFFIX),
                           {SEED_TAG: seed_rank} if several else None)
-            for record in store.records(key):
+            for record in stored.records(key):
                 tracker.add(key, point, seed, record, where)
             tracker.finish(key, summary["status"], summary.get("error"), summary.get("span"))
             tracker.flush()

@@ -7,8 +7,11 @@ from sweep.results.store import DONE_STATUSES, ResultStore
 
 
 def summaries(res: Path) -> list[dict]:
-    """Every ended run's summary."""
-    return ResultStore(res).summaries()
+    """Every ended run's summary, with its configuration (`point`, from study.json: a Parquet shard's summary does
+    not repeat it)."""
+    store = ResultStore(res)
+    points = {p["key"]: p for p in store.read_study()["points"]}
+    return [{"point": points.get(s["run_key"].rsplit(".s", 1)[0]), **s} for s in store.summaries()]
 
 
 def done(res: Path) -> set[str]:

@@ -61,11 +61,11 @@ def test_a_run_that_ended_and_is_run_again_is_recorded_once(tmp_path):
         callback.on_trial_result(0, [], None, result)
 
     execute_trial(config, report)
-    before = {p.name: p.read_text() for p in tmp_path.rglob("*") if p.is_file()}
+    before = {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     first = len(results)
     execute_trial(config, report)  # a retried trial without a registry runs both runs again
     assert len(results) > first and all(r["bisweep"]["runs"] == [] for r in results[first:])  # nothing for MLflow
-    assert {p.name: p.read_text() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
     assert (tmp_path / "ended.txt").read_text().split()[0::2] == ["finished", "finished"]
 
 

@@ -38,3 +38,18 @@ def test_prose_lines_wrap_under_their_own_indent():
     lines = fit_lines(text.rstrip()).splitlines()
     assert max(map(len, lines)) <= 100 and lines[1].startswith("      word") and len(lines) == 3
     assert " ".join(ln.strip() for ln in lines) == text.strip()
+
+
+def test_the_runs_table_written_by_columns_is_the_csv_its_rows_make(tmp_path):
+    from sweep.report.runs_table import ColumnRows, write_table
+    from sweep.report.tables import write_csv
+
+    columns = {"run_key": ["a", "b", "c"], "F": [0.5, float("nan"), None], "calls/total": [8, None, 3],
+               "converged": [True, False, None], "g": [float("inf"), -float("inf"), 1e-5], "error": ["", "x, y", ""]}
+    rows = ColumnRows(columns)
+    assert len(rows) == 3 and rows[1] == {"run_key": "b", "F": rows[1]["F"], "calls/total": None,
+                                          "converged": False, "g": -float("inf"), "error": "x, y"}
+    write_table(tmp_path / "cols.csv", rows)
+    write_csv(tmp_path / "rows.csv", list(rows))
+    assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+    assert (tmp_path / "cols.csv").read_text().splitlines()[2] == "b,nan,,False,-inf,\"x, y\""

@@ -18,27 +18,73 @@ def recs(steps, final=None, scale=1.0):
 
 
 def summary(key, status="finished", final=None):
+    """A summary a Parquet shard cannot hold whole (no seed, a final record of its own): written as JSON lines."""
     return {"run_key": key, "status": status, "final": final or {"iteration": 2, "F": 1 / 3}, "where": {}}
 
 
 def report(store, runs, ended=()):
-    """What StoreCallback does with one Tune report: runs = {key: records}; ended: the keys it ends."""
+    """What StoreCallback does with one Tune report: runs = {key: records}; ended: the keys it ends (their
+    summaries as the driver makes them: the final record is the run's last, the seed ends the key)."""
+    ends = [(k, {"run_key": k, "trial_key": "t", "seed": int(k.rsplit(".s", 1)[1]), "status": runs[k][-1]["status"],
+                 "final": runs[k][-1], "where": {"node": "10.0.0.1", "host": "h"}, "span": [1.0, 2.5],
+                 "point": {"key": k.rsplit(".s", 1)[0]}}) for k in ended]
+    return store.write_shard([(k, r, None) for k, r in runs.items()], ends)
+
+
+def json_report(store, runs, ended=()):
+    """A report as an earlier driver wrote it (or one whose summaries do not fit the table): JSON lines."""
     return store.write_shard([(k, r, shard_lines(k, r)) for k, r in runs.items()], [(k, summary(k)) for k in ended])
+
+
+def read_back(key, records):
+    """The summary a Parquet shard gives back of a run `report` ended (its configuration is in study.json)."""
+    return {"run_key": key, "status": records[-1]["status"], "final": records[-1],
+            "where": {"node": "10.0.0.1", "host": "h"}, "span": [1.0, 2.5], "trial_key": "t",
+            "seed": int(key.rsplit(".s", 1)[1])}
 
 
 def test_a_report_is_one_shard_and_one_index_line_and_reads_back_run_by_run(tmp_path):
     store = ResultStore(tmp_path)
     assert report(store, {"a.s0": recs([0, 1]), "b.s0": recs([0, 1, 2], "finished")}, ["b.s0"]) == 5
     assert report(store, {"a.s0": recs([1, 2], "finished")}, ["a.s0"]) == 1  # iteration 1 again: stored once
-    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.jsonl", "00000001.jsonl"]
-    sizes = [os.path.getsize(tmp_path / "shards" / n) for n in ("00000000.jsonl", "00000001.jsonl")]
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.parquet", "00000001.parquet"]
+    sizes = [os.path.getsize(tmp_path / "shards" / n) for n in ("00000000.parquet", "00000001.parquet")]
     assert (tmp_path / "shards.txt").read_text() == f"00000000 {sizes[0]}\n00000001 {sizes[1]}\n"
     assert (tmp_path / "ended.txt").read_text() == "finished b.s0\nfinished a.s0\n"
     assert not (tmp_path / "records").exists() and not (tmp_path / "runs").exists()  # no file per run
     later = ResultStore(tmp_path)
     assert later.records("a.s0") == recs([0, 1, 2], "finished")
-    assert later.summary("b.s0") == summary("b.s0") and later.done(["a.s0", "b.s0", "c.s0"]) == {"a.s0", "b.s0"}
+    assert later.summary("b.s0") == read_back("b.s0", recs([0, 1, 2], "finished"))
+    assert later.summary("a.s0")["final"] == {"iteration": 2, "status": "finished", "F": 1 / 3}
+    assert later.done(["a.s0", "b.s0", "c.s0"]) == {"a.s0", "b.s0"}
     assert sorted(s["run_key"] for s in later.summaries()) == ["a.s0", "b.s0"]
+
+
+def test_a_report_that_does_not_fit_the_columns_is_a_json_shard_and_both_kinds_read_alike(tmp_path):
+    store = ResultStore(tmp_path)
+    json_report(store, {"a.s0": recs([0, 1], "finished")}, ["a.s0"])  # its summary's final is not its last record
+    report(store, {"b.s0": recs([0, 1], "finished")}, ["b.s0"])
+    report(store, {"c.s0": [{"iteration": 0, "status": "finished", "x": [1.0, 2.0]}]}, ["c.s0"])  # a list value
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.jsonl", "00000001.parquet", "00000002.jsonl"]
+    later = ResultStore(tmp_path)
+    assert later.summary("a.s0") == summary("a.s0") and later.records("a.s0") == recs([0, 1], "finished")
+    assert later.summary("b.s0") == read_back("b.s0", recs([0, 1], "finished"))
+    assert later.records("c.s0") == [{"iteration": 0, "status": "finished", "x": [1.0, 2.0]}]
+    assert later.done(["a.s0", "b.s0", "c.s0"]) == {"a.s0", "b.s0", "c.s0"}
+
+
+def test_a_parquet_shard_keeps_every_value_as_sent(tmp_path):
+    rec = [{"iteration": 0, "status": "running", "F": float("nan"), "g": float("inf"), "n": 3, "ok": True, "s": "x"},
+           {"iteration": 1, "status": "diverged", "F": 1e308, "diverged_metric": "F", "n": 2**62}]
+    report(ResultStore(tmp_path), {"a.s0": rec}, ["a.s0"])
+    assert os.listdir(tmp_path / "shards") == ["00000000.parquet"]
+    got = ResultStore(tmp_path).records("a.s0")
+    assert repr(got) == repr(rec)  # NaN and inf kept, ints stay ints, a key a record did not have stays out
+    assert [type(v) for v in got[0].values()] == [int, str, float, float, int, bool, str]
+    mixed = [{"iteration": 0, "status": "running", "F": 1}, {"iteration": 1, "status": "finished", "F": 0.5}]
+    report(ResultStore(tmp_path), {"b.s0": mixed}, ["b.s0"])  # an int and a float in one field: JSON lines
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.parquet", "00000001.jsonl"]
+    assert repr(ResultStore(tmp_path).records("b.s0")) == repr(mixed)
 
 
 def test_a_shard_without_its_index_line_is_ignored_and_collected_on_resume(tmp_path):
@@ -46,11 +92,13 @@ def test_a_shard_without_its_index_line_is_ignored_and_collected_on_resume(tmp_p
     report(store, {"a.s0": recs([0, 1], "finished")}, ["a.s0"])
     (tmp_path / "shards" / "00000001.jsonl").write_text(shard_lines("b.s0", recs([0, 1], "finished"))
                                                         + json.dumps({"summary": summary("b.s0")}) + "\n")
+    (tmp_path / "shards" / "00000002.parquet").write_bytes((tmp_path / "shards" / "00000000.parquet").read_bytes())
     later = ResultStore(tmp_path)  # the driver died after writing shard 1, before its index line
     assert later.records("b.s0") == [] and later.summary("b.s0") is None and later.done(["a.s0", "b.s0"]) == {"a.s0"}
     assert later.repair(["b.s0"]) == (0, 0)
-    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.jsonl"]
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.parquet"]
     report(later, {"b.s0": recs([0, 1], "finished")}, ["b.s0"])  # the run again: a new number, written once
+    assert sorted(os.listdir(tmp_path / "shards")) == ["00000000.parquet", "00000001.parquet"]
     assert ResultStore(tmp_path).records("b.s0") == recs([0, 1], "finished")
 
 
@@ -97,19 +145,27 @@ def test_a_run_started_again_loses_its_old_records_unless_it_continues_from_a_mi
 
 def test_what_a_shard_holds_is_data_a_tampered_or_malformed_shard_is_not_read(tmp_path):
     store = ResultStore(tmp_path)
-    report(store, {"a.s0": recs([0], "finished")}, ["a.s0"])
-    report(store, {"b.s0": recs([0], "finished")}, ["b.s0"])
+    json_report(store, {"a.s0": recs([0], "finished")}, ["a.s0"])
+    json_report(store, {"b.s0": recs([0], "finished")}, ["b.s0"])
+    report(store, {"c.s0": recs([0], "finished")}, ["c.s0"])
+    report(store, {"d.s0": recs([0], "finished")}, ["d.s0"])
     with open(tmp_path / "shards" / "00000001.jsonl", "a") as fh:  # grown after its commit: not the shard committed
         fh.write(shard_lines("b.s0", recs([7])))
     with open(tmp_path / "shards" / "00000000.jsonl", "r+") as fh:  # same size, lines that are no record
         text = fh.read()
         fh.seek(0)
         fh.write(text.replace('"iteration": 0', '"iteratioN": 0'))
+    with open(tmp_path / "shards" / "00000002.parquet", "ab") as fh:  # a table grown after its commit
+        fh.write(b"x")
+    size = os.path.getsize(tmp_path / "shards" / "00000003.parquet")
+    (tmp_path / "shards" / "00000003.parquet").write_bytes(b"PAR1" + b"\0" * (size - 4))  # same size, no table
     with open(tmp_path / "shards.txt", "a") as fh:
         fh.write("../../etc/passwd 5\nreset \n")
     later = ResultStore(tmp_path)
     assert later.records("a.s0") == [] and later.summary("b.s0") is None and later.records("b.s0") == []
     assert later.summary("a.s0")["status"] == "finished"
+    assert all(later.records(k) == [] and later.summary(k) is None for k in ("c.s0", "d.s0"))
+    assert later.done(["c.s0", "d.s0"]) == {"c.s0", "d.s0"}  # ended.txt says so; their records are lost with the shard
 
 
 def test_the_shard_store_writes_through_no_link(tmp_path):
@@ -139,3 +195,29 @@ def test_an_older_results_directory_loads_resumes_and_gets_shards_beside_its_fil
     assert sorted(res.runs["run_key"]) == sorted(keys)
     assert len(res.records) == 3 * len(keys) and set(res.records["iteration"]) == {0, 1, 2}
     assert list(res.records.groupby("run_key").size().unique()) == [3]
+
+
+def test_the_columns_a_report_reads_give_each_run_what_the_store_gives_it(tmp_path):
+    from sweep.results import run_columns
+
+    store = ResultStore(tmp_path)  # an older driver's files, JSON and Parquet shards, a reset and a replayed run
+    store.append_many("old.s0", recs([0, 1], "finished"))
+    store.finish("old.s0", {**summary("old.s0"), "final": recs([0, 1], "finished")[-1]})
+    store.finish("bad.s0", {"run_key": "bad.s0", "status": "failed", "final": None, "error": "boom", "where": {}})
+    json_report(store, {"a.s0": recs([0, 1], "finished"), "r.s0": recs([0, 1], scale=5.0)}, ["a.s0"])
+    report(store, {"b.s0": recs([0, 1, 2], "finished"), "m.s1": recs([0, 1])}, ["b.s0"])
+    again = ResultStore(tmp_path)  # a resumed driver: r runs again from its start
+    again.shards.reset(["r.s0"])
+    report(again, {"r.s0": recs([0, 1, 2], "finished"), "m.s1": recs([2], "diverged")}, ["r.s0", "m.s1"])
+    later = ResultStore(tmp_path)
+    cols = run_columns.load(later)
+    keys = ["old.s0", "bad.s0", "a.s0", "b.s0", "r.s0", "m.s1", "none.s0"]
+    for key in keys:
+        assert list(cols.records(key)) == later.records(key), key
+        assert cols.records(key)[-1:] == later.records(key)[-1:]
+        assert cols.records(key).column("F") == [r.get("F") for r in later.records(key)]
+        assert cols.summary(key) == later.summary(key), key
+    assert cols.records("r.s0")[0] == {"iteration": 0, "status": "running", "F": 1.0}  # the reset dropped scale 5
+    assert cols.summary("bad.s0")["error"] == "boom" and cols.summary("none.s0") is None
+    with pytest.raises(IndexError):
+        cols.records("b.s0")[3]

@@ -1,0 +1,226 @@
+"""Every stored record of a study as columns (NumPy arrays sorted by run), and each run's records read from them only
+when asked: what reports load instead of a list of dicts per run (10⁵ runs' records as dicts took GBs).
+
+The records of a run are, as `ResultStore.records` gives them, one per iteration in iteration order (the final
+status wins over `running`): the records files of older drivers first, then the committed shards in index order,
+resets applied. A run whose iterations repeat (a resumed run's replays) is read by `ResultStore.records` itself.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from sweep.results import columns
+
+
+class RunRecords(Sequence):
+    """One run's records, each made a dict when read (a report reads most runs' first and last records only)."""
+
+    __slots__ = ("_source", "_start", "_stop")
+
+    def __init__(self, source: RunColumns, start: int, stop: int) -> None:
+        self._source, self._start, self._stop = source, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._source.row(self._start + k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("run record index out of range")
+        return self._source.row(self._start + (i % n))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._source.rows(self._start, self._stop))
+
+    def __eq__(self, other: Any) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def column(self, name: str) -> list[Any]:
+        """The run's values of one field, record by record (None where a record has none): no dict made."""
+        return self._source.column(name, self._start, self._stop)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class RunColumns:
+    """The records of every run as columns: `records(key)` a run's (lazily), `summary(key)` its end."""
+
+    def __init__(self, names: list[str], values: list[np.ndarray], missing: list[np.ndarray | None],
+                 spans: dict[str, tuple[int, int]], summaries: dict[str, dict[str, Any]]) -> None:
+        self.names, self.spans, self.summaries = names, spans, summaries
+        self._fallback: dict[str, list[dict[str, Any]]] = {}
+        # Columns of one dtype side by side: a record is a row of each block, made Python values in one call each.
+        blocks: dict[str, list[int]] = {}
+        for i, v in enumerate(values):
+            kind = "f" if v.dtype.kind == "f" else "i" if v.dtype.kind in "iu" else "b" if v.dtype.kind == "b" else "o"
+            blocks.setdefault(kind, []).append(i)
+        self._blocks = [np.stack([values[i] for i in idx], axis=1) if values else None for idx in blocks.values()]
+        at = {i: (b, j) for b, idx in enumerate(blocks.values()) for j, i in enumerate(idx)}
+        self._where = [at[i] for i in range(len(names))]
+        self._index = {n: i for i, n in enumerate(names)}
+        masks = [m if m is not None else np.zeros(len(values[0]), bool) for m in missing]
+        self._missing = np.stack(masks, axis=1) if any(m is not None for m in missing) else None
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Record i as the store holds it (a field the record did not have is left out)."""
+        got = [b[i].tolist() for b in self._blocks]
+        if self._missing is None:
+            return {n: got[b][j] for n, (b, j) in zip(self.names, self._where)}
+        gone = self._missing[i].tolist()
+        return {n: got[b][j] for n, (b, j), g in zip(self.names, self._where, gone) if not g}
+
+    def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        return [self.row(i) for i in range(start, stop)]
+
+    def column(self, name: str, start: int, stop: int) -> list[Any]:
+        """Records start..stop's values of one field (None where a record has none)."""
+        k = self._index.get(name)
+        if k is None:
+            return [None] * (stop - start)
+        b, j = self._where[k]
+        got = self._blocks[b][start:stop, j].tolist()
+        if self._missing is None:
+            return got
+        return [None if g else v for v, g in zip(got, self._missing[start:stop, k].tolist())]
+
+    def records(self, key: str) -> Sequence[dict[str, Any]]:
+        if key in self._fallback:
+            return self._fallback[key]
+        start, stop = self.spans.get(key, (0, 0))
+        return RunRecords(self, start, stop)
+
+    def summary(self, key: str) -> dict[str, Any] | None:
+        """A run's summary (status, where, error, span ...); its `final` the last record unless it has its own."""
+        s = self.summaries.get(key)
+        if s is None:
+            return None
+        if "final" not in s:
+            recs = self.records(key)
+            s = {**s, "final": recs[-1] if len(recs) else None}
+        return s
+
+
+def load(store: Any) -> RunColumns:
+    """The records and summaries of every run a store holds, as columns."""
+    tables, summaries, irregular = record_tables(store)
+    return build(tables, summaries, irregular, store)
+
+
+def build(tables: list[Any], summaries: dict[str, dict[str, Any]], irregular: set[str], store: Any) -> RunColumns:
+    """RunColumns from record tables in storage order (pyarrow, each with run_key and `_order`), the runs'
+    summaries, the runs read record by record instead (`irregular`) and the store they are read from."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        out = RunColumns([], [], [], {}, summaries)
+        out._fallback.update((k, store.records(k)) for k in irregular)
+        return out
+    table = pa.concat_tables(tables, promote_options="permissive")
+    order = pc.sort_indices(table, [("run_key", "ascending"), ("iteration", "ascending"), ("_order", "ascending")])
+    table = table.take(order)
+    keys = table.column("run_key").to_numpy(zero_copy_only=False)
+    its = table.column("iteration").to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    stops = np.r_[starts[1:], len(keys)]
+    repeated = np.flatnonzero((keys[1:] == keys[:-1]) & (its[1:] == its[:-1]))
+    names = [n for n in table.column_names if n not in ("run_key", "_order")]
+    values, missing = [], []
+    for n in names:
+        col = table.column(n)
+        nulls = col.null_count > 0
+        missing.append(col.is_null().to_numpy(zero_copy_only=False) if nulls else None)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_null(col.type):
+            values.append(col.to_numpy(zero_copy_only=False))
+        else:
+            values.append((col.fill_null(False if pa.types.is_boolean(col.type) else 0) if nulls else col)
+                          .to_numpy(zero_copy_only=False))
+    spans = {str(keys[a]): (int(a), int(b)) for a, b in zip(starts, stops)}
+    out = RunColumns(names, values, missing, spans, summaries)
+    for key in {str(keys[i]) for i in repeated} | irregular:
+        out._fallback[key] = store.records(key)
+    return out
+
+
+def record_tables(store: Any) -> tuple[list[Any], dict[str, dict[str, Any]], set[str]]:
+    """The record tables of a store (older per-run files, then each shard, resets applied), every summary, and the
+    runs whose records are not plain values (lists, mappings: read record by record)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables: list[Any] = []
+    irregular: set[str] = set()
+    files = _file_summaries(store)
+    summaries: dict[str, dict[str, Any]] = dict(files)
+    _add_rows(tables, irregular, [(k, r) for k, rs in _file_records(store).items() for r in rs], -1)
+    position = 0
+    dropped: dict[str, int] = {}  # run key -> the position of its last reset
+    for kind, value in (store.shards.shards() if store.shards.exists() else ()):
+        position += 1
+        if kind == "reset":
+            dropped[value] = position
+            if value in files:
+                summaries[value] = files[value]  # a reset drops what shards said of the run, not its file
+            else:
+                summaries.pop(value, None)
+            continue
+        if kind == "parquet":
+            ends = columns.is_end(value)
+            recs = value.filter(pc.invert(ends)).drop_columns(list(columns.END))
+            tables.append(recs.append_column("_order", pa.array(np.full(recs.num_rows, position))))
+            for end in value.filter(ends).select(["run_key", "status", *columns.END]).to_pylist():
+                summaries[end["run_key"]] = {k: v for k, v in columns.summary(end, None).items() if k != "final"}
+        else:
+            pairs, found = store.shards._pairs(kind, value)
+            _add_rows(tables, irregular, pairs, position)
+            summaries.update((s["run_key"], s) for s in found)
+    if dropped:
+        tables = [_drop_reset(t, dropped) for t in tables]
+    return tables, summaries, irregular
+
+
+def _file_summaries(store: Any) -> dict[str, dict[str, Any]]:
+    """The summaries in runs/ (failed runs; every run of an older driver) by run key, torn ones left out."""
+    names = os.listdir(store.runs_dir) if store.runs_dir.is_dir() else []
+    found = ((name[:-5], store._file_summary(name[:-5])) for name in names if name.endswith(".json"))
+    return {k: s for k, s in found if s is not None}
+
+
+def _file_records(store: Any) -> dict[str, list[dict[str, Any]]]:
+    """The records in records/ (an older driver's) by run key, as stored."""
+    names = os.listdir(store.records_dir) if store.records_dir.is_dir() else []
+    return {name[:-6]: store._read_lines(name[:-6]) for name in names if name.endswith(".jsonl")}
+
+
+def _add_rows(tables: list[Any], irregular: set[str], pairs: list[tuple[str, dict[str, Any]]], position: int) -> None:
+    """Records given one by one (JSON lines) as a table; the runs of one that is not plain values as irregular."""
+    import pyarrow as pa
+
+    if not pairs:
+        return
+    rows = [{"run_key": k, **r, "_order": position} for k, r in pairs]
+    try:
+        table = pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        table = None
+    if table is None or any(str(t) not in columns.PLAIN_TYPES for t in table.schema.types):
+        irregular.update(k for k, _ in pairs)
+        return
+    tables.append(table)
+
+
+def _drop_reset(table: Any, dropped: dict[str, int]) -> Any:
+    """A table without the rows of runs reset after them."""
+    import pyarrow as pa
+
+    keys = table.column("run_key").to_pylist()
+    order = table.column("_order").to_pylist()
+    return table.filter(pa.array([dropped.get(k, -2) < o for k, o in zip(keys, order)]))

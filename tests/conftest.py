@@ -16,16 +16,13 @@ import pytest
 from problems.shared.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
-#: Test files that start Ray, tracking servers or `bisweep` study processes: a new such file belongs in one of the
-#: two groups, the one with less time (from one whole run on 2 cores, less what was cut since: ~950 s each).
-STUDY_GROUPS = {
-    "studies-clusters": {"test_cluster.py", "test_scale.py", "test_postgres.py", "test_deadlines.py", "test_readme.py",
-                         "test_hostile_platform.py", "test_docs.py", "test_functional_readme.py", "test_rough_edges.py",
-                         "test_lock_processes.py", "test_ray_cluster.py", "test_cli_errors.py", "test_batched_resume.py"},
-    "studies-runs": {"test_studies.py", "test_resume.py", "test_benchmark_integration.py", "test_functional_study.py",
-                     "test_report.py", "test_contributing.py", "test_integration.py"},
-}
-STUDY_FILES = set().union(*STUDY_GROUPS.values())
+#: The longest test files, longest first (one whole run on 2 cores): `pytest -n 2 --dist loadfile` hands them out
+#: first, so the two workers start on them and the short files fill in at the end instead of one long file running
+#: alone there. A new file that takes minutes belongs in this list at its place.
+LONG_FILES = ("test_cluster.py", "test_studies.py", "test_tfbo.py", "test_scale.py", "test_integration.py",
+              "test_functional_study.py", "test_resume.py", "test_batched_resume.py", "test_benchmark_integration.py",
+              "test_deadlines.py", "test_postgres.py", "test_readme.py", "test_functional.py",
+              "test_first_order_baselines.py", "test_functional_readme.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,14 +39,12 @@ BLAS_LIMIT = pytest.StashKey[object]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for `pytest -n 2 --dist loadgroup` (pytest-xdist): the files that run studies make two groups, each
-    run in turn by one worker (so at most two studies run at once, one per core), and every other file is a group
-    of its own (its module fixtures are built once), spread over the workers beside them."""
-    for item in items:
-        path = Path(item.path)
-        group = next((name for name, files in STUDY_GROUPS.items() if path.name in files),
-                     str(path.relative_to(REPO)))
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The long files first (LONG_FILES' order), the rest as collected. Under `--dist loadfile` each file runs on
+    one worker (its module fixtures are built once), so at most two files that run studies run at once, one per
+    core. (`--dist loadgroup` grouped nothing under pytest 9.2: xdist 3.8 marks a group by rewriting
+    `item._nodeid`, which pytest 9.2's `nodeid` no longer reads, so one file's tests ran on both workers.)"""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(Path(item.path).name, len(rank)))  # stable: order kept within a file
 
 
 @pytest.fixture

@@ -149,8 +149,8 @@ def test_claim_must_exist_and_fit_the_kind(spec_error):
 def ci_studies(tmp_path_factory):
     """Every paper study at its ci scale, one after another on one local Ray (2 CPUs), shut down before the tests.
 
-    Session-scoped although only this file uses it: under `--dist loadgroup` a worker runs other files of its group
-    between this file's tests, and a module fixture would be torn down and built again (235 s each time)."""
+    Session-scoped: the studies are run once per test process even when the tests that read them do not come one
+    after another (a module fixture is torn down whenever another file's test runs in between; 235 s each time)."""
     import ray
 
     from sweep.execution.ray_cluster import start_ray

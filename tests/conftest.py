@@ -16,9 +16,9 @@ import pytest
 from problems.shared.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
-#: The longest test files, longest first (one whole run on 2 cores): `pytest -n 2 --dist loadfile` hands them out
-#: first, so the two workers start on them and the short files fill in at the end instead of one long file running
-#: alone there. A new file that takes minutes belongs in this list at its place.
+#: The longest test files, longest first (one whole run on 2 cores): `pytest -n 2 --dist loadfile
+#: --no-loadscope-reorder` hands them out first, so the two workers start on them and the short files fill in at the
+#: end instead of one long file running alone there. A new file that takes minutes belongs in this list at its place.
 LONG_FILES = ("test_cluster.py", "test_studies.py", "test_tfbo.py", "test_scale.py", "test_integration.py",
               "test_functional_study.py", "test_resume.py", "test_batched_resume.py", "test_benchmark_integration.py",
               "test_deadlines.py", "test_postgres.py", "test_readme.py", "test_functional.py",
@@ -41,7 +41,8 @@ BLAS_LIMIT = pytest.StashKey[object]()
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The long files first (LONG_FILES' order), the rest as collected. Under `--dist loadfile` each file runs on
     one worker (its module fixtures are built once), so at most two files that run studies run at once, one per
-    core. (`--dist loadgroup` grouped nothing under pytest 9.2: xdist 3.8 marks a group by rewriting
+    core; `--no-loadscope-reorder` keeps this order (xdist otherwise hands out the files with the most tests first,
+    which left long files of few tests, the study runs, for the end). (`--dist loadgroup` grouped nothing under pytest 9.2: xdist 3.8 marks a group by rewriting
     `item._nodeid`, which pytest 9.2's `nodeid` no longer reads, so one file's tests ran on both workers.)"""
     rank = {name: i for i, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(Path(item.path).name, len(rank)))  # stable: order kept within a file

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep.report import analysis as an
-from sweep.report.tables import KEY_METRICS, PROGRESS, cell, final_columns, identity, write_csv
+import numpy as np
+
+from sweep.report import run_arrays as ra
+from sweep.report.tables import KEY_METRICS, PROGRESS, cell, identity, write_csv
 from sweep.results.runs import RunData
 from sweep.results.safe_files import open_file
 
@@ -24,42 +26,55 @@ def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]
 
 
 def runs_columns(runs: list[RunData], meta: dict[str, Any]) -> dict[str, list[Any]]:
-    """The runs table column by column (`runs_table`): 10⁵ runs as a dict per row took ~5x the memory."""
+    """The runs table column by column (`runs_table`): a configuration's columns made once for its seeds, the final
+    values and convergence read from the store's columns for every run at once (`run_arrays`)."""
     opts = meta["report"]
-    groups: list[dict[str, list[Any]]] = [{}, {}, {}, {}]
-    last: tuple[Any, dict[str, Any], dict[str, Any]] = (None, {}, {})  # a configuration's columns, made once
-    n = 0  # for its seeds (which follow one another); kept for one configuration only: 10⁵ took ~150 MB
-    for r in runs:
-        p = r.point
-        if last[0] is not p:
-            last = (p, identity(p, 0, meta), {
-                "algorithm_name": p["algorithm"], "problem_name": p["problem"], "instance_seed": p.get("instance_seed"),
-                **{f"alg.{k}": v for k, v in p["algorithm_params"].items()},
-                **{f"problem.{k}": v for k, v in p["problem_params"].items()},
-                **{f"budget.{k}": v for k, v in p["budget"].items() if v is not None}})
-        _, ident, params = last
-        head = {**ident, "seed": r.seed, "status": r.status,
-                "converged": an.converged(r.records, r.status, opts["converged_metric"], opts["converged_below"],
-                                          opts["converged_relative"])}
-        tail = {"node": r.where.get("node", ""), "run_key": r.key, "error": r.error or ""}
-        for group, part in zip(groups, (head, final_columns(r.final, opts["metric"]), params, tail)):
-            for k, v in part.items():
-                column = group.get(k)
-                if column is None:
-                    column = group[k] = [None] * n
-                column.append(v)
-        n += 1
-        for group in groups:
-            for column in group.values():
-                if len(column) < n:
-                    column.append(None)
-    first = [k for k in (opts["metric"], *KEY_METRICS, *PROGRESS) if k in groups[1]]
-    groups[1] = {k: groups[1][k] for k in dict.fromkeys(first + list(groups[1]))}
+    index = ra.RunIndex(runs)
+    points, at = _points(runs)
+    head = _expand([identity(p, 0, meta) for p in points], at, len(points))
+    head["seed"] = [r.seed for r in runs]
+    head["status"] = [r.status for r in runs]
+    head["converged"] = ra.converged(index, opts).tolist()
+    finals = ra.final_columns(index, (opts["metric"], *KEY_METRICS, *PROGRESS))
+    params = _expand([_parameters(p) for p in points], at, len(points))
+    tail = {"node": [r.where.get("node", "") for r in runs], "run_key": [r.key for r in runs],
+            "error": [r.error or "" for r in runs]}
     out: dict[str, list[Any]] = {}
-    for group in groups:  # a name in two groups (none today) has the later group's value, as one merged row had
+    for group in (head, finals, params, tail):  # a name in two groups (none today) has the later group's value
         for k, column in group.items():
             out[k] = column if k not in out else [b if b is not None else a for a, b in zip(out[k], column)]
     return out
+
+
+def _points(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The runs' configurations, each once in order of first appearance, and each run's index into them."""
+    seen: dict[int, int] = {}
+    points: list[dict[str, Any]] = []
+    at = []
+    for r in runs:
+        i = seen.get(id(r.point))
+        if i is None:
+            i = seen[id(r.point)] = len(points)
+            points.append(r.point)
+        at.append(i)
+    return points, at
+
+
+def _parameters(p: dict[str, Any]) -> dict[str, Any]:
+    """A configuration's columns after the final values: its names, instance seed, parameters and budget."""
+    return {"algorithm_name": p["algorithm"], "problem_name": p["problem"], "instance_seed": p.get("instance_seed"),
+            **{f"alg.{k}": v for k, v in p["algorithm_params"].items()},
+            **{f"problem.{k}": v for k, v in p["problem_params"].items()},
+            **{f"budget.{k}": v for k, v in p["budget"].items() if v is not None}}
+
+
+def _expand(rows: list[dict[str, Any]], at: list[int], n: int) -> dict[str, list[Any]]:
+    """Per-configuration rows as per-run columns (None where a configuration has no such column)."""
+    keys = dict.fromkeys(k for row in rows for k in row)
+    cols = {k: [row.get(k) for row in rows] for k in keys}
+    if at == list(range(n)):  # one run per configuration
+        return cols
+    return {k: [v[i] for i in at] for k, v in cols.items()}
 
 
 class ColumnRows(Sequence):
@@ -85,11 +100,25 @@ class ColumnRows(Sequence):
 
 def write_columns(path: Path, columns: dict[str, list[Any]]) -> None:
     """A table held column by column, written as `write_csv` writes its rows."""
-    cells = [[cell(v) if isinstance(v, float) else v for v in column] for column in columns.values()]
+    cells = [_cells(column) for column in columns.values()]
     with open_file(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(list(columns))
         w.writerows(zip(*cells))
+
+
+def _cells(column: list[Any]) -> list[Any]:
+    """A column's CSV cells (`cell`): a column of numbers is checked for non-finite values at once."""
+    try:
+        bad = ~np.isfinite(np.asarray(column, dtype=float))  # None is NaN here: its cell is looked at below
+    except (TypeError, ValueError):
+        return [cell(v) if isinstance(v, float) else v for v in column]
+    if not bad.any():
+        return column
+    out = list(column)
+    for i in np.flatnonzero(bad).tolist():
+        out[i] = cell(out[i])
+    return out
 
 
 def write_table(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sweep.report import analysis as an
+from sweep.report import run_arrays as ra
 from sweep.results.runs import RunData, config_label, field, problem_label
 from sweep.results.safe_files import open_file
 
@@ -242,36 +245,49 @@ def stable(run: RunData, metric: str, goal: str) -> bool:
 
 def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
     """Per (problem, algorithm label, axis value): the best configuration by `opts["best_by"]` (`CRITERIA`), with
-    its median, quartiles and worst seed."""
-    by = opts.get("best_by", "robust")
-    groups: dict[tuple, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
+    its median, quartiles and worst seed. Every configuration's median and stability are computed for all
+    configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
+    by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
+    index = ra.RunIndex(runs)
+    vals = ra.final_values(index, metric, goal)
+    ok_run = ra.stable(index, metric, goal, vals)
     problems = _problem_labels(runs)
-    for r in runs:
+    config_of = np.empty(len(runs), dtype=np.int64)
+    first: dict[str, int] = {}  # configuration key -> its number, in order of first appearance
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, r in enumerate(runs):
         p = r.point
-        groups[(problems[p["key"]], p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
+        c = first.get(p["key"])
+        if c is None:
+            c = first[p["key"]] = len(first)
+            groups[(problems[p["key"]], p["label"], repr(p["coords"].get("axis")))].append(c)
+        config_of[i] = c
+    n = len(first)
+    medians = ra.group_medians(config_of, vals, n)
+    ok = np.bincount(config_of, weights=~ok_run, minlength=n) == 0  # stable on every seed
+    order = np.argsort(config_of, kind="stable")
+    starts = np.r_[0, np.cumsum(np.bincount(config_of, minlength=n))]
     varied = _varied_parameters(runs, problems)
     rows = []
     for (prob, label, _), configs in groups.items():
-        ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
-        pool = [k for k in configs if ok[k]] if by == "robust" and any(ok.values()) else list(configs)
-        best_key, best = None, None
-        for key in pool:
-            st = stats(configs[key], opts)
-            if best is None or an.better(st["median"], best["median"], opts["goal"]):
-                best_key, best = key, st
-        p = configs[best_key][0].point
+        cfgs = np.asarray(configs)
+        pool = cfgs[ok[cfgs]] if by == "robust" and ok[cfgs].any() else cfgs
+        key = medians[pool] if goal == "min" else -medians[pool]
+        best = int(pool[0] if np.all(np.isnan(key)) else pool[np.nanargmin(key)])  # ties: the first, as `an.better`
+        rs = [runs[i] for i in order[starts[best]:starts[best + 1]].tolist()]
+        st = stats(rs, opts)
+        p = rs[0].point
         axis = p["coords"].get("axis")
         if axis is None and p["coords"].get("reference"):
             axis = "reference"  # the unscaled configuration a sensitivity study compares against
-        vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"])
-                for r in configs[best_key]]
+        seeds = [an.final_value({"status": r.status, "final": r.final}, metric, goal) for r in rs]
         rows.append({"problem": prob, "algorithm": label, "axis": axis,
-                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{opts['metric']}": best["median"],
-                     "worst_seed": _worst(vals, opts["goal"]),
-                     "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
-                     "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
-                     "stable_on_all_seeds": ok[best_key], "configurations": len(configs),
-                     "criterion": CRITERIA[by].format(metric=opts["metric"])})
+                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{metric}": st["median"],
+                     "worst_seed": _worst(seeds, goal),
+                     "q25": st["q25"], "q75": st["q75"], "seeds": st["seeds"], "diverged": st["diverged"],
+                     "failed": st["failed"], "converged": st["converged"], "stalled": st["stalled"],
+                     "stable_on_all_seeds": bool(ok[best]), "configurations": len(configs),
+                     "criterion": CRITERIA[by].format(metric=metric)})
     return rows
 
 

@@ -45,6 +45,10 @@ class RunRecords(Sequence):
         """The run's values of one field, record by record (None where a record has none): no dict made."""
         return self._source.column(name, self._start, self._stop)
 
+    def bounds(self) -> tuple[RunColumns, int, int]:
+        """The columns holding the run's records and its rows there (start, stop)."""
+        return self._source, self._start, self._stop
+
     def __repr__(self) -> str:
         return repr(list(self))
 
@@ -89,6 +93,35 @@ class RunColumns:
         if self._missing is None:
             return got
         return [None if g else v for v, g in zip(got, self._missing[start:stop, k].tolist())]
+
+    def take(self, name: str, rows: np.ndarray) -> list[Any]:
+        """The values of one field at the given rows, as Python values (None where a record has none)."""
+        k = self._index.get(name)
+        if k is None:
+            return [None] * len(rows)
+        b, j = self._where[k]
+        got = self._blocks[b][rows, j].tolist()
+        if self._missing is None:
+            return got
+        return [None if g else v for v, g in zip(got, self._missing[rows, k].tolist())]
+
+    def numbers(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The values of one field at the given rows as floats: NaN where a record has none or it is not a number."""
+        k = self._index.get(name)
+        if k is None:
+            return np.full(len(rows), np.nan)
+        b, j = self._where[k]
+        block = self._blocks[b]
+        if block.dtype.kind not in "fiu":
+            return np.full(len(rows), np.nan)
+        out = block[rows, j].astype(float)
+        if self._missing is not None:
+            out[self._missing[rows, k]] = np.nan
+        return out
+
+    def number_names(self) -> list[str]:
+        """The fields holding numbers (ints or floats, not booleans), in stored order."""
+        return [n for n, (b, _) in zip(self.names, self._where) if self._blocks[b].dtype.kind in "fiu"]
 
     def records(self, key: str) -> Sequence[dict[str, Any]]:
         if key in self._fallback:

@@ -24,6 +24,33 @@ class RunData:
     error: str | None
 
 
+_UNREAD: Any = object()
+
+
+class ColumnRun(RunData):
+    """A run read from the store's columns: its final record (its last record) made a dict only when read, as a
+    report's tables read most runs' final values from the columns at once (`sweep.report.run_arrays`)."""
+
+    def __init__(self, key: str, point: dict[str, Any], seed: int, status: str, final: dict[str, Any] | None = _UNREAD,
+                 records: Sequence[dict[str, Any]] = (), where: dict[str, str] | None = None,
+                 error: str | None = None) -> None:
+        self.key, self.point, self.seed, self.status = key, point, seed, status
+        self.records, self.where, self.error = records, where or {}, error
+        self._final = final
+
+    @property  # type: ignore[override]
+    def final(self) -> dict[str, Any] | None:
+        if self._final is _UNREAD:
+            self._final = self.records[-1] if len(self.records) else None
+        return self._final
+
+    @final.setter
+    def final(self, value: dict[str, Any] | None) -> None:
+        self._final = value
+
+    def final_is_last(self) -> bool:
+        """Whether the final record is still the last record, unread (its values can be read from the columns)."""
+        return self._final is _UNREAD
 
 def field(records: Sequence[dict[str, Any]], name: str) -> list[Any]:
     """A run's values of one record field, in order (None where a record has none): read from the store's columns
@@ -78,12 +105,14 @@ def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
     """Every ended run of the study's configurations; its records read from the store's columns when asked."""
     cols = run_columns.load(store)
     runs = []
+    summaries = cols.summaries
     for point in meta["points"]:
         for seed in meta["seeds"]:
             key = f"{point['key']}.s{seed}"
-            s = cols.summary(key)
+            s = summaries.get(key)
             if s is None:
                 continue
-            runs.append(RunData(key, point, seed, s["status"], s.get("final"), cols.records(key),
-                                s.get("where") or {}, s.get("error")))
+            final = s["final"] if "final" in s else _UNREAD  # the last record, read when asked
+            runs.append(ColumnRun(key, point, seed, s["status"], final, cols.records(key), s.get("where") or {},
+                                  s.get("error")))
     return runs

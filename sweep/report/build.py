@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from problems.shared.errors import ParameterError
-from sweep.report import report_cache
+from sweep.report import report_cache, run_arrays
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.runs_table import runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
-from sweep.results.runs import RunData, load_runs, problem_label
+from sweep.results.runs import RunData, load_runs, problem_label, remembered_labels
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
 from sweep.study import plugins
@@ -51,6 +51,16 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
     changed since it was built is not built again (sweep/report/report_cache.py) unless `force`: its summary is
     printed and its tables are read back from their CSV files.
     """
+    try:
+        with remembered_labels():
+            return _build(results_dir, out, quiet, metric, goal, force)
+    finally:
+        run_arrays.forget()
+
+
+def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str | None, goal: str | None,
+           force: bool) -> Report:
+    """`build_report` with each configuration's labels made once."""
     out = out or sys.stdout
     store = ResultStore(results_dir)
     meta = store.read_study()

@@ -40,6 +40,14 @@ class RunIndex:
         self.slow = np.flatnonzero(~self.fast).tolist()
         self.status = np.array([r.status for r in runs], dtype=object)
 
+    @classmethod
+    def of(cls, runs: Sequence[RunData]) -> RunIndex:
+        """The index of `runs`, made once for the same list of runs (the tables and figures of one report)."""
+        global _LAST
+        if _LAST is None or _LAST.runs is not runs or len(_LAST.runs) != len(runs):
+            _LAST = cls(runs)
+        return _LAST
+
     def numbers(self, name: str, which: str) -> np.ndarray:
         """Each fast run's value of `name` in its first or last record as floats (NaN where none; others NaN)."""
         out = np.full(len(self.runs), np.nan)
@@ -47,6 +55,28 @@ class RunIndex:
             rows = (self.first if which == "first" else self.last)[self.fast]
             out[self.fast] = self.source.numbers(name, rows)
         return out
+
+
+    def every_number(self, name: str) -> np.ndarray:
+        """Every record's value of `name` of every run, as floats (NaN where none, or not a number)."""
+        parts = []
+        if self.source is not None and self.fast.any():
+            first, last = self.first[self.fast], self.last[self.fast]
+            lengths = last - first + 1
+            rows = np.repeat(first - np.cumsum(np.r_[0, lengths[:-1]]), lengths) + np.arange(lengths.sum())
+            parts.append(self.source.numbers(name, rows))
+        for i in self.slow:
+            parts.append(np.array([_number(v) for v in field(self.runs[i].records, name)], dtype=float))
+        return np.concatenate(parts) if parts else np.array([])
+
+
+_LAST: RunIndex | None = None  # the last index made by `RunIndex.of` (it holds its runs: their ids stay theirs)
+
+
+def forget() -> None:
+    """Let go of the last index (and the runs it holds) once a report is built."""
+    global _LAST
+    _LAST = None
 
 
 def _number(v: Any) -> float:

@@ -248,7 +248,7 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     its median, quartiles and worst seed. Every configuration's median and stability are computed for all
     configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
     by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
-    index = ra.RunIndex(runs)
+    index = ra.RunIndex.of(runs)
     vals = ra.final_values(index, metric, goal)
     ok_run = ra.stable(index, metric, goal, vals)
     problems = _problem_labels(runs)
@@ -309,9 +309,17 @@ def _varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tu
         if r.point["key"] in done:  # a configuration's seeds share its parameters
             continue
         done.add(r.point["key"])
+        params = seen[(problems[r.point["key"]], r.point["label"])]
         for k, v in r.point.get("algorithm_params", {}).items():
-            seen[(problems[r.point["key"]], r.point["label"])][k].add(repr(v))
+            params[k].add(_value_key(v))
     return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
+
+
+def _value_key(v: Any) -> Any:
+    """A parameter value as a set member telling apart what its repr does (1, 1.0 and True; NaN equal to NaN)."""
+    if v is None or (isinstance(v, (int, float, str)) and v == v):
+        return (type(v), v)
+    return repr(v)
 
 
 def named_config(point: dict[str, Any], varied: list[str]) -> str:

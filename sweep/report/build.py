@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from problems.shared.errors import ParameterError
-from sweep.report import report_cache, run_arrays
+from sweep.report import report_cache, run_arrays, spread
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.runs_table import runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
@@ -80,13 +80,17 @@ def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str
         old.unlink()
     kind = plugins.KINDS[meta["kind"]]
     tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
+    many = spread.configurations(runs)
+    if many > spread.SUMMARISE:  # more than a reader scans: the summary shows their spread
+        tables["spread"] = spread.spread_table(runs, opts)
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
     order = palette(runs)  # a configuration has one colour in every figure of the report
     plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
     if meta.get("online"):
         plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
-    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(meta, tables)
+    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(
+        meta, tables, many if many > spread.SUMMARISE else None)
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
@@ -185,11 +189,18 @@ def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str
             for prob, rs in sorted(by_problem.items())]
 
 
-def _summary_text(meta: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> str:
+def _summary_text(meta: dict[str, Any], tables: dict[str, list[dict[str, Any]]], many: int | None = None) -> str:
+    """The printed summary: every table but the runs'; with `many` configurations (more than spread.SUMMARISE) the
+    spread table first and, of a table longer than that, where it is instead of its rows."""
     parts = [f"study {meta['name']} ({meta['kind']}), metric {meta['report']['metric']} "
              f"({'lower' if meta['report']['goal'] == 'min' else 'higher'} is better)\n"]
+    if many is not None:
+        parts.append(spread.note(many, meta["report"]["metric"]) + format_table(tables["spread"], "== spread =="))
     for name, rows in tables.items():
-        if name == "runs":
+        if name in ("runs", "spread"):
+            continue
+        if many is not None and len(rows) > spread.SUMMARISE:
+            parts.append(f"== {name} ==\n  {len(rows)} rows: see {name}.csv\n")
             continue
         parts.append(format_table(rows, f"== {name} =="))
     return "\n".join(parts)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from sweep.report import analysis as an
-from sweep.results.runs import RunData, field
+from sweep.results.runs import RunData, field, problem_label
 
 
 class RunIndex:
@@ -165,3 +165,43 @@ def group_medians(ids: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # inf and -inf in the middle: NaN, as np.median gives
         out[has] = np.where(lo == hi, values[lo], (values[lo] + values[hi]) / 2)
     return out
+
+
+def problem_labels(runs: Sequence[RunData]) -> dict[str, str]:
+    """Configuration key -> its problem label, made once per configuration (not once per run)."""
+    out: dict[str, str] = {}
+    for r in runs:
+        if r.point["key"] not in out:
+            out[r.point["key"]] = problem_label(r.point)
+    return out
+
+
+class ConfigGroups:
+    """The runs' configurations numbered in order of first appearance, grouped by (problem label, algorithm label,
+    axis value), with each configuration's median final `metric` over its seeds (`medians`) and whether every seed
+    of it is stable (`ok`, `tables.stable`), for every configuration at once."""
+
+    def __init__(self, runs: Sequence[RunData], metric: str, goal: str) -> None:
+        index = RunIndex.of(runs)
+        vals = final_values(index, metric, goal)
+        ok_run = stable(index, metric, goal, vals)
+        self.runs, self.problems = runs, problem_labels(runs)
+        config_of = np.empty(len(runs), dtype=np.int64)
+        first: dict[str, int] = {}  # configuration key -> its number
+        self.groups: dict[tuple[str, str, str], list[int]] = {}
+        for i, r in enumerate(runs):
+            p = r.point
+            c = first.get(p["key"])
+            if c is None:
+                c = first[p["key"]] = len(first)
+                self.groups.setdefault((self.problems[p["key"]], p["label"], repr(p["coords"].get("axis"))), []).append(c)
+            config_of[i] = c
+        n = len(first)
+        self.medians = group_medians(config_of, vals, n)
+        self.ok = np.bincount(config_of, weights=~ok_run, minlength=n) == 0
+        self._order = np.argsort(config_of, kind="stable")
+        self._starts = np.r_[0, np.cumsum(np.bincount(config_of, minlength=n))]
+
+    def runs_of(self, config: int) -> list[RunData]:
+        """The runs of configuration number `config`, in order."""
+        return [self.runs[i] for i in self._order[self._starts[config]:self._starts[config + 1]].tolist()]

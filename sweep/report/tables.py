@@ -248,33 +248,16 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     its median, quartiles and worst seed. Every configuration's median and stability are computed for all
     configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
     by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
-    index = ra.RunIndex.of(runs)
-    vals = ra.final_values(index, metric, goal)
-    ok_run = ra.stable(index, metric, goal, vals)
-    problems = _problem_labels(runs)
-    config_of = np.empty(len(runs), dtype=np.int64)
-    first: dict[str, int] = {}  # configuration key -> its number, in order of first appearance
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, r in enumerate(runs):
-        p = r.point
-        c = first.get(p["key"])
-        if c is None:
-            c = first[p["key"]] = len(first)
-            groups[(problems[p["key"]], p["label"], repr(p["coords"].get("axis")))].append(c)
-        config_of[i] = c
-    n = len(first)
-    medians = ra.group_medians(config_of, vals, n)
-    ok = np.bincount(config_of, weights=~ok_run, minlength=n) == 0  # stable on every seed
-    order = np.argsort(config_of, kind="stable")
-    starts = np.r_[0, np.cumsum(np.bincount(config_of, minlength=n))]
-    varied = _varied_parameters(runs, problems)
+    cg = ra.ConfigGroups(runs, metric, goal)
+    groups, medians, ok = cg.groups, cg.medians, cg.ok
+    varied = varied_parameters(runs, cg.problems)
     rows = []
     for (prob, label, _), configs in groups.items():
         cfgs = np.asarray(configs)
         pool = cfgs[ok[cfgs]] if by == "robust" and ok[cfgs].any() else cfgs
         key = medians[pool] if goal == "min" else -medians[pool]
         best = int(pool[0] if np.all(np.isnan(key)) else pool[np.nanargmin(key)])  # ties: the first, as `an.better`
-        rs = [runs[i] for i in order[starts[best]:starts[best + 1]].tolist()]
+        rs = cg.runs_of(best)
         st = stats(rs, opts)
         p = rs[0].point
         axis = p["coords"].get("axis")
@@ -291,18 +274,9 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     return rows
 
 
-def _problem_labels(runs: list[RunData]) -> dict[str, str]:
-    """Configuration key -> its problem label, made once per configuration (not once per run)."""
-    out: dict[str, str] = {}
-    for r in runs:
-        if r.point["key"] not in out:
-            out[r.point["key"]] = problem_label(r.point)
-    return out
-
-
-def _varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+def varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
-    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `_problem_labels`."""
+    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `run_arrays.problem_labels`."""
     seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     done: set[str] = set()
     for r in runs:

@@ -149,3 +149,55 @@ def test_the_best_table_picks_what_the_run_by_run_rule_picks(goal):
         assert row["stable_on_all_seeds"] == ok and same(row["median_F"], median)
         gamma = next(r.point["algorithm_params"]["gamma"] for r in runs if r.point["key"] == key)
         assert f"gamma={gamma}" in row["best_config"] and row["configurations"] == 30
+
+
+def test_the_spread_table_gives_each_groups_best_worst_and_quantiles_over_configurations():
+    from sweep.report import spread
+
+    rng = np.random.default_rng(5)
+    runs, medians = [], {"a": {}, "b": {}}
+    for c in range(80):
+        label = "ab"[c % 2]
+        p = point(f"c{c}", label=label, gamma=0.01 * (c + 1))
+        finals = rng.uniform(0.1, 0.9, 3)
+        status = ["finished"] * 3
+        if c == 7:
+            status = ["diverged"] * 3  # its median is +inf: the worst of b
+        if c == 9:
+            status = ["failed"] * 3  # no median: counted, never picked
+        for s in range(3):
+            records = recs([1.0, float(finals[s])], status[s])
+            runs.append(RunData(f"c{c}.s{s}", p, s, status[s], None if status[s] == "failed" else records[-1],
+                                records, {}, None))
+        if c != 9:
+            medians[label][0.01 * (c + 1)] = math.inf if c == 7 else float(np.median(finals))
+    assert spread.configurations(runs) == 80 > spread.SUMMARISE
+    rows = {r["algorithm"]: r for r in spread.spread_table(runs, OPTS)}
+    for label, med in medians.items():
+        row, vals = rows[label], np.array(list(med.values()))
+        best, worst = min(med, key=med.get), max(med, key=med.get)
+        assert row["configurations"] == 40 and row["best_median_F"] == pytest.approx(med[best], rel=1e-12)
+        assert f"gamma={best}" in row["best_config"] and f"gamma={worst}" in row["worst_config"]
+        finite = vals[np.isfinite(vals)]
+        if label == "a":
+            assert row["q10"] == pytest.approx(np.quantile(vals, 0.1)) and row["q50"] == pytest.approx(np.median(vals))
+            assert row["worst_median_F"] == pytest.approx(finite.max()) and row["failed_configurations"] == 0
+        else:
+            assert row["worst_median_F"] == math.inf and row["diverged_configurations"] == 1
+            assert row["failed_configurations"] == 1  # left out of the quantiles; the diverged one counts as +inf
+            assert row["q25"] == pytest.approx(np.quantile(vals, 0.25)) and row["q90"] == pytest.approx(np.quantile(vals, 0.9))
+            assert np.quantile(vals, 0.9) != np.quantile(finite, 0.9)
+
+
+def test_a_summary_past_the_threshold_prints_the_spread_and_points_to_long_tables():
+    from sweep.report import spread
+    from sweep.report.build import _summary_text
+
+    meta = {"name": "s", "kind": "comparison", "report": OPTS}
+    long = [{"configuration": f"c{i}", "F": 0.1 * i} for i in range(spread.SUMMARISE + 1)]
+    tables = {"runs": long, "best": long[:2], "choices": long, "spread": [{"problem": "q", "q50": 0.5}]}
+    small = _summary_text(meta, {k: v for k, v in tables.items() if k != "spread"})
+    assert "c50" in small and "spread" not in small  # a small study: every table whole, as before
+    big = _summary_text(meta, tables, many=60)
+    assert big.index("60 configurations (more than 50)") < big.index("== spread ==") < big.index("== best ==")
+    assert "== choices ==\n  51 rows: see choices.csv\n" in big and "c50" not in big and "c1 " in big

@@ -12,7 +12,7 @@ from typing import Any
 
 from sweep.report import run_arrays as ra
 from sweep.report.tables import KEY_METRICS, PROGRESS, identity, write_csv
-from sweep.results.runs import RunData
+from sweep.results.runs import RunData, config_label, problem_label
 from sweep.results.safe_files import open_file
 
 
@@ -31,7 +31,7 @@ def runs_columns(runs: list[RunData], meta: dict[str, Any]) -> dict[str, list[An
     opts = meta["report"]
     index = ra.RunIndex.of(runs)
     points, at = _points(runs)
-    head = _expand([identity(p, 0, meta) for p in points], at, len(points))
+    head = _identity_columns(points, at, meta)
     head["seed"] = [r.seed for r in runs]
     head["status"] = [r.status for r in runs]
     head["converged"] = ra.converged(index, opts).tolist()
@@ -44,6 +44,18 @@ def runs_columns(runs: list[RunData], meta: dict[str, Any]) -> dict[str, list[An
         for k, column in group.items():
             out[k] = column if k not in out else [b if b is not None else a for a, b in zip(out[k], column)]
     return out
+
+
+def _identity_columns(points: list[dict[str, Any]], at: list[int], meta: dict[str, Any]) -> dict[str, list[Any]]:
+    """`identity` of each run as columns (its seed filled in by the caller)."""
+    if any("reference" in p["coords"] for p in points):  # only some rows have it: the columns' order as rows give it
+        return _expand([identity(p, 0, meta) for p in points], at, len(points))
+    cols = {"study": [meta["name"]] * len(points), "problem": [problem_label(p) for p in points],
+            "algorithm": [p["label"] for p in points], "configuration": [config_label(p) for p in points]}
+    if meta.get("axis_name"):
+        cols[meta["axis_name"]] = [p["coords"].get("axis") for p in points]
+    cols["seed"] = [0] * len(points)
+    return cols if at == list(range(len(points))) else {k: [v[i] for i in at] for k, v in cols.items()}
 
 
 def _points(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -108,7 +120,7 @@ class ColumnRows(Sequence):
         return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
 
 
-def write_columns(path: Path, columns: dict[str, list[Any]], chunk: int = 20_000) -> None:
+def write_columns(path: Path, columns: dict[str, list[Any]], chunk: int = 5_000) -> None:
     """A table held column by column, written as `write_csv` writes its rows (the csv module's minimal quoting,
     CRLF line ends), each column formatted at once: at 10⁵ runs the csv module took seconds."""
     n = len(next(iter(columns.values()))) if columns else 0

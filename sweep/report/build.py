@@ -20,6 +20,7 @@ from sweep.report import report_cache, run_arrays, spread
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.runs_table import runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
+from sweep.results import gc_pause
 from sweep.results.runs import RunData, load_runs, problem_label, remembered_labels
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
@@ -42,28 +43,30 @@ class Report:
 
 
 def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
-                 goal: str | None = None, force: bool = False) -> Report:
+                 goal: str | None = None, force: bool = False, study: dict[str, Any] | None = None) -> Report:
     """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
 
     `metric` and `goal` compare another final value than the study's `report:` block names; that report
     goes to `<results_dir>/report-<metric>-<goal>/` (the study's own report stays as it is) and has no
     paper-claim section, whose thresholds belong to the study's metric. A report whose inputs have not
     changed since it was built is not built again (sweep/report/report_cache.py) unless `force`: its summary is
-    printed and its tables are read back from their CSV files.
+    printed and its tables are read back from their CSV files. `study`: the results' study.json as the caller
+    already read it (`ResultStore.read_study`; read here otherwise: at 10⁵ configurations a second copy took
+    ~2 s and ~200 MB).
     """
     try:
-        with remembered_labels():
-            return _build(results_dir, out, quiet, metric, goal, force)
+        with remembered_labels(), gc_pause.paused():
+            return _build(results_dir, out, quiet, metric, goal, force, study)
     finally:
         run_arrays.forget()
 
 
 def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str | None, goal: str | None,
-           force: bool) -> Report:
+           force: bool, study: dict[str, Any] | None) -> Report:
     """`build_report` with each configuration's labels made once."""
     out = out or sys.stdout
     store = ResultStore(results_dir)
-    meta = store.read_study()
+    meta = study if study is not None else store.read_study()
     _check_registered(meta)  # never imported from study.json: a received results directory must not run code
     meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
@@ -183,6 +186,8 @@ def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str
         if r.status == "failed":
             continue
         by_problem[problem_label(r.point)].append(r)
+    if len(by_problem) == 1 and len(next(iter(by_problem.values()))) == len(runs):
+        by_problem = {prob: runs for prob in by_problem}  # the list the tables read: its run index is made already
     metric, goal = (opts["metric"], opts["goal"]) if not meta.get("online") else ("grad_F_sq", "min")
     return [plot_convergence(rs, metric, goal, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png",
                              meta.get("axis_name"), bool(meta.get("online")), order)

@@ -92,7 +92,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta = ResultStore(root).read_study()
     check_tree(root)  # no link where the report or MLflow write (sweep/results/safe_files.py)
     import_modules(args.imports or [], "--import")  # only what the user names: a results directory never runs code
-    rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force)
+    rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force, study=meta)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
         tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from problems.shared.errors import ParameterError
-from sweep.report import report_cache
+from sweep.report import report_cache, run_arrays, spread
 from sweep.report.curves import palette, plot_convergence, plot_regret
 from sweep.report.runs_table import runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
-from sweep.results.runs import RunData, load_runs, problem_label
+from sweep.results import gc_pause
+from sweep.results.runs import RunData, load_runs, problem_label, remembered_labels
 from sweep.results.safe_files import folder, write_text
 from sweep.results.store import ResultStore
 from sweep.study import plugins
@@ -42,18 +43,30 @@ class Report:
 
 
 def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool = False, metric: str | None = None,
-                 goal: str | None = None, force: bool = False) -> Report:
+                 goal: str | None = None, force: bool = False, study: dict[str, Any] | None = None) -> Report:
     """Build every table and plot of the study in `results_dir` into `<results_dir>/report/` and print the tables.
 
     `metric` and `goal` compare another final value than the study's `report:` block names; that report
     goes to `<results_dir>/report-<metric>-<goal>/` (the study's own report stays as it is) and has no
     paper-claim section, whose thresholds belong to the study's metric. A report whose inputs have not
     changed since it was built is not built again (sweep/report/report_cache.py) unless `force`: its summary is
-    printed and its tables are read back from their CSV files.
+    printed and its tables are read back from their CSV files. `study`: the results' study.json as the caller
+    already read it (`ResultStore.read_study`; read here otherwise: at 10⁵ configurations a second copy took
+    ~2 s and ~200 MB).
     """
+    try:
+        with remembered_labels(), gc_pause.paused():
+            return _build(results_dir, out, quiet, metric, goal, force, study)
+    finally:
+        run_arrays.forget()
+
+
+def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str | None, goal: str | None,
+           force: bool, study: dict[str, Any] | None) -> Report:
+    """`build_report` with each configuration's labels made once."""
     out = out or sys.stdout
     store = ResultStore(results_dir)
-    meta = store.read_study()
+    meta = study if study is not None else store.read_study()
     _check_registered(meta)  # never imported from study.json: a received results directory must not run code
     meta, d = _with_metric(meta, metric, goal, store.report_dir)
     opts = meta["report"]
@@ -70,13 +83,17 @@ def build_report(results_dir: str | Path, out: TextIO | None = None, quiet: bool
         old.unlink()
     kind = plugins.KINDS[meta["kind"]]
     tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
+    many = spread.configurations(runs)
+    if many > spread.SUMMARISE:  # more than a reader scans: the summary shows their spread
+        tables["spread"] = spread.spread_table(runs, opts)
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
     order = palette(runs)  # a configuration has one colour in every figure of the report
     plots.extend(_convergence_plots(kind.convergence_runs(runs), meta, opts, d, order))
     if meta.get("online"):
         plots.append(plot_regret(runs, f"{meta['name']}: regret", d / "regret.png", meta.get("axis_name"), order))
-    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(meta, tables)
+    text = (f"PARTIAL REPORT: {partial}; the study is not complete\n" if partial else "") + _summary_text(
+        meta, tables, many if many > spread.SUMMARISE else None)
     claim = _claim_section(meta, runs, d) if d == store.report_dir else None
     if claim is not None:  # the paper's claim next to the measurements
         tables.update({f"claim_{name}": rows for name, rows in claim.tables.items()})
@@ -169,17 +186,26 @@ def _convergence_plots(runs: list[RunData], meta: dict[str, Any], opts: dict[str
         if r.status == "failed":
             continue
         by_problem[problem_label(r.point)].append(r)
+    if len(by_problem) == 1 and len(next(iter(by_problem.values()))) == len(runs):
+        by_problem = {prob: runs for prob in by_problem}  # the list the tables read: its run index is made already
     metric, goal = (opts["metric"], opts["goal"]) if not meta.get("online") else ("grad_F_sq", "min")
     return [plot_convergence(rs, metric, goal, f"{meta['name']}: {prob}", d / f"convergence_{slug(prob)}.png",
                              meta.get("axis_name"), bool(meta.get("online")), order)
             for prob, rs in sorted(by_problem.items())]
 
 
-def _summary_text(meta: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> str:
+def _summary_text(meta: dict[str, Any], tables: dict[str, list[dict[str, Any]]], many: int | None = None) -> str:
+    """The printed summary: every table but the runs'; with `many` configurations (more than spread.SUMMARISE) the
+    spread table first and, of a table longer than that, where it is instead of its rows."""
     parts = [f"study {meta['name']} ({meta['kind']}), metric {meta['report']['metric']} "
              f"({'lower' if meta['report']['goal'] == 'min' else 'higher'} is better)\n"]
+    if many is not None:
+        parts.append(spread.note(many, meta["report"]["metric"]) + format_table(tables["spread"], "== spread =="))
     for name, rows in tables.items():
-        if name == "runs":
+        if name in ("runs", "spread"):
+            continue
+        if many is not None and len(rows) > spread.SUMMARISE:
+            parts.append(f"== {name} ==\n  {len(rows)} rows: see {name}.csv\n")
             continue
         parts.append(format_table(rows, f"== {name} =="))
     return "\n".join(parts)

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from sweep.report import analysis as an
-from sweep.report.figures import algorithm_styles, legend, log_ticks, pyplot, save_figure, seeds_text, use_log
+from sweep.report import run_arrays as ra
+from sweep.report.figures import (algorithm_colour, algorithm_styles, legend, log_ticks, pyplot, save_figure,
+                                  seeds_text, use_log)
 from sweep.report.tables import axis_order
-from sweep.results.runs import RunData, axis_text, config_label, field, group, problem_label
+from sweep.results.runs import RunData, axis_text, config_label, group, problem_label
 
 X_AXES = (("iteration", "iterations"), ("calls/total", "oracle calls"), ("time", "compute seconds"))
 #: Configurations a panel shows in colour before it labels only the best ones.
@@ -29,6 +31,9 @@ BEST = 3
 #: Faint lines a panel draws at most: beyond, an evenly spaced sample of the other configurations (10⁵ grey lines
 #: are a grey blot that took most of a 10⁵-run report's time and memory).
 FAINT = 400
+#: Quantiles over configurations drawn for the others of an algorithm when they are more than FAINT: a band between
+#: the first and last, the middle one dotted (computed over FAINT of them evenly spaced in rank of final value).
+SPREAD = (0.1, 0.5, 0.9)
 CAPTION = ("median and 25–75% band over {n}; a run that ended is held at its final value, a diverged run at "
            "the worst value ({worst}; × where it diverged)")
 
@@ -66,15 +71,28 @@ def _curves(runs: list[RunData], x: str, y: str, goal: str) -> list[tuple[list[f
     return out
 
 
-def _ranked(series: dict[str, list[RunData]], y: str, goal: str) -> set[str]:
+def _finals(runs: list[RunData], y: str, goal: str) -> tuple[np.ndarray, dict[int, int]]:
+    """Every run's final `y` (`analysis.final_value`, from the store's columns at once) and each run's place there."""
+    return ra.final_values(ra.RunIndex.of(runs), y, goal), {id(r): i for i, r in enumerate(runs)}
+
+
+def _ranks(series: dict[str, list[RunData]], finals: tuple[np.ndarray, dict[int, int]], goal: str) -> dict[str, float]:
+    """Each configuration's median final value (`finals`) as a key to sort by, best first (NaN last)."""
+    values, at = finals
+    ids = np.repeat(np.arange(len(series)), [len(rs) for rs in series.values()])
+    vals = values[np.fromiter((at[id(r)] for rs in series.values() for r in rs), dtype=np.int64, count=len(ids))]
+    med = ra.group_medians(ids, vals, len(series))
+    key = np.where(np.isnan(med), np.inf, med if goal == "min" else -med)
+    return dict(zip(series, key.tolist()))
+
+
+def _ranked(series: dict[str, list[RunData]], ranks: dict[str, float]) -> set[str]:
     """The configurations drawn in colour: all of them, or the best BEST per algorithm label when many."""
     if len(series) <= MANY:
         return set(series)
     by_label: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for cfg, rs in series.items():
-        med = an.median([an.final_value({"status": r.status, "final": r.final}, y, goal) for r in rs])
-        key = med if goal == "min" else -med
-        by_label[rs[0].point["label"]].append((math.inf if math.isnan(key) else key, cfg))
+        by_label[rs[0].point["label"]].append((ranks[cfg], cfg))
     return {cfg for ranked in by_label.values() for _, cfg in sorted(ranked)[:BEST]}
 
 
@@ -114,26 +132,29 @@ def _limits(ax: Any, bands: list[np.ndarray], log_y: bool) -> None:
 
 
 def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: dict[str, dict[str, Any]],
-           x: str, y: str, goal: str, log_y: bool) -> list[np.ndarray]:
-    """Draw one panel; the bands of its coloured lines (for the shared y range)."""
-    curves = {cfg: _curves(series[cfg], x, y, goal) for cfg in drawn(series, shown)}
+           x: str, y: str, goal: str, log_y: bool, ranks: dict[str, float]) -> list[np.ndarray]:
+    """Draw one panel; the bands of its coloured lines and of the spread of the others (for the shared y range)."""
+    curves = {cfg: _curves(series[cfg], x, y, goal) for cfg in drawn(series, shown, ranks)}
     grid = an.common_grid([c[:2] for cs in curves.values() for c in cs], n=120)
     if not grid.size:
         ax.text(0.5, 0.5, f"no records with {x}", transform=ax.transAxes, ha="center", fontsize=8)
         return []
-    bands, faint = [], []
+    bands, faint = [], {}
     for cfg in curves:
         q = _draw(ax, curves[cfg], grid, log_y, style[cfg] if cfg in shown else None)
         if cfg in shown:
             bands.append(q)
             _mark_divergence(ax, series[cfg], x, y, style[cfg]["color"])
         else:
-            ok = np.isfinite(q[1]) & ((q[1] > 0) if log_y else True)
-            faint.append(np.column_stack([grid[ok], q[1][ok]]))
-    if faint:  # one artist for hundreds of lines, below the coloured ones
+            faint[cfg] = q[1]
+    if len(series) - len(shown) > FAINT:  # too many to draw one by one: their spread, per algorithm label
+        bands += _spread(ax, series, faint, grid)
+    elif faint:  # one artist for hundreds of lines, below the coloured ones
         from matplotlib.collections import LineCollection
 
-        ax.add_collection(LineCollection(faint, colors="0.75", linewidths=0.6, zorder=1))
+        lines = [np.column_stack([grid[ok], m[ok]]) for m in faint.values()
+                 for ok in [np.isfinite(m) & ((m > 0) if log_y else True)]]
+        ax.add_collection(LineCollection(lines, colors="0.75", linewidths=0.6, zorder=1))
     ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
@@ -141,10 +162,33 @@ def _panel(ax: Any, series: dict[str, list[RunData]], shown: set[str], style: di
     return bands
 
 
-def drawn(series: dict[str, list[RunData]], shown: set[str]) -> list[str]:
-    """The configurations a panel draws: the coloured ones and the others, or `FAINT` of them evenly spaced."""
+def _spread(ax: Any, series: dict[str, list[RunData]], medians: dict[str, np.ndarray], grid: np.ndarray
+            ) -> list[np.ndarray]:
+    """The SPREAD quantiles over configurations of the sampled configurations' medians, per algorithm label: a band
+    between the outer two in the algorithm's colour and the middle one dotted; returns the bands."""
+    by_label: dict[str, list[np.ndarray]] = defaultdict(list)
+    algorithm = {}
+    for cfg, m in medians.items():
+        p = series[cfg][0].point
+        by_label[p["label"]].append(m)
+        algorithm[p["label"]] = p["algorithm"]
+    out = []
+    for label, ms in by_label.items():
+        q = an.column_quantiles(np.vstack(ms), SPREAD)
+        colour = algorithm_colour(algorithm[label])
+        ax.fill_between(grid, q[0], q[2], color=colour, alpha=0.12, linewidth=0, zorder=1)
+        ax.plot(grid, q[1], color=colour, linewidth=0.9, linestyle=":", zorder=1)
+        out.append(q)
+    return out
+
+
+def drawn(series: dict[str, list[RunData]], shown: set[str], ranks: dict[str, float] | None = None) -> list[str]:
+    """The configurations a panel draws: the coloured ones and the others, or `FAINT` of them evenly spaced in
+    rank of their median final value (`ranks`; in the study's order without), from the best to the worst."""
     faint = [cfg for cfg in series if cfg not in shown]
     if len(faint) > FAINT:
+        if ranks is not None:
+            faint.sort(key=lambda cfg: ranks[cfg])
         faint = [faint[round(i * (len(faint) - 1) / (FAINT - 1))] for i in range(FAINT)]
     keep = shown | set(faint)
     return [cfg for cfg in series if cfg in keep]
@@ -154,7 +198,7 @@ def palette(runs: list[RunData]) -> dict[str, str]:
     """Configuration label -> algorithm name of a study's runs, in the study's order: a configuration is drawn in
     its algorithm's colour (the same in every study) and, among those of that colour, its line style by this
     order (the same in every figure of the study)."""
-    return {config_label(r.point): r.point["algorithm"] for r in runs}
+    return {config_label(p): p["algorithm"] for p in {id(r.point): r.point for r in runs}.values()}
 
 
 def _styles(shown: Iterable[str], order: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -176,17 +220,19 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
     rows = _rows(runs)
     fig, axes = plt.subplots(len(rows), len(x_axes), figsize=(5 * len(x_axes), 3.3 * len(rows)), squeeze=False,
                              sharey=True)
-    values = [v for r in runs for v in field(r.records, y) if isinstance(v, (int, float))]
-    log_y = use_log(values)
-    per_row = [(dict(group(rs, lambda r: config_label(r.point))), rs) for _, rs in rows]
-    shown_rows = [_ranked(series, y, goal) for series, _ in per_row]
+    log_y = use_log(ra.RunIndex.of(runs).every_number(y))
+    finals = _finals(runs, y, goal)
+    labels = {id(p): config_label(p) for p in {id(r.point): r.point for r in runs}.values()}
+    per_row = [(dict(group(rs, lambda r: labels[id(r.point)])), rs) for _, rs in rows]
+    ranks = [_ranks(series, finals, goal) for series, _ in per_row]
+    shown_rows = [_ranked(series, rk) for (series, _), rk in zip(per_row, ranks)]
     style = _styles((cfg for (series, _), shown in zip(per_row, shown_rows) for cfg in series if cfg in shown),
                     order if order is not None else palette(runs))
     bands = []
-    for (value, rs), (series, _), shown, row_axes in zip(rows, per_row, shown_rows, axes):
+    for (value, rs), (series, _), shown, rk, row_axes in zip(rows, per_row, shown_rows, ranks, axes):
         where = _row_title(rs[0].point, axis_name)
         for ax, (x, xl) in zip(row_axes, x_axes):
-            bands += _panel(ax, series, shown, style, x, y, goal, log_y)
+            bands += _panel(ax, series, shown, style, x, y, goal, log_y, rk)
             ax.set_xlabel(xl)
             ax.set_ylabel(ylabel or y)
             if where:
@@ -194,18 +240,40 @@ def plot_curves(runs: list[RunData], y: str, goal: str, title: str, path: Path, 
     _limits(axes[0][0], bands, log_y)  # one y range for every panel: rows compare at a glance
     for ax in axes.flat:
         log_ticks(ax.xaxis)
-    faint = sum(len(series) - len(shown) for (series, _), shown in zip(per_row, shown_rows))
-    handles = [plt.Line2D([], [], **style[c]) for c in style]
-    labels = list(style)
-    if faint:
-        handles.append(plt.Line2D([], [], color="0.75", linewidth=0.6))
-        many = any(len(series) - len(shown) > FAINT for (series, _), shown in zip(per_row, shown_rows))
-        sample = f"; at most {FAINT} a panel, evenly spaced, drawn" if many else ""
-        labels.append(f"{faint} other configurations (not among the {BEST} best of their algorithm{sample})")
+    handles, labels, note = _others_legend(plt, style, [(series, shown) for (series, _), shown in zip(per_row, shown_rows)])
     legend(fig, handles, labels)
     n = seeds_text(len(v) for series, _ in per_row for v in series.values())
-    fig.suptitle(f"{title}\n" + CAPTION.format(n=n, worst="+∞" if goal == "min" else "−∞"), fontsize=10)
+    fig.suptitle(f"{title}\n" + CAPTION.format(n=n, worst="+∞" if goal == "min" else "−∞") + note, fontsize=10)
     return save_figure(fig, path)
+
+
+def _others_legend(plt: Any, style: dict[str, dict[str, Any]], panels: list[tuple[dict[str, list[RunData]], set[str]]]
+                   ) -> tuple[list[Any], list[str], str]:
+    """Legend entries (the coloured configurations, then what stands for the others) and a caption line for the
+    others when some row has more than FAINT of them (drawn as their spread, `_spread`)."""
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = [plt.Line2D([], [], **style[c]) for c in style]
+    labels = list(style)
+    few = sum(len(s) - len(shown) for s, shown in panels if len(s) - len(shown) <= FAINT)
+    if few:
+        handles.append(plt.Line2D([], [], color="0.75", linewidth=0.6))
+        labels.append(f"{few} other configurations (not among the {BEST} best of their algorithm)")
+    many: dict[str, tuple[str, int]] = {}  # label -> (algorithm, how many others) in the rows drawn as a spread
+    for series, shown in panels:
+        if len(series) - len(shown) > FAINT:
+            for cfg, rs in series.items():
+                if cfg not in shown:
+                    p = rs[0].point
+                    many[p["label"]] = (p["algorithm"], many.get(p["label"], ("", 0))[1] + 1)
+    lo, mid, hi = (f"{100 * q:g}%" for q in SPREAD)
+    for label, (algorithm, k) in many.items():
+        colour = algorithm_colour(algorithm)
+        handles.append(Patch(facecolor=colour, alpha=0.3, edgecolor=colour, linestyle=":"))
+        labels.append(f"{label}: {k} other configurations, {lo}–{hi} over them (median dotted)")
+    note = (f"\nother configurations beyond {FAINT} a panel: the {lo}–{hi} band and the median over configurations "
+            f"of their medians, from {FAINT} of them evenly spaced in rank of final value") if many else ""
+    return handles, labels, note
 
 
 def plot_convergence(runs: list[RunData], metric: str, goal: str, title: str, path: Path,
@@ -225,22 +293,24 @@ def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | No
                              sharey="col")
     shown_all: dict[str, dict[str, Any]] = {}
     cells = []
+    finals = _finals(runs, "cumulative_regret", "min")
     for (value, rs), row_axes in zip(rows, axes):
         for ax, prob in zip(row_axes, problems):
             series: dict[str, list[RunData]] = defaultdict(list)
             for r in rs:
                 if problem_label(r.point) == prob:
                     series[config_label(r.point)].append(r)
-            shown = _ranked(series, "cumulative_regret", "min")
+            rk = _ranks(series, finals, "min")
+            shown = _ranked(series, rk)
             shown_all.update(dict.fromkeys(c for c in series if c in shown))
-            cells.append((ax, series, shown, _row_title(rs[0].point, axis_name), prob))
+            cells.append((ax, series, shown, rk, _row_title(rs[0].point, axis_name), prob))
     style = _styles(shown_all, order if order is not None else palette(runs))
     values = [rec["cumulative_regret"] for r in runs for rec in r.records if isinstance(rec.get("cumulative_regret"), (int, float))]
     log_y = use_log(values)
     bands: dict[str, list[np.ndarray]] = defaultdict(list)
-    for ax, series, shown, where, prob in cells:
+    for ax, series, shown, rk, where, prob in cells:
         if series:
-            bands[prob] += _panel(ax, series, shown, style, "iteration", "cumulative_regret", "min", log_y)
+            bands[prob] += _panel(ax, series, shown, style, "iteration", "cumulative_regret", "min", log_y, rk)
         ax.set_title(f"{prob}" + (f" · {where}" if where else ""), fontsize=9)
         ax.set_xlabel("t (time step)")
         ax.set_ylabel("cumulative local regret")
@@ -248,7 +318,8 @@ def plot_regret(runs: list[RunData], title: str, path: Path, axis_name: str | No
         _limits(ax, bands[prob], log_y)
     for ax in axes.flat:
         log_ticks(ax.xaxis)
-    legend(fig, [plt.Line2D([], [], **style[c]) for c in style], list(style))
-    n = seeds_text(len(v) for _, series, _, _, _ in cells for v in series.values())
-    fig.suptitle(f"{title}\n" + CAPTION.format(n=n, worst="+∞"), fontsize=10)
+    handles, labels, note = _others_legend(plt, style, [(series, shown) for _, series, shown, _, _, _ in cells])
+    legend(fig, handles, labels)
+    n = seeds_text(len(v) for _, series, _, _, _, _ in cells for v in series.values())
+    fig.suptitle(f"{title}\n" + CAPTION.format(n=n, worst="+∞") + note, fontsize=10)
     return save_figure(fig, path)

@@ -19,6 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from sweep.report import run_arrays
 from sweep.report.runs_table import runs_columns
 from sweep.report.tables import records_table
 from sweep.results.runs import load_runs
@@ -56,7 +57,10 @@ def load_results(path_or_study: str | Path | Study, scale: str | None = None) ->
     store = ResultStore(root)
     meta = store.read_study()
     runs = load_runs(store, meta)
-    frame = pd.DataFrame({k: [_tuple(v) for v in column] for k, column in runs_columns(runs, meta).items()})
+    try:
+        frame = pd.DataFrame({k: [_tuple(v) for v in column] for k, column in runs_columns(runs, meta).items()})
+    finally:
+        run_arrays.forget()  # the index holds the runs: not past this call
     records = pd.DataFrame(records_table(runs, meta))
     report = root / "report"
     tables = {path.stem: _read_csv(pd, path) for path in sorted(report.glob("*.csv"))} if report.is_dir() else {}

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sweep.report import analysis as an
+from sweep.report import run_arrays as ra
 from sweep.results.runs import RunData, config_label, field, problem_label
 from sweep.results.safe_files import open_file
 
@@ -242,60 +245,55 @@ def stable(run: RunData, metric: str, goal: str) -> bool:
 
 def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
     """Per (problem, algorithm label, axis value): the best configuration by `opts["best_by"]` (`CRITERIA`), with
-    its median, quartiles and worst seed."""
-    by = opts.get("best_by", "robust")
-    groups: dict[tuple, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
-    problems = _problem_labels(runs)
-    for r in runs:
-        p = r.point
-        groups[(problems[p["key"]], p["label"], repr(p["coords"].get("axis")))][p["key"]].append(r)
-    varied = _varied_parameters(runs, problems)
+    its median, quartiles and worst seed. Every configuration's median and stability are computed for all
+    configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
+    by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
+    cg = ra.ConfigGroups(runs, metric, goal)
+    groups, medians, ok = cg.groups, cg.medians, cg.ok
+    varied = varied_parameters(runs, cg.problems)
     rows = []
     for (prob, label, _), configs in groups.items():
-        ok = {k: all(stable(r, opts["metric"], opts["goal"]) for r in rs) for k, rs in configs.items()}
-        pool = [k for k in configs if ok[k]] if by == "robust" and any(ok.values()) else list(configs)
-        best_key, best = None, None
-        for key in pool:
-            st = stats(configs[key], opts)
-            if best is None or an.better(st["median"], best["median"], opts["goal"]):
-                best_key, best = key, st
-        p = configs[best_key][0].point
+        cfgs = np.asarray(configs)
+        pool = cfgs[ok[cfgs]] if by == "robust" and ok[cfgs].any() else cfgs
+        key = medians[pool] if goal == "min" else -medians[pool]
+        best = int(pool[0] if np.all(np.isnan(key)) else pool[np.nanargmin(key)])  # ties: the first, as `an.better`
+        rs = cg.runs_of(best)
+        st = stats(rs, opts)
+        p = rs[0].point
         axis = p["coords"].get("axis")
         if axis is None and p["coords"].get("reference"):
             axis = "reference"  # the unscaled configuration a sensitivity study compares against
-        vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"])
-                for r in configs[best_key]]
+        seeds = [an.final_value({"status": r.status, "final": r.final}, metric, goal) for r in rs]
         rows.append({"problem": prob, "algorithm": label, "axis": axis,
-                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{opts['metric']}": best["median"],
-                     "worst_seed": _worst(vals, opts["goal"]),
-                     "q25": best["q25"], "q75": best["q75"], "seeds": best["seeds"], "diverged": best["diverged"],
-                     "failed": best["failed"], "converged": best["converged"], "stalled": best["stalled"],
-                     "stable_on_all_seeds": ok[best_key], "configurations": len(configs),
-                     "criterion": CRITERIA[by].format(metric=opts["metric"])})
+                     "best_config": named_config(p, varied.get((prob, label), [])), f"median_{metric}": st["median"],
+                     "worst_seed": _worst(seeds, goal),
+                     "q25": st["q25"], "q75": st["q75"], "seeds": st["seeds"], "diverged": st["diverged"],
+                     "failed": st["failed"], "converged": st["converged"], "stalled": st["stalled"],
+                     "stable_on_all_seeds": bool(ok[best]), "configurations": len(configs),
+                     "criterion": CRITERIA[by].format(metric=metric)})
     return rows
 
 
-def _problem_labels(runs: list[RunData]) -> dict[str, str]:
-    """Configuration key -> its problem label, made once per configuration (not once per run)."""
-    out: dict[str, str] = {}
-    for r in runs:
-        if r.point["key"] not in out:
-            out[r.point["key"]] = problem_label(r.point)
-    return out
-
-
-def _varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+def varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
-    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `_problem_labels`."""
+    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `run_arrays.problem_labels`."""
     seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     done: set[str] = set()
     for r in runs:
         if r.point["key"] in done:  # a configuration's seeds share its parameters
             continue
         done.add(r.point["key"])
+        params = seen[(problems[r.point["key"]], r.point["label"])]
         for k, v in r.point.get("algorithm_params", {}).items():
-            seen[(problems[r.point["key"]], r.point["label"])][k].add(repr(v))
+            params[k].add(_value_key(v))
     return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
+
+
+def _value_key(v: Any) -> Any:
+    """A parameter value as a set member telling apart what its repr does (1, 1.0 and True; NaN equal to NaN)."""
+    if v is None or (isinstance(v, (int, float, str)) and v == v):
+        return (type(v), v)
+    return repr(v)
 
 
 def named_config(point: dict[str, Any], varied: list[str]) -> str:

@@ -8,7 +8,7 @@ resets applied. A run whose iterations repeat (a resumed run's replays) is read 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,10 @@ class RunRecords(Sequence):
         """The run's values of one field, record by record (None where a record has none): no dict made."""
         return self._source.column(name, self._start, self._stop)
 
+    def bounds(self) -> tuple[RunColumns, int, int]:
+        """The columns holding the run's records and its rows there (start, stop)."""
+        return self._source, self._start, self._stop
+
     def __repr__(self) -> str:
         return repr(list(self))
 
@@ -53,7 +57,7 @@ class RunColumns:
     """The records of every run as columns: `records(key)` a run's (lazily), `summary(key)` its end."""
 
     def __init__(self, names: list[str], values: list[np.ndarray], missing: list[np.ndarray | None],
-                 spans: dict[str, tuple[int, int]], summaries: dict[str, dict[str, Any]]) -> None:
+                 spans: dict[str, tuple[int, int]], summaries: MutableMapping[str, dict[str, Any]]) -> None:
         self.names, self.spans, self.summaries = names, spans, summaries
         self._fallback: dict[str, list[dict[str, Any]]] = {}
         # Columns of one dtype side by side: a record is a row of each block, made Python values in one call each.
@@ -90,6 +94,35 @@ class RunColumns:
             return got
         return [None if g else v for v, g in zip(got, self._missing[start:stop, k].tolist())]
 
+    def take(self, name: str, rows: np.ndarray) -> list[Any]:
+        """The values of one field at the given rows, as Python values (None where a record has none)."""
+        k = self._index.get(name)
+        if k is None:
+            return [None] * len(rows)
+        b, j = self._where[k]
+        got = self._blocks[b][rows, j].tolist()
+        if self._missing is None:
+            return got
+        return [None if g else v for v, g in zip(got, self._missing[rows, k].tolist())]
+
+    def numbers(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The values of one field at the given rows as floats: NaN where a record has none or it is not a number."""
+        k = self._index.get(name)
+        if k is None:
+            return np.full(len(rows), np.nan)
+        b, j = self._where[k]
+        block = self._blocks[b]
+        if block.dtype.kind not in "fiu":
+            return np.full(len(rows), np.nan)
+        out = block[rows, j].astype(float)
+        if self._missing is not None:
+            out[self._missing[rows, k]] = np.nan
+        return out
+
+    def number_names(self) -> list[str]:
+        """The fields holding numbers (ints or floats, not booleans), in stored order."""
+        return [n for n, (b, _) in zip(self.names, self._where) if self._blocks[b].dtype.kind in "fiu"]
+
     def records(self, key: str) -> Sequence[dict[str, Any]]:
         if key in self._fallback:
             return self._fallback[key]
@@ -109,11 +142,16 @@ class RunColumns:
 
 def load(store: Any) -> RunColumns:
     """The records and summaries of every run a store holds, as columns."""
+    import pyarrow as pa
+
     tables, summaries, irregular = record_tables(store)
-    return build(tables, summaries, irregular, store)
+    out = build(tables, summaries, irregular, store)
+    del tables
+    pa.default_memory_pool().release_unused()  # the shards' tables are NumPy blocks now: ~80 MB at 10⁵ runs
+    return out
 
 
-def build(tables: list[Any], summaries: dict[str, dict[str, Any]], irregular: set[str], store: Any) -> RunColumns:
+def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irregular: set[str], store: Any) -> RunColumns:
     """RunColumns from record tables in storage order (pyarrow, each with run_key and `_order`), the runs'
     summaries, the runs read record by record instead (`irregular`) and the store they are read from."""
     import pyarrow as pa
@@ -150,7 +188,63 @@ def build(tables: list[Any], summaries: dict[str, dict[str, Any]], irregular: se
     return out
 
 
-def record_tables(store: Any) -> tuple[list[Any], dict[str, dict[str, Any]], set[str]]:
+class Summaries(MutableMapping):
+    """Run key -> summary: those of the Parquet shards' end rows kept as the rows' columns and made a dict only
+    when read (10⁵ summaries as dicts took seconds and ~150 MB), the others (files, JSON shards) as dicts."""
+
+    def __init__(self, dicts: dict[str, dict[str, Any]]) -> None:
+        self._dicts = dict(dicts)
+        self._rows: dict[str, tuple[int, int]] = {}  # run key -> (end table, row)
+        self._tables: list[dict[str, list[Any]]] = []
+
+    def add_rows(self, table: Any) -> None:
+        """The end rows of one shard (run_key, status and the END columns), later ones replacing earlier ones."""
+        cols = {n: table.column(n).to_pylist() for n in table.column_names}
+        t = len(self._tables)
+        self._tables.append(cols)
+        for i, key in enumerate(cols["run_key"]):
+            self._rows[key] = (t, i)
+            self._dicts.pop(key, None)
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        if key in self._dicts:
+            return self._dicts[key]
+        t, i = self._rows[key]
+        end = {n: c[i] for n, c in self._tables[t].items()}
+        return {k: v for k, v in columns.summary(end, None).items() if k != "final"}
+
+    def __setitem__(self, key: str, value: dict[str, Any]) -> None:
+        self._rows.pop(key, None)
+        self._dicts[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if self._rows.pop(key, None) is None:
+            del self._dicts[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._dicts
+        yield from self._rows
+
+    def __len__(self) -> int:
+        return len(self._dicts) + len(self._rows)
+
+    def brief(self, key: str) -> tuple[str, dict[str, Any], str | None, Any] | None:
+        """(status, where, error, final) of a run without making its summary (final: `MISSING` when the summary
+        has none, the run's last record then being its final one); None when it has not ended."""
+        at = self._rows.get(key)
+        if at is None:
+            s = self._dicts.get(key)
+            return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", MISSING))
+        cols, i = self._tables[at[0]], at[1]
+        where = {k: cols[f"end.{k}"][i] for k in ("node", "host") if cols[f"end.{k}"][i] is not None}
+        return cols["status"][i], where, None, MISSING
+
+
+#: `Summaries.brief`'s final when a summary has no final record of its own.
+MISSING: Any = object()
+
+
+def record_tables(store: Any) -> tuple[list[Any], MutableMapping[str, dict[str, Any]], set[str]]:
     """The record tables of a store (older per-run files, then each shard, resets applied), every summary, and the
     runs whose records are not plain values (lists, mappings: read record by record)."""
     import pyarrow as pa
@@ -159,7 +253,7 @@ def record_tables(store: Any) -> tuple[list[Any], dict[str, dict[str, Any]], set
     tables: list[Any] = []
     irregular: set[str] = set()
     files = _file_summaries(store)
-    summaries: dict[str, dict[str, Any]] = dict(files)
+    summaries = Summaries(files)
     _add_rows(tables, irregular, [(k, r) for k, rs in _file_records(store).items() for r in rs], -1)
     position = 0
     dropped: dict[str, int] = {}  # run key -> the position of its last reset
@@ -176,8 +270,7 @@ def record_tables(store: Any) -> tuple[list[Any], dict[str, dict[str, Any]], set
             ends = columns.is_end(value)
             recs = value.filter(pc.invert(ends)).drop_columns(list(columns.END))
             tables.append(recs.append_column("_order", pa.array(np.full(recs.num_rows, position))))
-            for end in value.filter(ends).select(["run_key", "status", *columns.END]).to_pylist():
-                summaries[end["run_key"]] = {k: v for k, v in columns.summary(end, None).items() if k != "final"}
+            summaries.add_rows(value.filter(ends).select(["run_key", "status", *columns.END]))
         else:
             pairs, found = store.shards._pairs(kind, value)
             _add_rows(tables, irregular, pairs, position)

@@ -1,9 +1,10 @@
 """The runs of a study as reports and claims read them: one `RunData` per ended run, and their labels."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sweep.results import run_columns
@@ -24,6 +25,33 @@ class RunData:
     error: str | None
 
 
+_UNREAD: Any = object()
+
+
+class ColumnRun(RunData):
+    """A run read from the store's columns: its final record (its last record) made a dict only when read, as a
+    report's tables read most runs' final values from the columns at once (`sweep.report.run_arrays`)."""
+
+    def __init__(self, key: str, point: dict[str, Any], seed: int, status: str, final: dict[str, Any] | None = _UNREAD,
+                 records: Sequence[dict[str, Any]] = (), where: dict[str, str] | None = None,
+                 error: str | None = None) -> None:
+        self.key, self.point, self.seed, self.status = key, point, seed, status
+        self.records, self.where, self.error = records, where or {}, error
+        self._final = final
+
+    @property  # type: ignore[override]
+    def final(self) -> dict[str, Any] | None:
+        if self._final is _UNREAD:
+            self._final = self.records[-1] if len(self.records) else None
+        return self._final
+
+    @final.setter
+    def final(self, value: dict[str, Any] | None) -> None:
+        self._final = value
+
+    def final_is_last(self) -> bool:
+        """Whether the final record is still the last record, unread (its values can be read from the columns)."""
+        return self._final is _UNREAD
 
 def field(records: Sequence[dict[str, Any]], name: str) -> list[Any]:
     """A run's values of one record field, in order (None where a record has none): read from the store's columns
@@ -33,14 +61,52 @@ def field(records: Sequence[dict[str, Any]], name: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------- labels
+#: Labels made once per configuration while a report is built (`remembered_labels`): a 10⁵-configuration report
+#: asked for each three times. Keyed by the point's id, the point kept with them so that its id is not reused.
+_LABELS: dict[int, tuple[dict[str, Any], str, str]] | None = None
+
+
+@contextlib.contextmanager
+def remembered_labels() -> Iterator[None]:
+    """Within the block each configuration's labels are made once (its point taken as unchanging meanwhile)."""
+    global _LABELS
+    outer = _LABELS
+    _LABELS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _LABELS = outer
+
+
+def _labels(point: dict[str, Any]) -> tuple[str, str] | None:
+    got = _LABELS.get(id(point)) if _LABELS is not None else None
+    if got is not None and got[0] is point:
+        return got[1], got[2]
+    if _LABELS is None:
+        return None
+    both = (_problem_label(point), _config_label(point))
+    _LABELS[id(point)] = (point, *both)
+    return both
+
+
 def problem_label(point: dict[str, Any]) -> str:
     """Problem name with its gridded parameters."""
-    grid = {k.split(".", 1)[1]: v for k, v in point["coords"]["grid"].items() if k.startswith("problem.")}
-    return point["problem"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
+    got = _labels(point)
+    return got[0] if got is not None else _problem_label(point)
 
 
 def config_label(point: dict[str, Any]) -> str:
     """Algorithm label with its gridded hyperparameters."""
+    got = _labels(point)
+    return got[1] if got is not None else _config_label(point)
+
+
+def _problem_label(point: dict[str, Any]) -> str:
+    grid = {k.split(".", 1)[1]: v for k, v in point["coords"]["grid"].items() if k.startswith("problem.")}
+    return point["problem"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
+
+
+def _config_label(point: dict[str, Any]) -> str:
     grid = {k: v for k, v in point["coords"]["grid"].items() if not k.startswith("problem.")}
     return point["label"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
 
@@ -74,16 +140,25 @@ def group(runs: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]
 
 
 # ---------------------------------------------------------------- loading
+def _brief(s: dict[str, Any] | None) -> tuple[str, dict[str, Any], str | None, Any] | None:
+    """`Summaries.brief` of a summary given as a dict."""
+    return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", run_columns.MISSING))
+
+
+
 def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
     """Every ended run of the study's configurations; its records read from the store's columns when asked."""
     cols = run_columns.load(store)
     runs = []
+    summaries = cols.summaries
+    brief = getattr(summaries, "brief", None)
     for point in meta["points"]:
         for seed in meta["seeds"]:
             key = f"{point['key']}.s{seed}"
-            s = cols.summary(key)
-            if s is None:
+            got = brief(key) if brief is not None else _brief(summaries.get(key))
+            if got is None:
                 continue
-            runs.append(RunData(key, point, seed, s["status"], s.get("final"), cols.records(key),
-                                s.get("where") or {}, s.get("error")))
+            status, where, error, final = got
+            final = _UNREAD if final is run_columns.MISSING else final  # the last record, read when asked
+            runs.append(ColumnRun(key, point, seed, status, final, cols.records(key), where, error))
     return runs

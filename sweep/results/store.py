@@ -27,7 +27,7 @@ from typing import Any
 
 from problems.shared.errors import ParameterError
 
-from sweep.results import columns, environment
+from sweep.results import columns, environment, gc_pause
 from sweep.results.safe_files import folder, open_file
 from sweep.results.shards import ShardLog, shard_lines
 from sweep.study.model import Study
@@ -124,7 +124,7 @@ class ResultStore:
         path = self.root / "study.json"
         if not path.exists():
             raise FileNotFoundError(f"no study results in {self.root} (run the study first)")
-        meta = json.loads(path.read_text())
+        meta = gc_pause.json_loads(path.read_text())
         points = meta.get("points") if isinstance(meta, dict) else None
         if not isinstance(points, list) or not isinstance(meta.get("seeds"), list):
             raise ParameterError(f"study.json: {path} holds no study (points and seeds)")

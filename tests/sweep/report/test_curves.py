@@ -189,18 +189,26 @@ def test_every_built_in_study_of_at_most_20_algorithms_has_one_colour_per_algori
             assert len({figures.algorithm_colour(a) for a in algs}) == len(algs), name
 
 
-def test_thousands_of_faint_configurations_are_drawn_as_an_evenly_spaced_sample(tmp_path, captured, monkeypatch):
+def test_more_other_configurations_than_faint_lines_are_drawn_as_their_spread_over_a_ranked_sample(
+        tmp_path, captured, monkeypatch):
     monkeypatch.setattr(curves, "FAINT", 7)
     its = np.array([0, 1, 2])
-    runs = [_run("soba", 0, f"soba{k}", _records(its * 1e-3, 10.0 * (1.0 + its) ** -(0.1 + k / 40)), grid={"lr": k})
-            for k in range(40)]
+    rates = [0.1 + k / 40 for k in range(40)]
+    order = np.random.default_rng(1).permutation(40)  # the study's order is not the order of their final values
+    runs = [_run("soba", 0, f"soba{k}", _records(its * 1e-3, 10.0 * (1.0 + its) ** -rates[k]), grid={"lr": k})
+            for k in order]
     curves.plot_convergence(runs, "grad_F_sq", "min", "sampled: quadratic", tmp_path / "s.png", None)
     fig = captured[0]
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert texts[-1] == (f"{40 - curves.BEST} other configurations (not among the {curves.BEST} best of their "
-                         "algorithm; at most 7 a panel, evenly spaced, drawn)")
-    faint = [c for a in fig.axes for c in a.collections if type(c).__name__ == "LineCollection"]
-    assert len(faint) == 3 and all(len(c.get_segments()) == 7 for c in faint)
-    # The slowest-decaying (worst) configurations are faint: the sample holds the first and the last of them.
-    first, last = faint[0].get_segments()[0], faint[0].get_segments()[-1]
-    assert first[-1, 1] == pytest.approx(10.0 * 3.0 ** -0.1) and last[-1, 1] == pytest.approx(10.0 * 3.0 ** -(0.1 + 36 / 40))
+    assert texts[-1] == "soba: 37 other configurations, 10%–90% over them (median dotted)"
+    assert "from 7 of them evenly spaced in rank of final value" in fig._suptitle.get_text()
+    assert not [c for a in fig.axes for c in a.collections if type(c).__name__ == "LineCollection"]  # no faint lines
+    # The 37 others (the best 3 by final value, lr = 37..39, in colour) ranked best to worst are lr = 36 .. 0; the
+    # sample is every 6th of them: lr = 36, 30, ..., 0. Its 10/50/90% at the last x, computed here directly:
+    sample = [10.0 * 3.0 ** -rates[k] for k in range(36, -1, -6)]
+    want = np.quantile(sample, curves.SPREAD)
+    band = fig.axes[0].collections[-1].get_paths()[0].vertices  # the spread: the first coloured band is drawn later
+    median = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == ":"][-1]
+    assert median.get_ydata()[-1] == pytest.approx(want[1], rel=1e-9)
+    end = band[np.isclose(band[:, 0], median.get_xdata()[-1]), 1]  # the band's lower and upper edge at the last x
+    assert end.min() == pytest.approx(want[0], rel=1e-9) and end.max() == pytest.approx(want[2], rel=1e-9)

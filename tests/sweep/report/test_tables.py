@@ -53,3 +53,18 @@ def test_the_runs_table_written_by_columns_is_the_csv_its_rows_make(tmp_path):
     write_csv(tmp_path / "rows.csv", list(rows))
     assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
     assert (tmp_path / "cols.csv").read_text().splitlines()[2] == "b,nan,,False,-inf,\"x, y\""
+
+
+def test_columns_written_at_once_are_the_bytes_the_csv_module_writes(tmp_path):
+    from sweep.report.runs_table import ColumnRows, write_table
+    from sweep.report.tables import write_csv
+
+    columns = {"text": ["plain", "a, b", 'say "hi"', "two\nlines", " lead", "", None, "é"],
+               "x": [1.5, 1e-300, -0.0, float("nan"), 2, 10**20, None, 1 / 3],
+               "flag": [True, False, None, True, 1, 0.5, "t", None],
+               "grid": [[1, 2], (3,), {"a": 1}, None, "[1]", 1, 2.0, False],
+               "a,b": ["x"] * 8}
+    write_table(tmp_path / "cols.csv", ColumnRows(columns))
+    write_csv(tmp_path / "rows.csv", list(ColumnRows(columns)))
+    assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
+    assert (tmp_path / "cols.csv").read_bytes().splitlines()[0] == b'text,x,flag,grid,"a,b"'

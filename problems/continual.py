@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from problems.base import Array
-from problems.datasets import load_bundled
+from problems.bundled_data import load_bundled
 
 #: The digits' pixel range (0..16): features are scaled by it, not by a statistic of the data.
 DIGITS_PIXEL_MAX = 16.0

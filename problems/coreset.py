@@ -36,7 +36,7 @@ from scipy.special import logsumexp, softmax
 from problems.base import Array, Batch, BilevelProblem
 from problems.continual import (TaskStream, accuracy_matrix, average_accuracy, forgetting, smallest_task,
                                 split_digits)
-from problems.datasets import load_bundled
+from problems.bundled_data import load_bundled
 from problems.newton import newton_minimize
 from problems.registry import register
 from problems.validation import Params, param

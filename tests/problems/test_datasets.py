@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from problems import datasets
+from problems import bundled_data
 from problems.datasets import DataParams, encode_labels, load, prepare, read_idx, split, standardize
 from problems.shared.errors import ParameterError
 
@@ -177,27 +177,27 @@ def test_file_cache_sees_rewritten_files(tmp_path):
     assert load(p, None)[0].sum() == 7 * 12
 
 
-@pytest.mark.parametrize("name", datasets.BUNDLED)
+@pytest.mark.parametrize("name", bundled_data.BUNDLED)
 def test_a_bundled_dataset_read_from_its_file_is_scikit_learns_own(name):
     from sklearn import datasets as sk
 
     X, y = getattr(sk, f"load_{name}")(return_X_y=True)
-    got_X, got_y = datasets._read_bundled_file(name)
+    got_X, got_y = bundled_data._read_bundled_file(name)
     assert got_X.dtype == np.float64 and got_y.dtype == y.dtype
     np.testing.assert_array_equal(got_X, X)
     np.testing.assert_array_equal(got_y, y)
-    cached = datasets.load_bundled(name)
-    assert cached is datasets.load_bundled(name) and not cached[0].flags.writeable  # once per process, shared
+    cached = bundled_data.load_bundled(name)
+    assert cached is bundled_data.load_bundled(name) and not cached[0].flags.writeable  # once per process, shared
 
 
 def test_a_bundled_dataset_is_read_through_scikit_learn_when_its_file_is_not_there(monkeypatch):
     def missing(name):
         raise FileNotFoundError(name)
 
-    monkeypatch.setattr(datasets, "_read_bundled_file", missing)
-    datasets.load_bundled.cache_clear()
+    monkeypatch.setattr(bundled_data, "_read_bundled_file", missing)
+    bundled_data.load_bundled.cache_clear()
     try:
-        X, y = datasets.load_bundled("iris")
+        X, y = bundled_data.load_bundled("iris")
     finally:
-        datasets.load_bundled.cache_clear()
+        bundled_data.load_bundled.cache_clear()
     assert X.shape == (150, 4) and sorted(np.unique(y)) == [0, 1, 2]

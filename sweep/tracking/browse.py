@@ -103,6 +103,7 @@ class Table:
     def __init__(self) -> None:
         self.columns: dict[str, list[Any]] = {}
         self.rows = 0
+        self._fields: tuple[str, ...] = ()  # the columns' names in order, when the last row had them all
 
     def add(self, point: Point, seed: int, axis_name: str | None, summary: Mapping[str, Any]) -> None:
         """A run's row."""
@@ -110,6 +111,11 @@ class Table:
         final = {f"final.{k}": float(v) for k, v in (summary.get("final") or {}).items() if isinstance(v, (int, float))}
         row = {"run_key": point.run_key(seed), "configuration": point.key, "label": point.label, "seed": seed,
                **params, "status": summary.get("status"), "error": (summary.get("error") or "")[:500], **final}
+        if tuple(row) == self._fields:  # the usual row: every column, in order (no column to find or pad)
+            for column, v in zip(self.columns.values(), row.values()):
+                column.append(v)
+            self.rows += 1
+            return
         for k, v in row.items():
             column = self.columns.get(k)
             if column is None:
@@ -119,6 +125,7 @@ class Table:
         for column in self.columns.values():
             if len(column) < self.rows:
                 column.append(None)
+        self._fields = tuple(row) if len(row) == len(self.columns) and tuple(row) == tuple(self.columns) else ()
 
 
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:

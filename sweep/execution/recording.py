@@ -68,7 +68,7 @@ class StoreCallback(Callback):
         if self.queue is not None and chunk.get("span"):  # a batched run: its share of the batch's wall time
             self.queue.observe(point, chunk.get("seconds", chunk["span"][1] - chunk["span"][0]))
         return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
-                "where": where, "span": chunk.get("span"), "point": point.to_dict()}
+                "where": where, "span": chunk.get("span"), "point": point}  # made plain data only if stored whole
 
     def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
         for key in self._current.get(trial.trial_id, ()):  # the checkpoint came with these runs' latest report

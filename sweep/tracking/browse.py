@@ -138,11 +138,15 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     metric, goal = study.report.metric, study.report.goal
     summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
     stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
-    for key in ended:
+    tracker.answers.mark()  # work here is not the store's silence (at 10⁵ runs on a busy machine: over a minute)
+    for i, key in enumerate(ended):
         if key in index and (whole := stored.summary(key)) is not None:
             summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
             table.add(*index[key], study.axis_name, whole)
+        if i % 10_000 == 9_999:
+            tracker.answers.mark()
     chosen = select(study, summaries)
+    tracker.answers.mark()
     points = {p.key: p for p in study.points}
     several = len(study.seeds) > 1
     step = int(len(synced))  # a later session's summary is a later point of the same curves

@@ -14,19 +14,6 @@ from sweep.study import spec
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_ray():
-    """One local Ray (2 CPUs) for the file's studies: each `run_study` uses it instead of starting its own."""
-    import ray
-
-    from sweep.execution.ray_cluster import start_ray
-
-    started = start_ray(None, 2)
-    yield
-    if started:
-        ray.shutdown()
-
-
 @pytest.fixture(scope="module")
 def benchmark_ci(tmp_path_factory):
     root = tmp_path_factory.mktemp("bench") / "results"

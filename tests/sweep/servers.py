@@ -36,6 +36,7 @@ def serve(start: Callable[[int], subprocess.Popen], pick: Callable[[], int], pat
           ) -> tuple[subprocess.Popen, str]:
     """(process, base URL) of a server `start(port)` started on a port from `pick()`, answering 200 at `path`; a
     new port when the one picked was taken between picking and binding (parallel tests start Ray's servers)."""
+    halt = stop or (lambda p: (p.kill(), p.wait(timeout=20)))
     for _ in range(tries):
         port = pick()
         proc = start(port)
@@ -44,7 +45,10 @@ def serve(start: Callable[[int], subprocess.Popen], pick: Callable[[], int], pat
             wait_http(base + path, timeout=timeout, proc=proc)
             return proc, base
         except PortTaken:
-            (stop or (lambda p: (p.kill(), p.wait(timeout=20))))(proc)
+            halt(proc)
+        except BaseException:  # a server that never answered is not left running behind the failing test
+            halt(proc)
+            raise
     raise RuntimeError(f"no free port held for the server in {tries} tries")
 
 

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from tests.sweep.servers import serve
 
 
@@ -38,3 +40,15 @@ def test_a_port_a_non_http_process_took_is_given_up_for_another(free_port):
         proc.kill()
         proc.wait(timeout=20)
         squatter.close()
+
+
+def test_a_server_that_never_answers_is_stopped_before_the_timeout_is_raised(free_port):
+    procs = []
+
+    def start(port):  # listens nowhere: never answers
+        procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]))
+        return procs[-1]
+
+    with pytest.raises(TimeoutError):
+        serve(start, free_port, timeout=1)
+    assert len(procs) == 1 and procs[0].poll() is not None  # killed and reaped, not left running

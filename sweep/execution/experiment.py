@@ -5,7 +5,9 @@ Ray Tune and what it pulls in take ~0.8 s to import: the runner loads this modul
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,9 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     cpus = have.get("CPU", 0.0)
     if on_cluster and (warning := options.cluster_warning(study.resources, have)):
         progress.message(warning)
-    registry_name = f"bisweep-done-{study.name}-{study.spec_hash}"
+    # Named for this session alone: a Ray that outlives the study (a user's head, a cluster) must not hand a later
+    # study of the same name this one's finished runs (its trials would skip them: not run, silently).
+    registry_name = f"bisweep-done-{study.name}-{uuid.uuid4().hex}"
     registry = done_registry(registry_name)
     slots = max(1, int(cpus // study.resources["cpu"]))
     if gpu := study.resources.get("gpu", 0.0):
@@ -78,11 +82,18 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
+        _end_registry(registry)
     if watch.lost is not None:
         done = len(store.done(session.index))
         raise NodeLost(f"bisweep: Ray node lost: {watch.lost}; {done} of {len(session.index)} runs are done and kept "
                        f"in {store.root}: run the same command again to resume")
     return writer
+
+
+def _end_registry(registry: Any) -> None:
+    """Stop the session's registry actor (a lost node may have taken it already)."""
+    with contextlib.suppress(Exception):
+        ray.kill(registry)
 
 
 def _fit(tuner: Any, watch: NodeWatch) -> None:

@@ -139,4 +139,4 @@ def done_registry(name: str) -> Any:
             return [k for k in keys if k in self.keys]
 
     # Runs done before this session are never handed to a trial: the registry needs only this session's.
-    return DoneRegistry.options(name=name, get_if_exists=True, **on_driver_node()).remote()
+    return DoneRegistry.options(name=name, **on_driver_node()).remote()

@@ -220,6 +220,26 @@ def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_k
     assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT
 
 
+def test_the_same_study_again_on_the_same_ray_into_a_new_results_directory_runs_every_run(ray_session, tmp_path):
+    """A Ray that outlives a study (a user's `ray start --head`, a cluster) keeps nothing of it that a later study
+    of the same name reads: the second results directory gets every run, not only those the first lacked."""
+    data = {"name": "twice", "imports": ["tests.sweep.toy_algorithms"], "kind": "comparison",
+            "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5}}],
+            "algorithms": [{"name": "toy_aid"}], "seeds": 2, "budget": {"iterations": 5}, "n_evals": 2}
+    first = run_study(spec.validate(data), tmp_path / "a", out=open(os.devnull, "w"), report=False)
+    second = run_study(spec.validate(data), tmp_path / "b", out=open(os.devnull, "w"), report=False)
+    assert first.counts == second.counts == {"finished": 2, "diverged": 0, "failed": 0, "missing": 0}
+    import time
+
+    import ray
+
+    end = time.monotonic() + 30  # ray.kill is asynchronous
+    while (left := [a for a in ray.util.list_named_actors() if a.startswith("bisweep-done-")]) and \
+            time.monotonic() < end:
+        time.sleep(0.2)
+    assert left == []  # each session's registry of finished runs ends with it
+
+
 def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
     from ray import tune
 

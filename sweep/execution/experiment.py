@@ -26,7 +26,7 @@ from sweep.execution.node_watch import NodeLost, NodeWatch, local_raylet
 from sweep.execution.progress import Progress, trial_error
 from sweep.execution.ray_cluster import started_here, trials_on_idle_workers, tune_env
 from sweep.execution.recording import Slim, StoreCallback, config_of, done_registry
-from sweep.execution.session import Session, Timeline
+from sweep.execution.session import Session, Timeline, long_lived
 from sweep.execution.trainable import META, chunks, study_trainable
 from sweep.report import figures
 from sweep.results.store import ResultStore
@@ -73,8 +73,9 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     try:
         with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching(), \
                 watch:
-            _fit(_tuner(study, StudySearcher(queue), session.exp_path, callbacks, CombinedStopper(ctrl_c, watch)),
-                 watch)
+            tuner = _tuner(study, StudySearcher(queue), session.exp_path, callbacks, CombinedStopper(ctrl_c, watch))
+            with long_lived():
+                _fit(tuner, watch)
     finally:
         session.stopped = ctrl_c.pressed.is_set()
         session.timeline.mark("fit_done")

@@ -68,7 +68,7 @@ class StoreCallback(Callback):
         if self.queue is not None and chunk.get("span"):  # a batched run: its share of the batch's wall time
             self.queue.observe(point, chunk.get("seconds", chunk["span"][1] - chunk["span"][0]))
         return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
-                "where": where, "span": chunk.get("span"), "point": point.to_dict()}
+                "where": where, "span": chunk.get("span"), "point": point}  # made plain data only if stored whole
 
     def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
         for key in self._current.get(trial.trial_id, ()):  # the checkpoint came with these runs' latest report
@@ -101,15 +101,30 @@ class StoreCallback(Callback):
 class Slim(Callback):
     """The last callback: Tune keeps every trial's last result for the whole session, so once the records it
     carries are on disk and queued for MLflow, it keeps only the runs' keys (a trial's report may carry the
-    records of hundreds of runs; Tune lets callbacks change a result in place)."""
+    records of hundreds of runs; Tune lets callbacks change a result in place).
+
+    A report with a checkpoint comes twice: Tune asks the trial for the checkpoint with another call, whose answer
+    is the same report deserialized again, and keeps it (up to `num_to_keep` per trial, for the whole session)
+    with every record of every run it carried: it is slimmed once Tune has registered the checkpoint.
+    """
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
-        meta = result.get(META)
-        if meta is not None:  # in place: Tune keeps other references to this dict (a checkpoint's metrics)
-            meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
+        slim(result)
+
+    def on_trial_save(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        saved = getattr(trial, "latest_checkpoint_result", None)  # the report that came with the checkpoint
+        if isinstance(getattr(saved, "metrics", None), dict):
+            slim(saved.metrics)
+
+
+def slim(result: dict[str, Any]) -> None:
+    """A result's runs as their keys only (in place: Tune keeps other references to this dict)."""
+    meta = result.get(META)
+    if meta is not None and meta.get("runs") and "records" in meta["runs"][0]:
+        meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
 
 
 def on_driver_node() -> dict[str, Any]:

@@ -24,6 +24,7 @@ END = {"end.trial_key": ("trial_key",), "end.node": ("where", "node"), "end.host
 SUMMARY_KEYS = {"run_key", "trial_key", "seed", "status", "final", "where", "span", "point"}
 #: Column types a shard may hold (anything else goes to a JSON-lines shard).
 PLAIN_TYPES = ("null", "bool", "int64", "double", "string", "large_string")
+_WHERE = frozenset({"node", "host"})
 
 
 def seed_of(run_key: str) -> int | None:
@@ -34,13 +35,14 @@ def seed_of(run_key: str) -> int | None:
 
 def _end_row(key: str, summary: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any] | None:
     """The end row of a run's summary, or None when the summary holds more than an end row can give back."""
-    where, span = summary.get("where") or {}, summary.get("span")
-    if (set(summary) - SUMMARY_KEYS or summary.get("run_key") != key or summary.get("final") != last
-            or last is None or summary.get("status") != last.get("status") or summary.get("seed") != seed_of(key)
-            or set(where) - {"node", "host"} or not all(isinstance(v, str) for v in where.values())
+    where, span, final = summary.get("where") or {}, summary.get("span"), summary.get("final")
+    if (not SUMMARY_KEYS.issuperset(summary) or summary.get("run_key") != key or last is None
+            or (final is not last and final != last)  # the driver's summaries hold the record itself: no compare
+            or summary.get("status") != last.get("status") or summary.get("seed") != seed_of(key)
+            or not _WHERE.issuperset(where) or not all(isinstance(v, str) for v in where.values())
             or "trial_key" in summary and not isinstance(summary["trial_key"], str)
             or span is not None and not (isinstance(span, (list, tuple)) and len(span) == 2
-                                         and all(isinstance(v, float) for v in span))):
+                                         and isinstance(span[0], float) and isinstance(span[1], float))):
         return None
     return {"run_key": key, "status": summary["status"], "end.trial_key": summary.get("trial_key"),
             "end.node": where.get("node"), "end.host": where.get("host"),
@@ -69,8 +71,9 @@ def encode(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], ended: Sequence
     else:
         values.update((k, [r.get(k) for r in flat]) for k in names)
     names = ["run_key", *names, *(k for k in ("iteration", "status", *END) if k not in names)]
+    ends_of = {k: [e[k] for e in ends] for k in ("run_key", "status", *END)}  # every end row has these keys
     try:
-        columns = {k: pa.array(values.get(k, [None] * len(flat)) + [e.get(k) for e in ends]) for k in names}  # type: ignore[union-attr]
+        columns = {k: _column(values.get(k), ends_of.get(k), len(flat), len(ends)) for k in names}
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return None  # mixed or unsupported values
     if any(str(c.type) not in PLAIN_TYPES for c in columns.values()):
@@ -80,6 +83,23 @@ def encode(runs: Sequence[tuple[str, Sequence[dict[str, Any]]]], ended: Sequence
     buf = io.BytesIO()
     pq.write_table(pa.table(columns), buf, compression="zstd")
     return buf.getvalue()
+
+
+def _column(records: list[Any] | None, ends: list[Any] | None, n_records: int, n_ends: int) -> Any:
+    """A column of the records' values then the end rows' (None: the rows have no such field, all nulls), as one
+    array of the type pyarrow finds for the values: only the two fields both kinds of row have are joined as lists,
+    the others padded with typed nulls (the values of each field are not copied into a padded list per report)."""
+    import pyarrow as pa
+
+    if records is not None and ends is not None:
+        return pa.array(records + ends)
+    if records is None and ends is None:
+        return pa.nulls(n_records + n_ends)
+    values = pa.array(records if records is not None else ends)
+    pad = pa.nulls(n_ends if records is not None else n_records, values.type)
+    if not len(pad):
+        return values
+    return pa.concat_arrays([values, pad] if records is not None else [pad, values])
 
 
 def ordered(shapes: Sequence[tuple[str, ...]]) -> list[str] | None:

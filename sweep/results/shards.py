@@ -24,6 +24,7 @@ from typing import Any
 
 from sweep.results import columns
 from sweep.results.safe_files import folder, open_file
+from sweep.study.model import Point
 
 INDEX = "shards.txt"
 SHARDS = "shards"
@@ -40,6 +41,12 @@ _DECODER = json.JSONDecoder()
 def shard_lines(run_key: str, records: Iterable[dict[str, Any]]) -> str:
     """A run's records as a shard's lines (encoded where they are measured: in the trial, off the driver)."""
     return "".join(json.dumps({"run_key": run_key, **r}) + "\n" for r in records)
+
+
+def plain_data(value: Any) -> Any:
+    """What JSON holds of a value it has no type for: a configuration (`Point`, which a driver's summaries carry
+    as itself: a table shard does not store it) as its plain data, anything else as its repr."""
+    return value.to_dict() if isinstance(value, Point) else repr(value)
 
 
 def is_record(row: Any) -> bool:
@@ -119,7 +126,7 @@ class ShardLog:
         if table is not None:
             body, suffix = table, ".parquet"
         else:
-            body = (lines + "".join(json.dumps({"summary": s}, default=repr) + "\n" for _, s in ended)).encode()
+            body = (lines + "".join(json.dumps({"summary": s}, default=plain_data) + "\n" for _, s in ended)).encode()
             suffix = ".jsonl"
         with open_file(os.path.join(self._dir(), f"{seq:08d}{suffix}"), "wb") as fh:
             fh.write(body)

@@ -29,8 +29,8 @@ from problems.shared.errors import ParameterError
 
 from sweep.results import columns, environment, gc_pause
 from sweep.results.safe_files import folder, open_file
-from sweep.results.shards import ShardLog, shard_lines
-from sweep.study.model import Study
+from sweep.results.shards import ShardLog, plain_data, shard_lines
+from sweep.study.model import Point, Study
 
 DONE_STATUSES = ("finished", "diverged")
 #: A key read from disk that names a file: no path separator, no control character, not '.'-led.
@@ -184,9 +184,9 @@ class ResultStore:
         text = "" if table is not None else "".join(lines if lines is not None else shard_lines(key, new)
                                                     for key, new, lines in fresh)
         self.shards.commit(text, ended, table)
-        if self._data is not None:
-            for key, summary in ended:
-                self._data[key] = (self._data.get(key, ([], None))[0], summary)
+        for key, s in ended if self._data is not None else ():  # a configuration as plain data, as JSON reads back
+            self._data[key] = (self._data.get(key, ([], None))[0],  # type: ignore[index]
+                               {**s, "point": plain_data(s["point"])} if isinstance(s.get("point"), Point) else s)
         self._note_ended(ended)
         return new_count
 

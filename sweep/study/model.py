@@ -11,6 +11,7 @@ import hashlib
 import json
 import pickle
 import re
+import weakref
 import zlib
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -166,9 +167,14 @@ class TrialConfig:
 
     # Tune saves each trial's state as JSON with the config cloudpickled into hex text, and keeps that text: at
     # 10⁵ tiny runs the driver held ~100 MB of it at the end. Compressed, a run costs ~30 bytes there, not ~500.
+    # Packed once per config: the trial's every report carries its config back (Tune's auto-filled `config`).
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        fields = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
-        return _unpacked_trial_config, (zlib.compress(pickle.dumps(fields, protocol=5), 1),)
+        packed = self.__dict__.get("_packed")
+        if packed is None:
+            fields = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+            packed = zlib.compress(pickle.dumps(fields, protocol=5), 1)
+            _remember(self, packed)
+        return _unpacked_trial_config, (packed,)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers, strings) for Tune's config and experiment state."""
@@ -186,9 +192,25 @@ class TrialConfig:
         return cls(**values)
 
 
+#: Packed bytes -> the live config they pack, in this process. Tune puts a trial's config into each of its results,
+#: so the driver unpickled a trial's runs (up to 10⁴ `RunSpec`s) at every report and kept a copy in each trial's
+#: last result; the same bytes now give back the config the driver made (the worker: the one it read first).
+_PACKED: weakref.WeakValueDictionary[bytes, TrialConfig] = weakref.WeakValueDictionary()
+
+
+def _remember(config: TrialConfig, packed: bytes) -> None:
+    object.__setattr__(config, "_packed", packed)  # not a field: equality, fields() and asdict() ignore it
+    _PACKED[packed] = config
+
+
 def _unpacked_trial_config(packed: bytes) -> TrialConfig:
-    """The `TrialConfig` that `TrialConfig.__reduce__` packed."""
-    return TrialConfig(*pickle.loads(zlib.decompress(packed)))
+    """The `TrialConfig` that `TrialConfig.__reduce__` packed (the live one when this process has it: a config
+    is immutable, so it is its own copy)."""
+    config = _PACKED.get(packed)
+    if config is None:
+        config = TrialConfig(*pickle.loads(zlib.decompress(packed)))
+        _remember(config, packed)
+    return config
 
 
 def _shape_checked(cls: type, data: Mapping[str, Any], what: str) -> Mapping[str, Any]:

@@ -103,6 +103,7 @@ class Table:
     def __init__(self) -> None:
         self.columns: dict[str, list[Any]] = {}
         self.rows = 0
+        self._fields: tuple[str, ...] = ()  # the columns' names in order, when the last row had them all
 
     def add(self, point: Point, seed: int, axis_name: str | None, summary: Mapping[str, Any]) -> None:
         """A run's row."""
@@ -110,6 +111,11 @@ class Table:
         final = {f"final.{k}": float(v) for k, v in (summary.get("final") or {}).items() if isinstance(v, (int, float))}
         row = {"run_key": point.run_key(seed), "configuration": point.key, "label": point.label, "seed": seed,
                **params, "status": summary.get("status"), "error": (summary.get("error") or "")[:500], **final}
+        if tuple(row) == self._fields:  # the usual row: every column, in order (no column to find or pad)
+            for column, v in zip(self.columns.values(), row.values()):
+                column.append(v)
+            self.rows += 1
+            return
         for k, v in row.items():
             column = self.columns.get(k)
             if column is None:
@@ -119,6 +125,7 @@ class Table:
         for column in self.columns.values():
             if len(column) < self.rows:
                 column.append(None)
+        self._fields = tuple(row) if len(row) == len(self.columns) and tuple(row) == tuple(self.columns) else ()
 
 
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
@@ -131,11 +138,15 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     metric, goal = study.report.metric, study.report.goal
     summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
     stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
-    for key in ended:
+    tracker.answers.mark()  # work here is not the store's silence (at 10⁵ runs on a busy machine: over a minute)
+    for i, key in enumerate(ended):
         if key in index and (whole := stored.summary(key)) is not None:
             summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
             table.add(*index[key], study.axis_name, whole)
+        if i % 10_000 == 9_999:
+            tracker.answers.mark()
     chosen = select(study, summaries)
+    tracker.answers.mark()
     points = {p.key: p for p in study.points}
     several = len(study.seeds) > 1
     step = int(len(synced))  # a later session's summary is a later point of the same curves

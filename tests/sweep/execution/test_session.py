@@ -55,3 +55,27 @@ def test_the_tune_side_is_not_imported_by_the_runner_itself():
     code = "import sys, sweep.execution.runner; print('ray.tune' in sys.modules, 'sweep.execution.experiment' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
         == ["False", "False"]
+
+
+def test_long_lived_objects_skip_full_collections_in_the_block_and_go_back_to_the_collector_after():
+    import gc
+    import weakref
+
+    from sweep.execution.session import long_lived
+
+    class Cycle:
+        pass
+
+    old = [Cycle() for _ in range(3)]
+    for a, b in zip(old, old[1:] + old[:1]):
+        a.peer = b  # a garbage cycle once dropped: only the collector frees it
+    ref = weakref.ref(old[0])
+    with pytest.raises(KeyError), long_lived():
+        assert gc.get_freeze_count() > 0
+        del old, a, b
+        gc.collect()
+        assert ref() is not None  # a full collection in the block does not walk (nor free) what was alive before
+        raise KeyError("the block fails")
+    assert gc.get_freeze_count() == 0  # handed back to the collector, even when the block raised
+    gc.collect()
+    assert ref() is None

@@ -221,3 +221,22 @@ def test_the_columns_a_report_reads_give_each_run_what_the_store_gives_it(tmp_pa
     assert cols.summary("bad.s0")["error"] == "boom" and cols.summary("none.s0") is None
     with pytest.raises(IndexError):
         cols.records("b.s0")[3]
+
+
+def test_a_summary_holding_its_configuration_stores_it_as_plain_data_when_written_as_json_lines(tmp_path):
+    from sweep.study.model import Point
+
+    point = Point("soba", "soba", {"gamma": 0.1}, "quadratic", {"dim_x": 5}, None, {"iterations": 2}, 3, {})
+    key = point.run_key(0)
+    records = [{"iteration": 0, "status": "running", "v": [1, 2]}, {"iteration": 2, "status": "finished", "v": [3]}]
+    ends = [(key, {"run_key": key, "trial_key": "t", "seed": 0, "status": "finished", "final": records[-1],
+                   "where": {}, "span": [1.0, 2.0], "point": point})]  # as StoreCallback makes it: the Point itself
+    cached = ResultStore(tmp_path)
+    report(cached, {"other.s0": recs([0, 2], "finished")}, ["other.s0"])
+    assert cached.summary(key) is None  # its shards read and from now on kept up to date as it writes
+    assert cached.write_shard([(key, records, None)], ends) == 2
+    assert sorted(p.suffix for p in (tmp_path / "shards").iterdir()) == [".jsonl", ".parquet"]  # a list: JSON lines
+    want = {**ends[0][1], "point": point.to_dict()}
+    assert ResultStore(tmp_path).summary(key) == want == cached.summary(key)
+    shard = next((tmp_path / "shards").glob("*.jsonl"))
+    assert json.loads(shard.read_text().splitlines()[-1]) == {"summary": want}

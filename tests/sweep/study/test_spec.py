@@ -189,6 +189,23 @@ def test_a_trial_config_pickles_whole_and_compressed():
     assert len(packed) < len(plain) / 5, (len(packed), len(plain))
 
 
+def test_a_trial_config_unpickles_to_the_live_config_of_its_bytes():
+    import pickle
+
+    from sweep.study import model
+
+    st = spec.validate({**BASE, "seeds": 3})
+    typed = st.trials[1].config(5.0, st.imports, "registry")
+    packed = pickle.dumps({"trial": typed})  # as a trial's result carries it back to the driver
+    assert pickle.loads(packed)["trial"] is typed  # not its runs unpickled again at every report
+    model._PACKED.clear()  # another process (a worker): read once, then the same object for the same bytes
+    fresh = pickle.loads(packed)["trial"]
+    assert fresh is not typed and fresh == typed and fresh.runs == typed.runs
+    assert pickle.loads(packed)["trial"] is fresh and pickle.loads(pickle.dumps(fresh)) is fresh
+    changed = dataclasses.replace(fresh, resume={"k": "file:///c"})  # a new config packs its own bytes
+    assert pickle.loads(pickle.dumps(changed)) is changed and pickle.dumps(changed) != pickle.dumps(fresh)
+
+
 def test_the_readme_study_example_validates():
     from tests import documents
 

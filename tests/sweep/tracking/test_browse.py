@@ -134,3 +134,17 @@ def test_the_option_overrides_the_study_field_and_a_bad_field_names_itself(toy_s
     assert options.with_mlflow_children(study, None).mlflow_children == 5
     with pytest.raises(ParameterError, match="mlflow_children: .*a positive integer or all"):
         toy_study(mlflow_children=0)
+
+
+def test_the_table_of_every_run_pads_what_a_row_lacks_whatever_the_order_of_shapes(grid):
+    points = grid.points
+    finals = [{"F": 1.5, "iteration": 4}, {"F": 2.5, "iteration": 4}, {"F": 3.0, "G": 1, "iteration": 4}, {},
+              {"F": 0.5, "iteration": 4}]
+    table = browse.Table()
+    for i, final in enumerate(finals):
+        table.add(points[i], 0, None, {"status": "finished", "final": final, **({"error": "x"} if i == 3 else {})})
+    cols = table.columns
+    assert table.rows == 5 and all(len(c) == 5 for c in cols.values())
+    assert cols["final.F"] == [1.5, 2.5, 3.0, None, 0.5] and cols["final.G"] == [None, None, 1.0, None, None]
+    assert cols["error"] == ["", "", "", "x", ""] and cols["run_key"] == [p.run_key(0) for p in points]
+    assert cols["alg.lr"] == [str(lr) for lr in LRS]

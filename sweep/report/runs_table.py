@@ -140,6 +140,8 @@ def _csv_column(column: list[Any]) -> list[str]:
     kinds = set(map(type, column))
     if kinds <= {float, int}:
         return list(map(repr, column))
+    if kinds <= {float, int, bool, type(None)}:  # a parameter some configurations lack; bool's repr is its str
+        return ["" if v is None else repr(v) for v in column]
     if kinds <= {str} and not _SPECIAL.search("".join(column)):
         return column
     return [_csv_field(v) for v in column]

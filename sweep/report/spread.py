@@ -13,7 +13,7 @@ import numpy as np
 
 from sweep.report import analysis as an
 from sweep.report import run_arrays as ra
-from sweep.report.tables import named_config, varied_parameters
+from sweep.report.tables import group_varied, named_config
 from sweep.results.runs import RunData
 
 #: Configurations in a study beyond which the summary prints the spread table instead of a table per configuration.
@@ -32,8 +32,8 @@ def spread_table(runs: Sequence[RunData], opts: dict[str, Any]) -> list[dict[str
     over seeds (a diverged seed counting as the worst value, a failed one left out) and the quantiles of those
     medians over the configurations; configurations whose every seed diverged or failed are counted."""
     metric, goal = opts["metric"], opts["goal"]
-    cg = ra.ConfigGroups(runs, metric, goal)
-    varied = varied_parameters(list(runs), cg.problems)
+    cg = ra.ConfigGroups.of(runs, metric, goal)
+    varied = group_varied(cg)
     rows = []
     for (prob, label, _), configs in cg.groups.items():
         cfgs = np.asarray(configs)

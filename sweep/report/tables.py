@@ -248,9 +248,9 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     its median, quartiles and worst seed. Every configuration's median and stability are computed for all
     configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
     by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
-    cg = ra.ConfigGroups(runs, metric, goal)
+    cg = ra.ConfigGroups.of(runs, metric, goal)
     groups, medians, ok = cg.groups, cg.medians, cg.ok
-    varied = varied_parameters(runs, cg.problems)
+    varied = group_varied(cg)
     rows = []
     for (prob, label, _), configs in groups.items():
         cfgs = np.asarray(configs)
@@ -274,19 +274,33 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     return rows
 
 
-def varied_parameters(runs: list[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+def varied_parameters(runs: Sequence[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
     (a grid's, or the step sizes a sensitivity axis scales); `problems`: `run_arrays.problem_labels`."""
-    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    first: dict[tuple[str, str], dict[str, Any]] = {}  # per group, each parameter's value key where first seen
+    varied: dict[tuple[str, str], set[str]] = {}
     done: set[str] = set()
     for r in runs:
-        if r.point["key"] in done:  # a configuration's seeds share its parameters
+        key = r.point["key"]
+        if key in done:  # a configuration's seeds share its parameters
             continue
-        done.add(r.point["key"])
-        params = seen[(problems[r.point["key"]], r.point["label"])]
+        done.add(key)
+        group = (problems[key], r.point["label"])
+        seen, differ = first.setdefault(group, {}), varied.setdefault(group, set())
         for k, v in r.point.get("algorithm_params", {}).items():
-            params[k].add(_value_key(v))
-    return {g: sorted(k for k, vs in params.items() if len(vs) > 1) for g, params in seen.items()}
+            if k in differ:
+                continue
+            vk = _value_key(v)
+            if seen.setdefault(k, vk) != vk:
+                differ.add(k)
+    return {g: sorted(differ) for g, differ in varied.items()}
+
+
+def group_varied(cg: ra.ConfigGroups) -> dict[tuple[str, str], list[str]]:
+    """`varied_parameters` of the groups' runs, made once per groups (the best and the spread tables ask)."""
+    if "varied" not in cg.memo:
+        cg.memo["varied"] = varied_parameters(cg.runs, cg.problems)
+    return cg.memo["varied"]
 
 
 def _value_key(v: Any) -> Any:

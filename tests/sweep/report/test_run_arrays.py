@@ -201,3 +201,21 @@ def test_a_summary_past_the_threshold_prints_the_spread_and_points_to_long_table
     big = _summary_text(meta, tables, many=60)
     assert big.index("60 configurations (more than 50)") < big.index("== spread ==") < big.index("== best ==")
     assert "== choices ==\n  51 rows: see choices.csv\n" in big and "c50" not in big and "c1 " in big
+
+
+def test_varied_parameters_are_those_with_two_distinct_values_among_the_configurations_that_have_them():
+    from types import SimpleNamespace
+
+    from sweep.report.tables import varied_parameters
+
+    def run(key, label, **params):
+        return SimpleNamespace(point={"key": key, "label": label, "algorithm_params": params})
+
+    nan = float("nan")
+    runs = [run("a", "soba", lr=1, tol=nan, only_some=3, flag=None),
+            run("a", "soba", lr=1, tol=nan, only_some=3, flag=None),  # a second seed of "a": counted once
+            run("b", "soba", lr=1.0, tol=nan, flag=None),  # 1 and 1.0 differ; NaN equals NaN; only_some absent
+            run("c", "soba", lr=1, tol=nan, flag=True),  # None and True differ
+            run("d", "saba", lr=0.5)]
+    got = varied_parameters(runs, {"a": "q", "b": "q", "c": "q", "d": "q"})
+    assert got == {("q", "soba"): ["flag", "lr"], ("q", "saba"): []}

@@ -63,8 +63,9 @@ def test_columns_written_at_once_are_the_bytes_the_csv_module_writes(tmp_path):
                "x": [1.5, 1e-300, -0.0, float("nan"), 2, 10**20, None, 1 / 3],
                "flag": [True, False, None, True, 1, 0.5, "t", None],
                "grid": [[1, 2], (3,), {"a": 1}, None, "[1]", 1, 2.0, False],
-               "a,b": ["x"] * 8}
+               "a,b": ["x"] * 8,
+               "bools": [True, False, None, 1, 0, 2.5, None, float("inf")], "none": [None] * 8}
     write_table(tmp_path / "cols.csv", ColumnRows(columns))
     write_csv(tmp_path / "rows.csv", list(ColumnRows(columns)))
     assert (tmp_path / "cols.csv").read_bytes() == (tmp_path / "rows.csv").read_bytes()
-    assert (tmp_path / "cols.csv").read_bytes().splitlines()[0] == b'text,x,flag,grid,"a,b"'
+    assert (tmp_path / "cols.csv").read_bytes().splitlines()[0] == b'text,x,flag,grid,"a,b",bools,none'

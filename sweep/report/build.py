@@ -86,6 +86,7 @@ def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str
     many = spread.configurations(runs)
     if many > spread.SUMMARISE:  # more than a reader scans: the summary shows their spread
         tables["spread"] = spread.spread_table(runs, opts)
+    run_arrays.forget_groups()  # the best and the spread tables shared them; the report's peak comes later
     own_tables, plots = kind.report(runs, meta, d)
     tables.update(own_tables)
     order = palette(runs)  # a configuration has one colour in every figure of the report

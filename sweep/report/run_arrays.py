@@ -73,6 +73,12 @@ class RunIndex:
 _LAST: RunIndex | None = None  # the last index made by `RunIndex.of` (it holds its runs: their ids stay theirs)
 
 
+def forget_groups() -> None:
+    """Let go of the last configuration groups once the tables that share them are made."""
+    global _LAST_GROUPS
+    _LAST_GROUPS = None
+
+
 def forget() -> None:
     """Let go of the last index and configuration groups (and the runs they hold) once a report is built."""
     global _LAST, _LAST_GROUPS

@@ -7,6 +7,7 @@ both give the same numbers.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -182,6 +183,35 @@ def problem_labels(runs: Sequence[RunData]) -> dict[str, str]:
     return out
 
 
+def varied_parameters(runs: Sequence[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
+    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `problem_labels`."""
+    first: dict[tuple[str, str], dict[str, Any]] = {}  # per group, each parameter's value key where first seen
+    varied: dict[tuple[str, str], set[str]] = {}
+    done: set[str] = set()
+    for r in runs:
+        key = r.point["key"]
+        if key in done:  # a configuration's seeds share its parameters
+            continue
+        done.add(key)
+        group = (problems[key], r.point["label"])
+        seen, differ = first.setdefault(group, {}), varied.setdefault(group, set())
+        for k, v in r.point.get("algorithm_params", {}).items():
+            if k in differ:
+                continue
+            vk = _value_key(v)
+            if seen.setdefault(k, vk) != vk:
+                differ.add(k)
+    return {g: sorted(differ) for g, differ in varied.items()}
+
+
+def _value_key(v: Any) -> Any:
+    """A parameter value as a set member telling apart what its repr does (1, 1.0 and True; NaN equal to NaN)."""
+    if v is None or (isinstance(v, (int, float, str)) and v == v):
+        return (type(v), v)
+    return repr(v)
+
+
 class ConfigGroups:
     """The runs' configurations numbered in order of first appearance, grouped by (problem label, algorithm label,
     axis value), with each configuration's median final `metric` over its seeds (`medians`) and whether every seed
@@ -192,7 +222,6 @@ class ConfigGroups:
         vals = final_values(index, metric, goal)
         ok_run = stable(index, metric, goal, vals)
         self.runs, self.problems, self.by = runs, problem_labels(runs), (metric, goal)
-        self.memo: dict[str, Any] = {}  # what tables derive from these groups, made once (tables.group_varied)
         config_of = np.empty(len(runs), dtype=np.int64)
         first: dict[str, int] = {}  # configuration key -> its number
         self.groups: dict[tuple[str, str, str], list[int]] = {}
@@ -218,6 +247,11 @@ class ConfigGroups:
         if last is None or last.runs is not runs or len(last.runs) != len(runs) or last.by != (metric, goal):
             last = _LAST_GROUPS = cls(runs, metric, goal)
         return last
+
+    @functools.cached_property
+    def varied(self) -> dict[tuple[str, str], list[str]]:
+        """`varied_parameters` of the groups' runs, made once (the best and the spread tables both ask)."""
+        return varied_parameters(self.runs, self.problems)
 
     def runs_of(self, config: int) -> list[RunData]:
         """The runs of configuration number `config`, in order."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from sweep.report import analysis as an
 from sweep.report import run_arrays as ra
-from sweep.report.tables import group_varied, named_config
+from sweep.report.tables import named_config
 from sweep.results.runs import RunData
 
 #: Configurations in a study beyond which the summary prints the spread table instead of a table per configuration.
@@ -33,7 +33,7 @@ def spread_table(runs: Sequence[RunData], opts: dict[str, Any]) -> list[dict[str
     medians over the configurations; configurations whose every seed diverged or failed are counted."""
     metric, goal = opts["metric"], opts["goal"]
     cg = ra.ConfigGroups.of(runs, metric, goal)
-    varied = group_varied(cg)
+    varied = cg.varied
     rows = []
     for (prob, label, _), configs in cg.groups.items():
         cfgs = np.asarray(configs)

@@ -250,7 +250,7 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
     by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
     cg = ra.ConfigGroups.of(runs, metric, goal)
     groups, medians, ok = cg.groups, cg.medians, cg.ok
-    varied = group_varied(cg)
+    varied = cg.varied
     rows = []
     for (prob, label, _), configs in groups.items():
         cfgs = np.asarray(configs)
@@ -272,42 +272,6 @@ def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]
                      "stable_on_all_seeds": bool(ok[best]), "configurations": len(configs),
                      "criterion": CRITERIA[by].format(metric=metric)})
     return rows
-
-
-def varied_parameters(runs: Sequence[RunData], problems: dict[str, str]) -> dict[tuple[str, str], list[str]]:
-    """Per (problem, algorithm label): the algorithm parameters whose values differ between its configurations
-    (a grid's, or the step sizes a sensitivity axis scales); `problems`: `run_arrays.problem_labels`."""
-    first: dict[tuple[str, str], dict[str, Any]] = {}  # per group, each parameter's value key where first seen
-    varied: dict[tuple[str, str], set[str]] = {}
-    done: set[str] = set()
-    for r in runs:
-        key = r.point["key"]
-        if key in done:  # a configuration's seeds share its parameters
-            continue
-        done.add(key)
-        group = (problems[key], r.point["label"])
-        seen, differ = first.setdefault(group, {}), varied.setdefault(group, set())
-        for k, v in r.point.get("algorithm_params", {}).items():
-            if k in differ:
-                continue
-            vk = _value_key(v)
-            if seen.setdefault(k, vk) != vk:
-                differ.add(k)
-    return {g: sorted(differ) for g, differ in varied.items()}
-
-
-def group_varied(cg: ra.ConfigGroups) -> dict[tuple[str, str], list[str]]:
-    """`varied_parameters` of the groups' runs, made once per groups (the best and the spread tables ask)."""
-    if "varied" not in cg.memo:
-        cg.memo["varied"] = varied_parameters(cg.runs, cg.problems)
-    return cg.memo["varied"]
-
-
-def _value_key(v: Any) -> Any:
-    """A parameter value as a set member telling apart what its repr does (1, 1.0 and True; NaN equal to NaN)."""
-    if v is None or (isinstance(v, (int, float, str)) and v == v):
-        return (type(v), v)
-    return repr(v)
 
 
 def named_config(point: dict[str, Any], varied: list[str]) -> str:

@@ -184,9 +184,10 @@ class ResultStore:
         text = "" if table is not None else "".join(lines if lines is not None else shard_lines(key, new)
                                                     for key, new, lines in fresh)
         self.shards.commit(text, ended, table)
-        for key, s in ended if self._data is not None else ():  # a configuration as plain data, as JSON reads back
-            self._data[key] = (self._data.get(key, ([], None))[0],  # type: ignore[index]
-                               {**s, "point": plain_data(s["point"])} if isinstance(s.get("point"), Point) else s)
+        if self._data is not None:
+            for key, s in ended:  # a configuration as plain data, as JSON reads it back
+                kept = {**s, "point": plain_data(s["point"])} if isinstance(s.get("point"), Point) else s
+                self._data[key] = (self._data.get(key, ([], None))[0], kept)
         self._note_ended(ended)
         return new_count
 

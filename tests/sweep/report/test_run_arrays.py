@@ -206,7 +206,7 @@ def test_a_summary_past_the_threshold_prints_the_spread_and_points_to_long_table
 def test_varied_parameters_are_those_with_two_distinct_values_among_the_configurations_that_have_them():
     from types import SimpleNamespace
 
-    from sweep.report.tables import varied_parameters
+    from sweep.report.run_arrays import varied_parameters
 
     def run(key, label, **params):
         return SimpleNamespace(point={"key": key, "label": label, "algorithm_params": params})

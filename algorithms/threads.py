@@ -13,6 +13,7 @@ bit only at a fixed thread count. The record digests (tests/algorithms/test_reco
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -28,3 +29,17 @@ def blas_threads(n: int) -> Iterator[None]:
         raise ParameterError(f"blas_threads: 'n' must be a positive integer, got {n!r}")
     with threadpool_limits(limits=n, user_api="blas"):
         yield
+
+
+def pin_to_cpus(n: int) -> None:
+    """Keep this process, and every thread it starts later, on `n` of the CPUs it may use now.
+
+    XLA's CPU client sizes its thread pools from the process's CPU affinity when JAX starts, and no longer
+    reads the flags that used to limit them (`--xla_cpu_multi_thread_eigen`): with JAX 0.10 on this 2-core
+    machine a compiled run used five threads, 0.91 s of CPU for 0.68 s of wall time, against 0.58 s of both
+    when pinned to one CPU. Call it before `jax` is imported.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ParameterError(f"pin_to_cpus: 'n' must be a positive integer, got {n!r}")
+    allowed = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, allowed[:n])

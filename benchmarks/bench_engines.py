@@ -16,25 +16,26 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
   today's to each, median and min over the pairs. The final records are checked equal (1e-10) first.
 
-One thread each (BLAS and XLA's CPU backend), as a trial on one CPU. --tiny: a CI-size run (seconds).
+As a trial on one CPU: the process pinned to one CPU (XLA sizes its thread pools from that) and BLAS to one
+thread; --threads-any leaves both as they are. --tiny: a CI-size run (seconds).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-if "--threads-any" not in sys.argv:  # XLA reads its flags when it starts: before jax is imported
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                               "intra_op_parallelism_threads=1").strip()
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from algorithms.threads import pin_to_cpus  # noqa: E402
+
+if "--threads-any" not in sys.argv:  # XLA sizes its thread pools from the affinity when it starts
+    pin_to_cpus(1)
 
 import algorithms  # noqa: E402
 import problems  # noqa: E402

@@ -13,7 +13,6 @@ launching the compiled program, copying the result back); at large d both sides 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -25,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import problems  # noqa: E402
+from algorithms.threads import pin_to_cpus  # noqa: E402
 
 ORACLES = ("f", "grad_g", "grad_y_g", "hvp", "cross")
 N_SAMPLES = 1024
@@ -118,9 +118,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
         threadpool_limits(args.threads)
-        if args.threads == 1 and "jax" not in sys.modules:  # XLA reads its flags when JAX starts
-            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
-                                       " intra_op_parallelism_threads=1").strip()
+        if args.threads == 1 and "jax" not in sys.modules:  # XLA sizes its thread pools from this when it starts
+            pin_to_cpus(1)
     import problems.examples.quadratic  # noqa: F401  registers fn_quadratic (and starts JAX)
 
     print(f"µs per call: hand-written NumPy vs from_functions (JAX jit, float64); ratio = JAX / NumPy; "

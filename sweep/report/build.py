@@ -12,13 +12,14 @@ import csv
 import dataclasses
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from problems.shared.errors import ParameterError
 from sweep.report import report_cache, run_arrays, spread
 from sweep.report.curves import palette, plot_convergence, plot_regret
-from sweep.report.runs_table import runs_table, write_table
+from sweep.report.runs_table import WrittenRows, runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
 from sweep.results import gc_pause
 from sweep.results.runs import RunData, load_runs, problem_label, remembered_labels
@@ -29,10 +30,11 @@ from sweep.study import plugins
 
 @dataclasses.dataclass
 class Report:
-    """A built report: where it was written and its tables (name -> rows)."""
+    """A built report: where it was written and its tables (name -> rows; the runs table's read back from runs.csv
+    when asked, as text)."""
 
     directory: Path
-    tables: dict[str, list[dict[str, Any]]]
+    tables: dict[str, Sequence[dict[str, Any]]]
     plots: list[Path]
     partial: str | None = None  # "12 of 40 runs ended" while the study has runs not ended, else None
 
@@ -82,7 +84,8 @@ def _build(results_dir: str | Path, out: TextIO | None, quiet: bool, metric: str
     for old in list(d.glob("*.png")) + list(d.glob("*.csv")):
         old.unlink()
     kind = plugins.KINDS[meta["kind"]]
-    tables: dict[str, list[dict[str, Any]]] = {"runs": runs_table(runs, meta), "best": best_table(runs, opts)}
+    write_table(d / "runs.csv", runs_table(runs, meta))  # written now and let go: the figures come later
+    tables: dict[str, Sequence[dict[str, Any]]] = {"runs": WrittenRows(d / "runs.csv"), "best": best_table(runs, opts)}
     many = spread.configurations(runs)
     if many > spread.SUMMARISE:  # more than a reader scans: the summary shows their spread
         tables["spread"] = spread.spread_table(runs, opts)

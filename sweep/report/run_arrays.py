@@ -128,23 +128,24 @@ def stable(index: RunIndex, metric: str, goal: str, finals: np.ndarray) -> np.nd
     return ok & (index.status == "finished")
 
 
-def final_columns(index: RunIndex, first: Sequence[str]) -> dict[str, list[Any]]:
+def final_columns(index: RunIndex, first: Sequence[str]) -> dict[str, Sequence[Any]]:
     """Every number of the runs' final records as columns (None where a run has none): `first` names first, then
-    the others in stored order; a column no run has a value in is left out (as `tables.final_columns` per run)."""
+    the others in stored order; a column no run has a value in is left out (as `tables.final_columns` per run).
+    When every run's final record is in the store's columns, a column is read as it is sliced (`TakenColumn`)."""
     n = len(index.runs)
     cols: dict[str, np.ndarray] = {}
     if index.source is not None and index.fast.any():
         rows = index.last[index.fast]
         every = bool(index.fast.all())
         for name in index.source.number_names():
-            vals = index.source.take(name, rows)
-            if all(v is None for v in vals):
+            taken = index.source.taken(name, rows)  # Python values only as the table is written
+            if taken is None:
                 continue
             if every:
-                cols[name] = vals  # type: ignore[assignment]
+                cols[name] = taken  # type: ignore[assignment]
             else:
                 col = np.full(n, None, dtype=object)
-                col[index.fast] = vals
+                col[index.fast] = taken[:]
                 cols[name] = col
     for i in index.slow:  # (with slow runs no column is a list: those are made only when every run is fast)
         for k, v in (index.runs[i].final or {}).items():
@@ -153,7 +154,7 @@ def final_columns(index: RunIndex, first: Sequence[str]) -> dict[str, list[Any]]
                     cols[k] = np.full(n, None, dtype=object)
                 cols[k][i] = v
     order = [k for k in dict.fromkeys(first) if k in cols] + [k for k in cols if k not in first]
-    return {k: cols[k] if isinstance(cols[k], list) else cols[k].tolist() for k in order}
+    return {k: cols[k].tolist() if isinstance(cols[k], np.ndarray) else cols[k] for k in order}
 
 
 def group_medians(ids: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -3,6 +3,7 @@ held and written column by column: at 10⁵ runs a dict per row took ~5x the mem
 """
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Sequence
 from itertools import repeat
@@ -120,13 +121,13 @@ class ColumnRows(Sequence):
         return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
 
 
-def write_columns(path: Path, columns: dict[str, list[Any]], chunk: int = 5_000) -> None:
+def write_columns(path: Path, columns: dict[str, Sequence[Any]], chunk: int = 2_000) -> None:
     """A table held column by column, written as `write_csv` writes its rows (the csv module's minimal quoting,
     CRLF line ends), each column formatted at once: at 10⁵ runs the csv module took seconds."""
     n = len(next(iter(columns.values()))) if columns else 0
     with open_file(path, "w", newline="") as fh:
         fh.write(",".join(_csv_column(list(columns))) + "\r\n")
-        for a in range(0, n, chunk):  # a chunk of rows at a time: 10⁵ rows' fields at once took ~300 MB
+        for a in range(0, n, chunk):  # a chunk of rows at a time: 10⁵ rows' fields at once took ~300 MB, 5,000 ~30 MB
             cells = [_csv_column(column[a:a + chunk]) for column in columns.values()]
             fh.write("".join(",".join(row) + "\r\n" for row in zip(*cells)))
 
@@ -154,8 +155,32 @@ def _csv_field(v: Any) -> str:
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if _SPECIAL.search(text) else text
 
 
+class WrittenRows(Sequence):
+    """A table already written, its rows read back from the CSV file when first asked (as text, as a report that
+    is up to date gives every table): the runs table is written as soon as it is made and let go, so that the
+    report's later figures and claims do not hold it (at 10⁵ runs ~100 MB)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._rows: list[dict[str, str]] | None = None
+
+    def _read(self) -> list[dict[str, str]]:
+        if self._rows is None:
+            with open(self.path, newline="") as fh:
+                self._rows = list(csv.DictReader(fh))
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._read()[i]
+
+
 def write_table(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """A report table as CSV: the runs table column by column, any other row by row (`write_csv`)."""
+    if isinstance(rows, WrittenRows):
+        return
     if isinstance(rows, ColumnRows):
         write_columns(path, rows.columns)
     else:

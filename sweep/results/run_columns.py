@@ -56,21 +56,16 @@ class RunRecords(Sequence):
 class RunColumns:
     """The records of every run as columns: `records(key)` a run's (lazily), `summary(key)` its end."""
 
-    def __init__(self, names: list[str], values: list[np.ndarray], missing: list[np.ndarray | None],
-                 spans: dict[str, tuple[int, int]], summaries: MutableMapping[str, dict[str, Any]]) -> None:
+    def __init__(self, names: list[str], blocks: list[np.ndarray], where: list[tuple[int, int]],
+                 missing: np.ndarray | None, spans: dict[str, tuple[int, int]],
+                 summaries: MutableMapping[str, dict[str, Any]]) -> None:
+        """Columns of one dtype side by side (`blocks`, (records, columns) each: a record is a row of each block,
+        made Python values in one call each); `where[k]` the (block, column) of names[k]; `missing` (records,
+        names) True where a record has no such field (None: none is missing)."""
         self.names, self.spans, self.summaries = names, spans, summaries
         self._fallback: dict[str, list[dict[str, Any]]] = {}
-        # Columns of one dtype side by side: a record is a row of each block, made Python values in one call each.
-        blocks: dict[str, list[int]] = {}
-        for i, v in enumerate(values):
-            kind = "f" if v.dtype.kind == "f" else "i" if v.dtype.kind in "iu" else "b" if v.dtype.kind == "b" else "o"
-            blocks.setdefault(kind, []).append(i)
-        self._blocks = [np.stack([values[i] for i in idx], axis=1) if values else None for idx in blocks.values()]
-        at = {i: (b, j) for b, idx in enumerate(blocks.values()) for j, i in enumerate(idx)}
-        self._where = [at[i] for i in range(len(names))]
+        self._blocks, self._where, self._missing = blocks, where, missing
         self._index = {n: i for i, n in enumerate(names)}
-        masks = [m if m is not None else np.zeros(len(values[0]), bool) for m in missing]
-        self._missing = np.stack(masks, axis=1) if any(m is not None for m in missing) else None
 
     def row(self, i: int) -> dict[str, Any]:
         """Record i as the store holds it (a field the record did not have is left out)."""
@@ -104,6 +99,14 @@ class RunColumns:
         if self._missing is None:
             return got
         return [None if g else v for v, g in zip(got, self._missing[rows, k].tolist())]
+
+    def taken(self, name: str, rows: np.ndarray) -> TakenColumn | None:
+        """`take(name, rows)` made Python values only slice by slice as read (None when no such row has the field):
+        a report's runs table holds ~20 such columns, at 10⁵ runs ~40 MB as lists."""
+        k = self._index.get(name)
+        if k is None or (self._missing is not None and bool(self._missing[rows, k].all())):
+            return None
+        return TakenColumn(self, name, rows)
 
     def numbers(self, name: str, rows: np.ndarray) -> np.ndarray:
         """The values of one field at the given rows as floats: NaN where a record has none or it is not a number."""
@@ -140,6 +143,24 @@ class RunColumns:
         return s
 
 
+class TakenColumn(Sequence):
+    """One field of a store's records at given rows, read as Python values when indexed or sliced (`RunColumns.taken`)."""
+
+    def __init__(self, source: RunColumns, name: str, rows: np.ndarray) -> None:
+        self.source, self.name, self.rows = source, name, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.source.take(self.name, self.rows[i])
+        return self.source.take(self.name, self.rows[[i]])[0]
+
+    def __eq__(self, other: Any) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+
 def load(store: Any) -> RunColumns:
     """The records and summaries of every run a store holds, as columns."""
     import pyarrow as pa
@@ -153,39 +174,59 @@ def load(store: Any) -> RunColumns:
 
 def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irregular: set[str], store: Any) -> RunColumns:
     """RunColumns from record tables in storage order (pyarrow, each with run_key and `_order`), the runs'
-    summaries, the runs read record by record instead (`irregular`) and the store they are read from."""
+    summaries, the runs read record by record instead (`irregular`) and the store they are read from.
+
+    Sorted column by column into blocks made at their full size first: at 10⁵ runs a sorted copy of the whole
+    table, every column as an array and the blocks stacked from them were ~230 MB alive at once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     tables = [t for t in tables if t.num_rows]
     if not tables:
-        out = RunColumns([], [], [], {}, summaries)
+        out = RunColumns([], [], [], None, {}, summaries)
         out._fallback.update((k, store.records(k)) for k in irregular)
         return out
     table = pa.concat_tables(tables, promote_options="permissive")
     order = pc.sort_indices(table, [("run_key", "ascending"), ("iteration", "ascending"), ("_order", "ascending")])
-    table = table.take(order)
-    keys = table.column("run_key").to_numpy(zero_copy_only=False)
-    its = table.column("iteration").to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    keys = table.column("run_key").take(order).combine_chunks()
+    its = table.column("iteration").take(order).to_numpy(zero_copy_only=False)
+    same_key = pc.equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[True, ~same_key])
     stops = np.r_[starts[1:], len(keys)]
-    repeated = np.flatnonzero((keys[1:] == keys[:-1]) & (its[1:] == its[:-1]))
+    repeated = np.flatnonzero(same_key & (its[1:] == its[:-1]))
     names = [n for n in table.column_names if n not in ("run_key", "_order")]
-    values, missing = [], []
-    for n in names:
-        col = table.column(n)
-        nulls = col.null_count > 0
-        missing.append(col.is_null().to_numpy(zero_copy_only=False) if nulls else None)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_null(col.type):
-            values.append(col.to_numpy(zero_copy_only=False))
-        else:
-            values.append((col.fill_null(False if pa.types.is_boolean(col.type) else 0) if nulls else col)
-                          .to_numpy(zero_copy_only=False))
-    spans = {str(keys[a]): (int(a), int(b)) for a, b in zip(starts, stops)}
-    out = RunColumns(names, values, missing, spans, summaries)
-    for key in {str(keys[i]) for i in repeated} | irregular:
+    kinds = [_kind(table.column(n).type) for n in names]
+    blocks = {k: np.empty((len(keys), kinds.count(k)), dtype=_DTYPES[k]) for k in dict.fromkeys(kinds)}
+    where, filled = [], dict.fromkeys(blocks, 0)
+    missing = np.zeros((len(keys), len(names)), bool) if any(table.column(n).null_count for n in names) else None
+    for i, (n, k) in enumerate(zip(names, kinds)):
+        col = table.column(n).take(order)
+        if col.null_count:
+            missing[:, i] = col.is_null().to_numpy(zero_copy_only=False)
+            if k != "o" or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                                or pa.types.is_null(col.type)):
+                col = col.fill_null(False if k == "b" else 0)
+        b = list(blocks).index(k)
+        blocks[k][:, filled[k]] = col.to_numpy(zero_copy_only=False)
+        where.append((b, filled[k]))
+        filled[k] += 1
+    spans = dict(zip(keys.take(pa.array(starts)).to_pylist(), zip(starts.tolist(), stops.tolist())))
+    out = RunColumns(names, list(blocks.values()), where, missing, spans, summaries)
+    for key in set(keys.take(pa.array(repeated)).to_pylist()) | irregular:
         out._fallback[key] = store.records(key)
     return out
+
+
+#: A block's dtype by the kind of its columns (float, integer, boolean, anything else as Python objects).
+_DTYPES = {"f": np.float64, "i": np.int64, "b": np.bool_, "o": object}
+
+
+def _kind(t: Any) -> str:
+    """The block a column of Arrow type `t` goes to."""
+    import pyarrow as pa
+
+    return ("f" if pa.types.is_floating(t) else "i" if pa.types.is_integer(t) else "b" if pa.types.is_boolean(t)
+            else "o")
 
 
 class Summaries(MutableMapping):

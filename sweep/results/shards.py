@@ -206,11 +206,19 @@ class ShardLog:
                 pairs.append((row.pop("run_key"), row))
         return pairs, summaries
 
-    def last_summaries(self) -> list[dict[str, Any]]:
-        """The summaries of the last committed shard (a kill between its commit and ended.txt leaves them unlisted)."""
+    def last_ended(self) -> list[tuple[str, str]]:
+        """(run key, status) of each run the last committed shard ended (a kill between its commit and ended.txt
+        leaves them unlisted); of a Parquet shard only the end rows' two columns are read (its records, 10⁴ runs'
+        at 10⁵ tiny runs, took ~70 MB and 0.4 s as dicts)."""
         shards = [v for kind, v in self.entries() if kind == "shard"]
         shard = self._shard(*shards[-1]) if shards else None
-        return self._pairs(*shard)[1] if shard is not None else []
+        if shard is None:
+            return []
+        kind, value = shard
+        if kind == "parquet":
+            ends = value.filter(columns.is_end(value))
+            return list(zip(ends.column("run_key").to_pylist(), ends.column("status").to_pylist()))
+        return [(s["run_key"], s["status"]) for s in self._pairs(kind, value)[1]]
 
     def held(self, wanted: Collection[str]) -> tuple[set[str], dict[str, list[dict[str, Any]]]]:
         """The runs committed shards hold records of, and the records of those in `wanted`, resets applied; only

@@ -27,7 +27,7 @@ from typing import Any
 
 from problems.shared.errors import ParameterError
 
-from sweep.results import columns, environment, gc_pause
+from sweep.results import columns, environment, study_file
 from sweep.results.safe_files import folder, open_file
 from sweep.results.shards import ShardLog, plain_data, shard_lines
 from sweep.study.model import Point, Study
@@ -101,30 +101,17 @@ class ResultStore:
 
     # ---- the study ----
     def write_study(self, study: Study) -> None:
-        """Record the validated study (so reports need neither the YAML nor MLflow).
-
-        Written point by point: at 10⁵ configurations the whole text at once took ~70 MB and seconds.
-        """
+        """Record the validated study (so reports need neither the YAML nor MLflow): sweep/results/study_file.py."""
         self.ensure()
         head = {**study_head(study), "environment": environment.describe()}  # where it ran (sweep/results/environment.py)
-        path = self.root / "study.json"
-        tmp = path.with_suffix(".json.tmp")
-        with open_file(tmp, "w") as fh:
-            fh.write("{\n")
-            for k, v in head.items():
-                fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
-            fh.write(' "points": [')
-            for i, point in enumerate(study.points):
-                fh.write(("\n  " if i == 0 else ",\n  ") + json.dumps(point.to_dict(), default=repr))
-            fh.write("\n ]\n}\n")
-        os.replace(tmp, path)
+        study_file.write(self.root / "study.json", head, study.points)
 
     def read_study(self) -> dict[str, Any]:
         """The study recorded by `write_study`."""
         path = self.root / "study.json"
         if not path.exists():
             raise FileNotFoundError(f"no study results in {self.root} (run the study first)")
-        meta = gc_pause.json_loads(path.read_text())
+        meta = study_file.read(path)
         points = meta.get("points") if isinstance(meta, dict) else None
         if not isinstance(points, list) or not isinstance(meta.get("seeds"), list):
             raise ParameterError(f"study.json: {path} holds no study (points and seeds)")
@@ -330,8 +317,8 @@ class ResultStore:
                     key = name[:-5] if name.endswith(".json") else None
                     if key is not None and key not in ended and (s := self._file_summary(key)) is not None:
                         ended[key] = s["status"]
-            for s in self.shards.last_summaries():  # committed, but the driver was killed before ended.txt
-                ended.setdefault(s["run_key"], s["status"])
+            for key, status in self.shards.last_ended():  # committed, but the driver was killed before ended.txt
+                ended.setdefault(key, status)
             self._ended = ended
         return self._ended
 

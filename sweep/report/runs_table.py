@@ -138,6 +138,8 @@ _SPECIAL = re.compile(r'[,"\r\n]')
 def _csv_column(column: list[Any]) -> list[str]:
     """A column's CSV fields as the csv module writes `cell(v)`: numbers by repr (a non-finite float as 'nan',
     'inf', '-inf', which repr gives too), None as '', text quoted when it holds a comma, quote or line end."""
+    if len(column) > 1 and column.count(column[0]) == len(column) and len(set(map(id, column))) == 1:
+        return _csv_column(column[:1]) * len(column)  # one object throughout: a value every configuration shares
     kinds = set(map(type, column))
     if kinds <= {float, int}:
         return list(map(repr, column))

@@ -7,6 +7,8 @@ resets applied. A run whose iterations repeat (a resumed run's replays) is read 
 """
 from __future__ import annotations
 
+import array
+import bisect
 import os
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
@@ -57,7 +59,7 @@ class RunColumns:
     """The records of every run as columns: `records(key)` a run's (lazily), `summary(key)` its end."""
 
     def __init__(self, names: list[str], blocks: list[np.ndarray], where: list[tuple[int, int]],
-                 missing: np.ndarray | None, spans: dict[str, tuple[int, int]],
+                 missing: np.ndarray | None, spans: Spans,
                  summaries: MutableMapping[str, dict[str, Any]]) -> None:
         """Columns of one dtype side by side (`blocks`, (records, columns) each: a record is a row of each block,
         made Python values in one call each); `where[k]` the (block, column) of names[k]; `missing` (records,
@@ -129,7 +131,7 @@ class RunColumns:
     def records(self, key: str) -> Sequence[dict[str, Any]]:
         if key in self._fallback:
             return self._fallback[key]
-        start, stop = self.spans.get(key, (0, 0))
+        start, stop = self.spans.get(key)
         return RunRecords(self, start, stop)
 
     def summary(self, key: str) -> dict[str, Any] | None:
@@ -141,6 +143,19 @@ class RunColumns:
             recs = self.records(key)
             s = {**s, "final": recs[-1] if len(recs) else None}
         return s
+
+
+class Spans:
+    """Run key -> the (start, stop) of its records in the sorted columns; (0, 0) for a run with none. An index per
+    key into two arrays, not a tuple of two ints (at 10⁵ runs 22 → 14 MB)."""
+
+    def __init__(self, keys: list[str], starts: np.ndarray, stops: np.ndarray) -> None:
+        self._at = dict(zip(keys, range(len(keys))))
+        self._starts, self._stops = array.array("q", starts.tolist()), array.array("q", stops.tolist())  # int reads
+
+    def get(self, key: str) -> tuple[int, int]:
+        j = self._at.get(key)
+        return (0, 0) if j is None else (self._starts[j], self._stops[j])
 
 
 class TakenColumn(Sequence):
@@ -183,7 +198,7 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
 
     tables = [t for t in tables if t.num_rows]
     if not tables:
-        out = RunColumns([], [], [], None, {}, summaries)
+        out = RunColumns([], [], [], None, Spans([], np.zeros(0, int), np.zeros(0, int)), summaries)
         out._fallback.update((k, store.records(k)) for k in irregular)
         return out
     table = pa.concat_tables(tables, promote_options="permissive")
@@ -207,10 +222,10 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
                                 or pa.types.is_null(col.type)):
                 col = col.fill_null(False if k == "b" else 0)
         b = list(blocks).index(k)
-        blocks[k][:, filled[k]] = col.to_numpy(zero_copy_only=False)
+        blocks[k][:, filled[k]] = _values(col)
         where.append((b, filled[k]))
         filled[k] += 1
-    spans = dict(zip(keys.take(pa.array(starts)).to_pylist(), zip(starts.tolist(), stops.tolist())))
+    spans = Spans(keys.take(pa.array(starts)).to_pylist(), starts, stops)
     out = RunColumns(names, list(blocks.values()), where, missing, spans, summaries)
     for key in set(keys.take(pa.array(repeated)).to_pylist()) | irregular:
         out._fallback[key] = store.records(key)
@@ -229,29 +244,51 @@ def _kind(t: Any) -> str:
             else "o")
 
 
+def _values(col: Any) -> np.ndarray:
+    """An Arrow column's values as a NumPy array; of a text column equal strings are one object (one each took
+    ~57 B: 3×10⁵ record statuses 17 MB)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return col.to_numpy(zero_copy_only=False)
+    coded = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    words = np.array([*coded.dictionary.to_pylist(), None], dtype=object)
+    return words[coded.indices.fill_null(len(words) - 1).to_numpy(zero_copy_only=False)]
+
+
 class Summaries(MutableMapping):
     """Run key -> summary: those of the Parquet shards' end rows kept as the rows' columns and made a dict only
     when read (10⁵ summaries as dicts took seconds and ~150 MB), the others (files, JSON shards) as dicts."""
 
     def __init__(self, dicts: dict[str, dict[str, Any]]) -> None:
         self._dicts = dict(dicts)
-        self._rows: dict[str, tuple[int, int]] = {}  # run key -> (end table, row)
+        self._rows: dict[str, int] = {}  # run key -> its end row's position over the end tables in turn
         self._tables: list[dict[str, list[Any]]] = []
+        self._firsts: list[int] = []  # each end table's first position
+        self._places: dict[tuple[Any, Any], dict[str, Any]] = {}  # (node, host) -> one `where` for its runs
 
     def add_rows(self, table: Any) -> None:
         """The end rows of one shard (run_key, status and the END columns), later ones replacing earlier ones."""
-        cols = {n: table.column(n).to_pylist() for n in table.column_names}
-        t = len(self._tables)
+        cols = {n: table.column(n).to_pylist() if n == "run_key" else _values(table.column(n)).tolist()
+                for n in table.column_names}  # (run keys are each other's: nothing to share)
+        first = self._firsts[-1] + len(self._tables[-1]["run_key"]) if self._tables else 0
         self._tables.append(cols)
-        for i, key in enumerate(cols["run_key"]):
-            self._rows[key] = (t, i)
+        self._firsts.append(first)
+        for p, key in enumerate(cols["run_key"], first):
+            self._rows[key] = p
             self._dicts.pop(key, None)
+
+    def _row(self, p: int) -> tuple[dict[str, list[Any]], int]:
+        """(end table, row) of position p."""
+        t = bisect.bisect_right(self._firsts, p) - 1
+        return self._tables[t], p - self._firsts[t]
 
     def __getitem__(self, key: str) -> dict[str, Any]:
         if key in self._dicts:
             return self._dicts[key]
-        t, i = self._rows[key]
-        end = {n: c[i] for n, c in self._tables[t].items()}
+        cols, i = self._row(self._rows[key])
+        end = {n: c[i] for n, c in cols.items()}
         return {k: v for k, v in columns.summary(end, None).items() if k != "final"}
 
     def __setitem__(self, key: str, value: dict[str, Any]) -> None:
@@ -276,8 +313,11 @@ class Summaries(MutableMapping):
         if at is None:
             s = self._dicts.get(key)
             return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", MISSING))
-        cols, i = self._tables[at[0]], at[1]
-        where = {k: cols[f"end.{k}"][i] for k in ("node", "host") if cols[f"end.{k}"][i] is not None}
+        cols, i = self._row(at)
+        place = (cols["end.node"][i], cols["end.host"][i])
+        where = self._places.get(place)
+        if where is None:  # one dict for the runs of a place: a report reads it, never changes it
+            where = self._places[place] = {k: v for k, v in zip(("node", "host"), place) if v is not None}
         return cols["status"][i], where, None, MISSING
 
 

@@ -63,7 +63,7 @@ def field(records: Sequence[dict[str, Any]], name: str) -> list[Any]:
 # ---------------------------------------------------------------- labels
 #: Labels made once per configuration while a report is built (`remembered_labels`): a 10⁵-configuration report
 #: asked for each three times. Keyed by the point's id, the point kept with them so that its id is not reused.
-_LABELS: dict[int, tuple[dict[str, Any], str, str]] | None = None
+_LABELS: dict[int, list[Any]] | None = None
 
 
 @contextlib.contextmanager
@@ -78,38 +78,36 @@ def remembered_labels() -> Iterator[None]:
         _LABELS = outer
 
 
-def _labels(point: dict[str, Any]) -> tuple[str, str] | None:
-    got = _LABELS.get(id(point)) if _LABELS is not None else None
-    if got is not None and got[0] is point:
-        return got[1], got[2]
-    if _LABELS is None:
-        return None
-    both = (_problem_label(point), _config_label(point))
-    _LABELS[id(point)] = (point, *both)
-    return both
-
-
 def problem_label(point: dict[str, Any]) -> str:
     """Problem name with its gridded parameters."""
-    got = _labels(point)
-    return got[0] if got is not None else _problem_label(point)
+    return _remembered(point, 0, _problem_label)
 
 
 def config_label(point: dict[str, Any]) -> str:
     """Algorithm label with its gridded hyperparameters."""
-    got = _labels(point)
-    return got[1] if got is not None else _config_label(point)
+    return _remembered(point, 1, _config_label)
+
+
+def _remembered(point: dict[str, Any], which: int, make: Callable[[dict[str, Any]], str]) -> str:
+    """Label `which` (0: problem, 1: configuration) of `point`, made once within `remembered_labels`."""
+    if _LABELS is None:
+        return make(point)
+    got = _LABELS.get(id(point))
+    if got is None or got[0] is not point:
+        got = _LABELS[id(point)] = [point, None, None]
+    if got[which + 1] is None:
+        got[which + 1] = make(point)
+    return got[which + 1]
 
 
 def _problem_label(point: dict[str, Any]) -> str:
-    grid = {k.split(".", 1)[1]: v for k, v in point["coords"]["grid"].items() if k.startswith("problem.")}
-    return point["problem"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
+    grid = [(k[8:], v) for k, v in point["coords"]["grid"].items() if k.startswith("problem.")]
+    return point["problem"] + (f"({', '.join(f'{k}={v}' for k, v in grid)})" if grid else "")
 
 
 def _config_label(point: dict[str, Any]) -> str:
     grid = {k: v for k, v in point["coords"]["grid"].items() if not k.startswith("problem.")}
     return point["label"] + (f"({', '.join(f'{k}={v}' for k, v in grid.items())})" if grid else "")
-
 
 
 def axis_text(point: dict[str, Any], axis_name: str | None) -> str:

@@ -1,0 +1,41 @@
+"""The store's records as columns: a field read slice by slice equals the field read at once; equal strings are one
+object; the runs of one place share one `where`; a run without records has none."""
+import numpy as np
+
+from sweep.results import run_columns
+from sweep.results.store import ResultStore
+from tests.sweep.results.test_shards import recs, report
+
+
+def columns_of(tmp_path):
+    store = ResultStore(tmp_path)
+    report(store, {"a.s0": recs([0, 1, 2], "finished"), "b.s0": recs([0, 1], "diverged")}, ["a.s0", "b.s0"])
+    report(store, {"c.s0": [{**r, "extra": 7} for r in recs([0, 1], "finished")]}, ["c.s0"])
+    return run_columns.load(store)
+
+
+def test_a_field_read_slice_by_slice_equals_it_read_at_once(tmp_path):
+    cols = columns_of(tmp_path)
+    rows = np.array([6, 0, 3, 5, 2])
+    for name in ("F", "iteration", "status", "extra"):
+        taken, want = cols.taken(name, rows), cols.take(name, rows)
+        assert list(taken) == want and taken[1:4] == want[1:4] and taken[-1] == want[-1] and len(taken) == 5
+    assert cols.taken("extra", np.array([0, 1, 2])) is None  # no such row has it
+    assert cols.taken("nowhere", rows) is None
+
+
+def test_equal_strings_are_one_object_and_a_missing_one_is_none(tmp_path):
+    cols = columns_of(tmp_path)
+    statuses = cols.take("status", np.arange(7))
+    assert statuses == ["running", "running", "finished", "running", "diverged", "running", "finished"]
+    assert statuses[0] is statuses[1] is statuses[3] and statuses[2] is statuses[6]
+    assert cols.take("extra", np.arange(7)) == [None] * 5 + [7, 7]
+
+
+def test_the_runs_of_one_place_share_their_where_and_a_run_without_records_has_none(tmp_path):
+    cols = columns_of(tmp_path)
+    briefs = [cols.summaries.brief(k) for k in ("a.s0", "b.s0", "c.s0")]
+    assert [b[0] for b in briefs] == ["finished", "diverged", "finished"]
+    assert briefs[0][1] == {"node": "10.0.0.1", "host": "h"} and briefs[0][1] is briefs[1][1] is briefs[2][1]
+    assert cols.summaries.brief("z.s0") is None and list(cols.records("z.s0")) == []
+    assert [r["iteration"] for r in cols.records("a.s0")] == [0, 1, 2]

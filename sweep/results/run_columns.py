@@ -8,7 +8,6 @@ resets applied. A run whose iterations repeat (a resumed run's replays) is read 
 from __future__ import annotations
 
 import array
-import bisect
 import os
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sweep.results import columns
+from sweep.results.summaries import Summaries
 
 
 class RunRecords(Sequence):
@@ -222,7 +222,7 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
                                 or pa.types.is_null(col.type)):
                 col = col.fill_null(False if k == "b" else 0)
         b = list(blocks).index(k)
-        blocks[k][:, filled[k]] = _values(col)
+        blocks[k][:, filled[k]] = columns.python_values(col)
         where.append((b, filled[k]))
         filled[k] += 1
     spans = Spans(keys.take(pa.array(starts)).to_pylist(), starts, stops)
@@ -242,87 +242,6 @@ def _kind(t: Any) -> str:
 
     return ("f" if pa.types.is_floating(t) else "i" if pa.types.is_integer(t) else "b" if pa.types.is_boolean(t)
             else "o")
-
-
-def _values(col: Any) -> np.ndarray:
-    """An Arrow column's values as a NumPy array; of a text column equal strings are one object (one each took
-    ~57 B: 3×10⁵ record statuses 17 MB)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return col.to_numpy(zero_copy_only=False)
-    coded = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-    words = np.array([*coded.dictionary.to_pylist(), None], dtype=object)
-    return words[coded.indices.fill_null(len(words) - 1).to_numpy(zero_copy_only=False)]
-
-
-class Summaries(MutableMapping):
-    """Run key -> summary: those of the Parquet shards' end rows kept as the rows' columns and made a dict only
-    when read (10⁵ summaries as dicts took seconds and ~150 MB), the others (files, JSON shards) as dicts."""
-
-    def __init__(self, dicts: dict[str, dict[str, Any]]) -> None:
-        self._dicts = dict(dicts)
-        self._rows: dict[str, int] = {}  # run key -> its end row's position over the end tables in turn
-        self._tables: list[dict[str, list[Any]]] = []
-        self._firsts: list[int] = []  # each end table's first position
-        self._places: dict[tuple[Any, Any], dict[str, Any]] = {}  # (node, host) -> one `where` for its runs
-
-    def add_rows(self, table: Any) -> None:
-        """The end rows of one shard (run_key, status and the END columns), later ones replacing earlier ones."""
-        cols = {n: table.column(n).to_pylist() if n == "run_key" else _values(table.column(n)).tolist()
-                for n in table.column_names}  # (run keys are each other's: nothing to share)
-        first = self._firsts[-1] + len(self._tables[-1]["run_key"]) if self._tables else 0
-        self._tables.append(cols)
-        self._firsts.append(first)
-        for p, key in enumerate(cols["run_key"], first):
-            self._rows[key] = p
-            self._dicts.pop(key, None)
-
-    def _row(self, p: int) -> tuple[dict[str, list[Any]], int]:
-        """(end table, row) of position p."""
-        t = bisect.bisect_right(self._firsts, p) - 1
-        return self._tables[t], p - self._firsts[t]
-
-    def __getitem__(self, key: str) -> dict[str, Any]:
-        if key in self._dicts:
-            return self._dicts[key]
-        cols, i = self._row(self._rows[key])
-        end = {n: c[i] for n, c in cols.items()}
-        return {k: v for k, v in columns.summary(end, None).items() if k != "final"}
-
-    def __setitem__(self, key: str, value: dict[str, Any]) -> None:
-        self._rows.pop(key, None)
-        self._dicts[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        if self._rows.pop(key, None) is None:
-            del self._dicts[key]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._dicts
-        yield from self._rows
-
-    def __len__(self) -> int:
-        return len(self._dicts) + len(self._rows)
-
-    def brief(self, key: str) -> tuple[str, dict[str, Any], str | None, Any] | None:
-        """(status, where, error, final) of a run without making its summary (final: `MISSING` when the summary
-        has none, the run's last record then being its final one); None when it has not ended."""
-        at = self._rows.get(key)
-        if at is None:
-            s = self._dicts.get(key)
-            return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", MISSING))
-        cols, i = self._row(at)
-        place = (cols["end.node"][i], cols["end.host"][i])
-        where = self._places.get(place)
-        if where is None:  # one dict for the runs of a place: a report reads it, never changes it
-            where = self._places[place] = {k: v for k, v in zip(("node", "host"), place) if v is not None}
-        return cols["status"][i], where, None, MISSING
-
-
-#: `Summaries.brief`'s final when a summary has no final record of its own.
-MISSING: Any = object()
 
 
 def record_tables(store: Any) -> tuple[list[Any], MutableMapping[str, dict[str, Any]], set[str]]:

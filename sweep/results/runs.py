@@ -9,6 +9,7 @@ from typing import Any
 
 from sweep.results import run_columns
 from sweep.results.store import ResultStore
+from sweep.results.summaries import MISSING
 
 
 @dataclasses.dataclass
@@ -140,7 +141,7 @@ def group(runs: Iterable[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]
 # ---------------------------------------------------------------- loading
 def _brief(s: dict[str, Any] | None) -> tuple[str, dict[str, Any], str | None, Any] | None:
     """`Summaries.brief` of a summary given as a dict."""
-    return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", run_columns.MISSING))
+    return None if s is None else (s["status"], s.get("where") or {}, s.get("error"), s.get("final", MISSING))
 
 
 
@@ -157,6 +158,6 @@ def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
             if got is None:
                 continue
             status, where, error, final = got
-            final = _UNREAD if final is run_columns.MISSING else final  # the last record, read when asked
+            final = _UNREAD if final is MISSING else final  # the last record, read when asked
             runs.append(ColumnRun(key, point, seed, status, final, cols.records(key), where, error))
     return runs

@@ -52,8 +52,8 @@ class StudyRecord:
     def from_dict(cls, data: Any, where: str = "study.json") -> StudyRecord:
         """The record of a study.json mapping; a field of the wrong type is a one-line error naming it.
 
-        Fields older study.json files may lack take their defaults (a report option: `ReportOptions`'); the points
-        are taken as they are, with no copy (the store checks their keys, which name its files).
+        A field an older study.json lacks takes its default (a report option, `ReportOptions`'). The points are
+        taken as they are, not copied or checked one by one (the store checks their keys, which name its files).
         """
         if not isinstance(data, Mapping) or not isinstance(data.get("points"), list) \
                 or not isinstance(data.get("seeds"), list):

@@ -95,8 +95,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     rep = build_report(root, metric=args.metric, goal=args.goal, force=args.force, study=meta)
     if not args.no_mlflow:
         uri = args.tracking_uri or default_tracking_uri(root)
-        tracker = Tracker(uri, meta["name"], local_artifact_location(uri, root))
-        if tracker.find_parent(meta["spec_hash"]):
+        tracker = Tracker(uri, meta.name, local_artifact_location(uri, root))
+        if tracker.find_parent(meta.spec_hash):
             tracker.log_report(rep.directory, rep.artifact_name)
             what = f"partial report ({rep.partial}) logged as {rep.artifact_name}/" if rep.partial else "report logged"
             print(f"{what} to MLflow run {tracker.parent_id}\n  (store {mask(uri)})")

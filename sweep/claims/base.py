@@ -38,6 +38,7 @@ from sweep.claims.verdicts import (CSV_COLUMNS, DIRECTIONS, SETTINGS, STATUSES, 
 from sweep.report.tables import format_table
 from sweep.results.runs import RunData
 from sweep.study.plugins import CLAIMS, claim_of
+from sweep.study.record import StudyRecord
 
 @dataclasses.dataclass
 class Measured:
@@ -87,11 +88,11 @@ class ClaimReport:
         return [v.row(self.name) for v in self.verdicts]
 
 
-Evaluator = Callable[[dict[str, Any], list[RunData], Path], Measured]
+Evaluator = Callable[[StudyRecord, list[RunData], Path], Measured]
 #: A claim's study: the name of a built-in study file (sweep/studies/<name>.yaml) that names the claim, or the
 #: study's fields themselves (a mapping or YAML text), validated by the same model as a study file when loaded.
 StudySource = str | Mapping[str, Any] | None
-SetupFn = Callable[[dict[str, Any]], list[Setting]]
+SetupFn = Callable[[StudyRecord], list[Setting]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,11 +110,11 @@ class Claim:
     # The study it reads: a built-in study's name, or the study itself (see `claim`); not compared (a mapping).
     study: StudySource = dataclasses.field(default=None, compare=False)
 
-    def settings(self, meta: dict[str, Any]) -> list[Setting]:
+    def settings(self, meta: StudyRecord) -> list[Setting]:
         """The setup table of a study (from its configuration alone)."""
         return self.setup(meta) if self.setup is not None else []
 
-    def __call__(self, meta: dict[str, Any], runs: list[RunData], directory: Path) -> ClaimReport:
+    def __call__(self, meta: StudyRecord, runs: list[RunData], directory: Path) -> ClaimReport:
         """The claim's report section on these runs (plots written to `directory`), verdicts gated by the setup."""
         m = self.evaluate(meta, runs, directory)
         measured = {s.field: s for s in m.settings}
@@ -122,10 +123,10 @@ class Claim:
         tables = {**m.tables, "setup": [s.row() for s in settings]} if settings else m.tables
         return ClaimReport(self.name, self.title, self.statement, m.setup, tables, m.verdicts, m.plots, settings)
 
-    def section(self, meta: dict[str, Any], runs: list[RunData], directory: Path) -> ClaimReport:
+    def section(self, meta: StudyRecord, runs: list[RunData], directory: Path) -> ClaimReport:
         """The claim's section of a study's report: its report on the runs, with the study's scale."""
         rep = self(meta, runs, directory)
-        scale = meta.get("scale") or "default"
+        scale = meta.scale
         rep.setup += f" Scale: {scale}."
         if reduced(rep.verdicts, scale):
             rep.setup += (f" The {scale} scale is below the paper's sizes: its verdicts (setting 'reduced scale') check "
@@ -139,7 +140,9 @@ class Claim:
 def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | None = None,
           criteria: Sequence[Criterion] = (), timed: bool = False, study: StudySource = None
           ) -> Callable[[Evaluator], Claim]:
-    """Register `fn(meta, runs, directory) -> Measured` as claim `name`, for studies of `kind`.
+    """Register `fn(meta, runs, directory) -> Measured` as claim `name`, for studies of `kind` (`meta`: the study as
+    its results record it, a `sweep.study.record.StudyRecord`: `meta.report.metric`, `len(meta.seeds)`, `meta.axis`,
+    `meta.points` the configurations as dicts).
 
     `setup(meta) -> [Setting]` builds the claim's setup table from the study's configuration; `criteria` are the
     thresholds its verdicts are judged by (a test holds each to flip between agrees and disagrees); `timed`, that
@@ -157,7 +160,7 @@ def claim(name: str, *, kind: str, title: str, statement: str, setup: SetupFn | 
     return wrap
 
 
-def evaluate(meta: dict[str, Any], runs: list[RunData], directory: Path) -> ClaimReport | None:
+def evaluate(meta: StudyRecord, runs: list[RunData], directory: Path) -> ClaimReport | None:
     """The claim section of a study's report (None when the study names no claim)."""
     name = claim_of(meta)
     return CLAIMS[name].section(meta, runs, directory) if name else None

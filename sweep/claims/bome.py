@@ -17,6 +17,7 @@ from sweep.report import analysis as an, figures
 from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, chosen, claim, clock, compare, num,
                                quoted, setting)
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 BOME_TOL = 0.05  # distance to the optimum that counts as "reached"
 BOME_BASELINES = ("bsg1", "bvfsm", "penalty")
@@ -76,31 +77,31 @@ def seconds_to_reach(r: RunData, tol: float = BOME_TOL) -> float:
     return math.nan
 
 
-def _labels(meta: dict[str, Any], problem: str) -> dict[str, dict[str, Any]]:
+def _labels(meta: StudyRecord, problem: str) -> dict[str, dict[str, Any]]:
     """First configuration of each label on `problem`."""
     out: dict[str, dict[str, Any]] = {}
-    for p in meta["points"]:
+    for p in meta.points:
         if p["problem"] == problem:
             out.setdefault(p["label"], p["algorithm_params"])
     return out
 
 
-def _grid(meta: dict[str, Any], label: str, names: tuple[str, ...]) -> set[tuple[float, ...]]:
-    return {tuple(p["algorithm_params"][n] for n in names) for p in meta["points"] if p["label"] == label}
+def _grid(meta: StudyRecord, label: str, names: tuple[str, ...]) -> set[tuple[float, ...]]:
+    return {tuple(p["algorithm_params"][n] for n in names) for p in meta.points if p["label"] == label}
 
 
-def bome_setup(meta: dict[str, Any]) -> list[Setting]:
+def bome_setup(meta: StudyRecord) -> list[Setting]:
     """The BOME paper's toy settings (§5, App. A) next to the study's."""
-    names = sorted({p["problem"] for p in meta["points"]})
-    points = sorted({p["problem_params"].get("points") for p in meta["points"] if p["problem"] == "coreset_toy"})
-    bound = next((p["problem_params"].get("bound") for p in meta["points"] if p["problem"] == "minimax_toy"), None)
+    names = sorted({p["problem"] for p in meta.points})
+    points = sorted({p["problem_params"].get("points") for p in meta.points if p["problem"] == "coreset_toy"})
+    bound = next((p["problem_params"].get("bound") for p in meta.points if p["problem"] == "minimax_toy"), None)
     t_used = {lab: cfg.get("T") for n in names for lab, cfg in _labels(meta, n).items() if lab in ("bome", *BOME_BASELINES)}
     steps = {n: sorted({cfg.get("xi") for lab, cfg in _labels(meta, n).items() if lab in ("bome", *BOME_BASELINES)})
              for n in names}
     full = {tuple(PAPER_GRID)}
     grids = (sorted({a for t in _grid(meta, "bvfsm", ("mu",)) for a in t}),
              sorted({a for t in _grid(meta, "penalty", ("gamma",)) for a in t}))
-    ablation = {k: sorted({p["algorithm_params"][k] for p in meta["points"]
+    ablation = {k: sorted({p["algorithm_params"][k] for p in meta.points
                            if p["problem"] == "coreset_toy" and p["algorithm"] == "bome"})
                 for k in ("eta", "T", "alpha")} if "coreset_toy" in names else {}
     return [
@@ -125,7 +126,7 @@ def bome_setup(meta: dict[str, Any]) -> list[Setting]:
                note="Figs. 1–3 plot trajectories, f and q̂ along iterations and distances against training seconds"),
         chosen("what is timed", "CPU seconds of the stepping thread (one BLAS thread; evaluation excluded)",
                note="Fig. 3: training time"),
-        chosen("iteration counts", f"budget {meta['points'][0]['budget']}"),
+        chosen("iteration counts", f"budget {meta.points[0]['budget']}"),
         chosen("batch sizes", "full gradients", note="App. A's toys are deterministic functions"),
         quoted(compare("inner-loop policy", {PAPER_T}, set(t_used.values()), f"§5: T = {PAPER_T} for every method",
                        "T = " + ", ".join(sorted({str(v) for v in t_used.values()})) + " (BOME's T ablated separately)",
@@ -170,7 +171,7 @@ def _about(v: Verdict, problems: Any) -> Verdict:
                  "{0.001, 0.01, 0.1}; naive gradient descent ascent diverges on the minimax game, optimistic GD is "
                  "the standard alternative; BOME is robust to η ∈ {0.1, 0.5, 0.9}, T ∈ {1, 10, 100} and α; q̂ "
                  "decreases to 0; Fig. 3 shows the distances against training time.")
-def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def bome_fig1(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Final distance to the optimum of every configuration; BOME against the baselines' best grid points."""
     rows = []
     best: dict[tuple[str, str], tuple[float, str, str]] = {}
@@ -199,7 +200,7 @@ def bome_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
     verdicts = _verdicts(probs, best, bome_all, rows)
     sensitivity = tolerance_rows(probs, best, bome_all, rows)
     plots = [_bome_plot(rows, chosen, directory / "claim.png")] if rows else []
-    setup = (f"final distance to the optimum after {meta['points'][0]['budget']} (coreset: the larger of ‖y − y_opt‖ "
+    setup = (f"final distance to the optimum after {meta.points[0]['budget']} (coreset: the larger of ‖y − y_opt‖ "
              f"and ‖y*(x) − y_opt‖; minimax and non-unique: ‖(x, y) − (x_opt, y_opt)‖ as the toy reports it). "
              f"Each label's best configuration (over its grid) is shown; 'reached' means distance ≤ {BOME_TOL:g}; "
              f"seconds_to: compute seconds until then, read at the evaluation points (NaN: not reached). "

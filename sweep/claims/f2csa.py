@@ -39,6 +39,7 @@ from sweep.claims.f2csa_fig1 import FIG1_C, fig1_budget, judge_fig1
 from sweep.claims.f2csa_setup import (ACCURACY_CALLS, FIG1_D, PAPER_D, PAPER_LABELS, REMARK41_C, TARGET_FRACTION,
                                       f2csa_setup, oracle_accuracy)
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 F2CSA_PAPER = {"f2csa": 7.7, "dsblo": 22.6, "ssigd": 22.0}  # seconds at d = 4000 (Fig. 2)
 F2CSA_BASELINES = ("ssigd", "dsblo")
@@ -114,7 +115,7 @@ def power_law_at(ds: Sequence[float], ts: Sequence[float], d: float) -> float:
        statement="crossover near d = 1000 (Hessian-based methods faster below); at d = 4000 F2CSA 7.7 s vs "
                  "DS-BLO 22.6 s and SSIGD 22.0 s (≈3× speed-up); F2CSA grows near-linearly, the Hessian-based "
                  "methods super-linearly; at d = 50 all three converge to similar final loss values (Fig. 1).")
-def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def f2csa_fig2(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Seconds per iteration and to a target vs d, exponents, crossover, speed-ups; Fig. 1; oracle accuracy."""
     dim = lambda r: float(r.point["coords"]["axis"])  # noqa: E731
     variants = group(runs, lambda r: problem_label(r.point))  # one, or Fig. 1's two readings (box, 10 linear rows)
@@ -135,7 +136,7 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
     crossings = {(s, b): seeded_crossover(ds, per_seed[s], per_seed[b]) for s, bases in pairs.items() for b in bases}
     verdicts = _scaling_verdicts(ds, algo, per_seed, crossings)
     c_of = {s: inner_c(s) or (f"{REMARK41_C:g}" if inner_c(s) == "" else "?") for s in pairs}
-    by_c = crossover_by_c({p["label"]: p["algorithm_params"] for p in meta["points"]}, pairs, c_of,
+    by_c = crossover_by_c({p["label"]: p["algorithm_params"] for p in meta.points}, pairs, c_of,
                           {k: e for k, (e, _) in crossings.items()}, verdicts)
     seeded = {lab: [to_target([r for r in at[lab][ds[-1]] if r.seed == k], "time") for k in seeds] for lab in labels}
     verdicts += _target_verdicts(ds, algo, per_it, target, seeded)
@@ -146,8 +147,8 @@ def f2csa_fig2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Me
     budget_row = fig1_budget(meta, fig1_rows)
     acc = [oracle_accuracy(meta, int(d)) for d in _accuracy_dims(ds_all)]
     plots = [_plot(ds, per_it, target, group(runs, lambda r: config_label(r.point)), dim, directory / "claim.png")] if ds else []
-    budget = meta["points"][0]["budget"]
-    notes = (f"medians over {len(meta['seeds'])} seeds. Seconds per iteration over Fig. 2's d ≥ {PAPER_D[0]}; "
+    budget = meta.points[0]["budget"]
+    notes = (f"medians over {len(meta.seeds)} seeds. Seconds per iteration over Fig. 2's d ≥ {PAPER_D[0]}; "
              f"to target: compute seconds (CPU seconds of the stepping thread where recorded), oracle calls (every kind) and iterations until ‖∇F‖² ≤ {TARGET_FRACTION:g} × its "
              f"start, read at the evaluation points; '>' marks a lower bound: a run stopped at its budget {budget} first. "
              f"F2CSA's x moves at most D = clip per step, so its iterations to the target follow D, which the paper "

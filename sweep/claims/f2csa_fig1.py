@@ -10,6 +10,7 @@ from sweep.report import analysis as an
 from sweep.claims.base import Criterion, Estimate, Setting, clock, final, initial, num, setting
 from sweep.claims.f2csa_setup import FIG1_D, PAPER_LABELS, TARGET_FRACTION
 from sweep.results.runs import RunData
+from sweep.study.record import StudyRecord
 
 FIG1_SIMILAR = 0.1  # final F values within 10% of the largest decrease F(x0) − F count as "similar"
 FIG1_DEPS = ("problem and data", "constraints", "noise", "step sizes", "iteration counts")
@@ -60,7 +61,7 @@ ORBIT = ("F2CSA at the paper's η = 1e-5 does not settle: Alg. 2's Δ_{t+1} = cl
          "η = 1e-3 at the same α converges) — the paper's step size, not the budget")
 
 
-def fig1_budget(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[Setting]:
+def fig1_budget(meta: StudyRecord, rows: list[dict[str, Any]]) -> list[Setting]:
     """The iteration-counts row as the d = 50 runs show it. The paper's Fig. 1 runs all converged, so a budget that
     ends a paper configuration before ‖∇F‖² reaches TARGET_FRACTION × its start is a deviation — except F2CSA at the
     paper's η = 1e-5, whose x orbits the minimiser whatever the budget (ORBIT, named in the study column). No row: no
@@ -69,12 +70,12 @@ def fig1_budget(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[Settin
              if r["algorithm"] in PAPER_LABELS}
     if not ratio:
         return []
-    eta = next((p["algorithm_params"].get("eta") for p in meta["points"] if p["label"] == "f2csa"), None)
+    eta = next((p["algorithm_params"].get("eta") for p in meta.points if p["label"] == "f2csa"), None)
     short = {lab: v for lab, v in ratio.items() if not v <= TARGET_FRACTION}
     orbit = [lab for lab in short if lab.split()[-1] == "f2csa" and eta == 1e-5]
     budget = [lab for lab in short if lab not in orbit]
     paper = "not stated (Fig. 1: all three converged; the run length is not given)"
-    study = (f"budget {meta['points'][0]['budget']}; at d = {FIG1_D} the final ‖∇F‖² is "
+    study = (f"budget {meta.points[0]['budget']}; at d = {FIG1_D} the final ‖∇F‖² is "
              + ", ".join(f"{lab} {num(v)}" for lab, v in ratio.items()) + " × its start"
              + (f"; {', '.join(orbit)}: {ORBIT}" if orbit else ""))
     if not budget:

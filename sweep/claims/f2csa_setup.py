@@ -11,6 +11,7 @@ import algorithms
 import problems
 from problems.counting import counted
 from sweep.claims.base import Setting, chosen, compare, quoted, setting
+from sweep.study.record import StudyRecord
 
 PAPER_LABELS = ("f2csa", "ssigd", "dsblo")  # the study's entries with the paper's settings
 PAPER_D = (100, 4000)  # Fig. 2's axis
@@ -30,17 +31,17 @@ def remark41_length(alpha: float, c: float = REMARK41_C, kappa: float = KAPPA_G)
     return math.ceil(c * kappa * math.log(1.0 / alpha ** 3))
 
 
-def _params(meta: dict[str, Any], label: str) -> dict[str, Any] | None:
-    return next((p["algorithm_params"] for p in meta["points"] if p["label"] == label), None)
+def _params(meta: StudyRecord, label: str) -> dict[str, Any] | None:
+    return next((p["algorithm_params"] for p in meta.points if p["label"] == label), None)
 
 
-def _dims(meta: dict[str, Any]) -> list[float]:
-    return sorted(float(v) for v in meta["axis"]["values"])
+def _dims(meta: StudyRecord) -> list[float]:
+    return sorted(float(v) for v in meta.axis["values"])
 
 
-def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
+def f2csa_setup(meta: StudyRecord) -> list[Setting]:
     """The F2CSA paper's §6 setting next to the study's."""
-    pts = meta["points"]
+    pts = meta.points
     pp = {k: v for k, v in pts[0]["problem_params"].items() if k != "d"}
     names = sorted({p["problem"] for p in pts})
     ds = _dims(meta)
@@ -116,7 +117,7 @@ def f2csa_setup(meta: dict[str, Any]) -> list[Setting]:
                               f"SSIGD, DS-BLO: {ss.get('batch_size')} sample per oracle", note="N_g = Θ(σ²/α²)"),
         inner,
         step,
-        chosen("seeds", f"{len(meta['seeds'])} seeds (each its own instance)",
+        chosen("seeds", f"{len(meta.seeds)} seeds (each its own instance)",
                note="identical instances, initial points and seeds for all methods; Fig. 1's file name says seed 1234"),
     ]
     return out
@@ -151,24 +152,24 @@ def _steps(m: dict[str, Any]) -> str:
     return ", ".join(f"{a} {n[0]} + {n[1]}" if isinstance(n, tuple) else f"{a} {n}" for a, n in sorted(m.items()))
 
 
-def oracle_accuracy(meta: dict[str, Any], d: int) -> dict[str, float]:
+def oracle_accuracy(meta: StudyRecord, d: int) -> dict[str, float]:
     """Relative error of F2CSA's oracle and of the baselines' implicit gradient at the study's loop lengths.
 
     On the study's instance family (seed 0) at dimension d and a fixed random x (N(0, 0.25 I), seed 1):
     ACCURACY_CALLS calls at x, each warm-started from the previous one as in a run; the first two are
     warm-up. bias = ‖mean − ∇F‖/‖∇F‖, rms = sqrt(mean ‖ĝ − ∇F‖²)/‖∇F‖.
     """
-    pp = {**meta["points"][0]["problem_params"], "d": d}
-    p = problems.make(meta["points"][0]["problem"], seed=0, **pp)
+    pp = {**meta.points[0]["problem_params"], "d": d}
+    p = problems.make(meta.points[0]["problem"], seed=0, **pp)
     x = 0.5 * np.random.default_rng(1).standard_normal(d)
     truth = p.grad_F(x)
     out: dict[str, float] = {"d": float(d), "grad_F_norm": float(np.linalg.norm(truth))}
-    others = [p["label"] for p in meta["points"] if p["label"].split("_c")[0] in PAPER_LABELS and p["label"] not in PAPER_LABELS]
+    others = [p["label"] for p in meta.points if p["label"].split("_c")[0] in PAPER_LABELS and p["label"] not in PAPER_LABELS]
     for label in dict.fromkeys([*PAPER_LABELS, *others]):  # the paper's entries, then those at other constants c
         cfg = _params(meta, label)
         if cfg is None:
             continue
-        name = next(q["algorithm"] for q in meta["points"] if q["label"] == label)
+        name = next(q["algorithm"] for q in meta.points if q["label"] == label)
         alg = algorithms.get(name)(counted(p), algorithms.make_config(name, cfg), np.random.default_rng(0))
         call = alg.oracle if name == "f2csa" else (lambda z, a=alg: a.implicit_gradient(z, np.zeros(d)))
         est = np.array([call(x) for _ in range(ACCURACY_CALLS)])[2:]

@@ -29,6 +29,7 @@ from sweep.claims.base import (Criterion, Estimate, Measured, Setting, Verdict, 
                                setting)
 from sweep.claims.verdicts import not_moved
 from sweep.results.runs import RunData, config_label
+from sweep.study.record import StudyRecord
 
 PATH_SLOPE = 1.1  # O(V_T + H_2,T): at most linear in the path term, with a margin for a slope read off two points
 STATIC_MARGIN = 0.1  # a margin on the T exponent of a static regret for the fit over two horizons
@@ -140,7 +141,7 @@ def _tau(runs: list[RunData]) -> dict[str, float]:
        statement="F2OBO's bilevel local regret is O(Σ_t t^(−τ) + V_T + H_2,T) under the theorem's conditions: O(1 + V_T "
                  "+ H_2,T) for τ > 1, O(√T + V_T + H_2,T) at τ = 1/2, bounded on a static problem for τ > 1; AF2OBO's "
                  "O(√T + V_T) (Theorem 4.2) has 'the advantage when the drift of y*_t(x) is more severe'.")
-def f2obo_regret_bound(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def f2obo_regret_bound(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Regret against V_T + H_2,T per (problem, configuration, T); the static exponent in T; AF2OBO against the rest."""
     taus = _tau(runs)
     cells = _cells(runs)
@@ -153,7 +154,7 @@ def f2obo_regret_bound(meta: dict[str, Any], runs: list[RunData], directory: Pat
     Ts = sorted({r["T"] for r in rows})
     notes = (f"one run per (problem, drift, T ∈ {{{', '.join(map(str, Ts))}}}, instance); regret = the final bilevel local "
              f"regret Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖² (eq. 3, exact ∇F_t); V_T, H_2,T from eq. 5, exact, per instance. "
-             f"Fit per instance: regret = a + b·V_T over the drifts (b with its 95 % interval over {len(meta['seeds'])} "
+             f"Fit per instance: regret = a + b·V_T over the drifts (b with its 95 % interval over {len(meta.seeds)} "
              f"instances); path slope: log–log slope of the regret in 1 + V_T + H_2,T (over all drifts; top2: between "
              f"the two largest). The drift moved the regret when some method's regret at the largest drift differs from "
              f"drift 0 by ≥ {MOVED:.0%}. Tables: medians over instances.")
@@ -286,9 +287,9 @@ def _adapt_verdicts(cells: dict, names: dict[str, str]) -> list[Verdict]:
 
 
 # ---------------------------------------------------------------- setup table and figure
-def regret_setup(meta: dict[str, Any]) -> list[Setting]:
+def regret_setup(meta: StudyRecord) -> list[Setting]:
     """Theorem 3.4's setting (assumptions and conditions, no experiment) next to the study."""
-    pts = meta["points"]
+    pts = meta.points
     probs = sorted({p["problem"] for p in pts})
     Ts = sorted({int(p["problem_params"]["T"]) for p in pts})
     dims = sorted({(p["problem_params"].get("dim_x"), p["problem_params"].get("dim_y")) for p in pts})
@@ -318,7 +319,7 @@ def regret_setup(meta: dict[str, Any]) -> list[Setting]:
                "δ_z = T^(−(1+τ)/2) (Theorem 4.2); OBBO, OAGD, SOBOW: 10 steps",
                note="Theorem 3.4: K ≥ ⌈(1+2τ)/(−ln ρ) ln T + (ln c − ln λ_1)/ln ρ⌉, c not stated: its second term is dropped"),
         step,
-        chosen("seeds", f"{len(meta['seeds'])} instances per problem (the seed draws the instance and its path)"),
+        chosen("seeds", f"{len(meta.seeds)} instances per problem (the seed draws the instance and its path)"),
     ]
 
 

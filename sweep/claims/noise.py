@@ -10,6 +10,7 @@ from sweep.report import analysis as an, figures
 from sweep.claims.base import (NO_PAPER, Criterion, Estimate, Measured, Setting, claim, exponent, final, initial, num,
                                setting)
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 NOISE_SLOPE = (-1.5, -0.5)  # consistent with an error floor ∝ 1/b
 SIGMA_SLOPE = (1.5, 2.5)  # consistent with an error floor ∝ σ²
@@ -27,20 +28,20 @@ def stable_exponent(xs: Sequence[float], ys: Sequence[float], start: float) -> t
     return (exponent(*zip(*keep)) if len(keep) >= 2 else math.nan), bad
 
 
-def noise_setup(meta: dict[str, Any]) -> list[Setting]:
+def noise_setup(meta: StudyRecord) -> list[Setting]:
     """No paper: the study's own setting, for the record."""
-    pts = meta["points"]
+    pts = meta.points
     probs = {}
     for p in pts:
         probs.setdefault(p["problem"], p["problem_params"])
     return [
         setting("problem and data", NO_PAPER, "; ".join(f"{n} {v}" for n, v in probs.items())),
-        setting("noise", NO_PAPER, f"minibatch sizes {', '.join(str(v) for v in meta['axis']['values'])}"),
-        setting("metric", NO_PAPER, f"final {meta['report']['metric']}"),
+        setting("noise", NO_PAPER, f"minibatch sizes {', '.join(str(v) for v in meta.axis['values'])}"),
+        setting("metric", NO_PAPER, f"final {meta.report.metric}"),
         setting("iteration counts", NO_PAPER, f"budget {pts[0]['budget']}"),
         setting("step sizes", NO_PAPER, "defaults; F2CSA η = 0.01, D = 0.05, δ_G = 0.5 and SSIGD β = 0.1 (the d = 50 "
                                         "settings of the test suite)"),
-        setting("seeds", NO_PAPER, f"{len(meta['seeds'])} seeds"),
+        setting("seeds", NO_PAPER, f"{len(meta.seeds)} seeds"),
     ]
 
 
@@ -49,9 +50,9 @@ def noise_setup(meta: dict[str, Any]) -> list[Setting]:
        setup=noise_setup, criteria=(BATCH_C, SIGMA_C),
        statement="no paper claim. Reference: the variance of a b-sample minibatch of noise σ is σ²/b, so a method "
                  "limited by its noise floor ends with an error ∝ σ²/b (exponent −1 in b, +2 in σ).")
-def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def noise_scaling(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Final metric against batch size (and against σ where the problem has a noise grid), with fitted exponents."""
-    metric, goal = meta["report"]["metric"], meta["report"]["goal"]
+    metric, goal = meta.report.metric, meta.report.goal
     bsize = lambda r: r.point["coords"].get("axis")  # noqa: E731
     bs = sorted({bsize(r) for r in runs if isinstance(bsize(r), (int, float))})
     rows, verdicts = [], []
@@ -87,7 +88,7 @@ def noise_scaling(meta: dict[str, Any], runs: list[RunData], directory: Path) ->
                       f"{num(r['exponent'])}{' (consistent)' if ok else ''}" for r, ok in fits)
             + (f"; blew up (final > {UNSTABLE:g} × start, left out of the fit): {'; '.join(blown)}" if blown else "")))
     plots = [_noise_plot(rows, bs, metric, directory / "claim.png")] if rows else []
-    setup = (f"median over {len(meta['seeds'])} seeds of the final {metric} after {meta['points'][0]['budget']}, at "
+    setup = (f"median over {len(meta.seeds)} seeds of the final {metric} after {meta.points[0]['budget']}, at "
              f"batch sizes {', '.join(f'{b:g}' for b in bs)}; exponents are least-squares log–log slopes over the "
              f"points whose final value stayed below {UNSTABLE:g} × the start value (the others blew up). A method "
              f"still far from its noise floor (e.g. decaying steps, or too few iterations) shows a slope near 0.")

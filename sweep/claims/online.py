@@ -27,6 +27,7 @@ from sweep.claims.base import (Criterion, Measured, Setting, Verdict, chosen, cl
                                quoted, setting)
 from sweep.claims.tuning import Grid, Tuned, tune
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 SUBLINEAR = 1.0  # a regret exponent below this is sublinear
 SQRT_OR_LINEAR = 0.75  # halfway between the paper's √T (0.5) and linear (1): a threshold linear regret never passes
@@ -86,12 +87,12 @@ def tuned_rivals(runs: list[RunData], problem: str = "oscillating_toy") -> dict[
 INNER_KEYS = ("diag/inner_iterations_total", "diag/z_iterations_total", "diag/y_iterations_total")
 
 
-def online_setup(meta: dict[str, Any]) -> list[Setting]:
+def online_setup(meta: StudyRecord) -> list[Setting]:
     """§4.3's analytic example next to the study."""
-    names = sorted({p["problem"] for p in meta["points"]})
-    osc = next((p["problem_params"] for p in meta["points"] if p["problem"] == "oscillating_toy"), None)
-    horizons = ", ".join(f"{T:g}" for T in meta["axis"]["values"])
-    af = next((p["algorithm_params"] for p in meta["points"] if p["algorithm"] == "af2obo"), {})
+    names = sorted({p["problem"] for p in meta.points})
+    osc = next((p["problem_params"] for p in meta.points if p["problem"] == "oscillating_toy"), None)
+    horizons = ", ".join(f"{T:g}" for T in meta.axis["values"])
+    af = next((p["algorithm_params"] for p in meta.points if p["algorithm"] == "af2obo"), {})
     problem = setting("problem and data", "§4.3: f_t = c e^(−y²), g_t = (μ_g/2)(y − (−1)^t x)², X = [−1, 1] (c, μ_g "
                                           "'set appropriately'); an analytic example, no experiment",
                       ", ".join(names) + (f"; oscillating_toy with c = {osc['c']:g}, μ_g = {osc['mu_g']:g}" if osc else ""),
@@ -114,7 +115,7 @@ def online_setup(meta: dict[str, Any]) -> list[Setting]:
         chosen("inner-loop policy", "AF2OBO: tolerances δ_y = T^(−1/2), δ_z = T^(−(1+τ)/2) (defaults); F2OBO: K = 'auto' "
                                       "or 1; OBBO, OAGD, SOBOW: K = 10", "AF2OBO adaptive; static K for the others"),
         _tau_row(af),
-        chosen("seeds", f"{len(meta['seeds'])} seeds", note="deterministic example"),
+        chosen("seeds", f"{len(meta.seeds)} seeds", note="deterministic example"),
     ]
 
 
@@ -134,7 +135,7 @@ def _tau_row(af: dict[str, Any]) -> Setting:
        setup=online_setup, criteria=CRITERIA,
        statement="with τ = 1/2 AF2OBO keeps a sublinear O(√T) regret when H_2,T = O(T) (the oscillating toy), "
                  "while static inner-iteration methods such as OBBO and F2OBO suffer linear regret.")
-def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def f2obo_regret(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Final cumulative local regret against the horizon T: fitted exponents and inner iteration counts."""
     horizon = lambda r: float(r.point["coords"]["axis"])  # noqa: E731
     Ts = sorted({horizon(r) for r in runs})
@@ -204,7 +205,7 @@ def f2obo_regret(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
             r.pop(k)
     plots = [_regret_plot(rows, Ts, directory / "claim.png")] if rows else []
     setup = (f"one run per horizon T ∈ {{{', '.join(f'{T:g}' for T in Ts)}}} to its end; the final bilevel local regret "
-             f"Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖² (median over {len(meta['seeds'])} seeds) is fitted as c·T^p. Sublinear: "
+             f"Σ_t ‖G_X(x_t, ∇F_t(x_t), γ)‖² (median over {len(meta.seeds)} seeds) is fitted as c·T^p. Sublinear: "
              f"p < {SUBLINEAR:g} (AF2OBO's verdict: p ≤ {SQRT_OR_LINEAR:g}, which linear regret never passes); linear: p ≥ {LINEAR_REGRET:g}. Default configurations; f2obo_K1 uses K = 1.")
     tables = {"measured": rows, "tuning": [row for t in tuned.values() for row in t.rows]}
     return Measured(setup, tables, verdicts, plots)

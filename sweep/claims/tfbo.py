@@ -29,6 +29,7 @@ from sweep.report import analysis as an, figures
 from sweep.claims.base import (FIELDS, Criterion, quoted, Estimate, Measured, Setting, Verdict, chosen, claim, compare, estimate, final,
                                initial, moved, not_moved, num, pct, setting)
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 #: The paper's Table 2 (sensitivity on Split CIFAR100: A_T at initial values 2, 4, 6, 8) and Table 1's
 #: reference A_T at the default 5, with the relative average change it prints.
@@ -74,18 +75,18 @@ def _near(a: Any, b: float) -> bool:
 
 
 # ---------------------------------------------------------------- what the setup tables read
-def label_entries(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def label_entries(meta: StudyRecord) -> dict[str, dict[str, Any]]:
     """The first configuration of each algorithm label."""
     out: dict[str, dict[str, Any]] = {}
-    for p in meta["points"]:
+    for p in meta.points:
         out.setdefault(p["label"], p)
     return out
 
 
-def problem_entries(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def problem_entries(meta: StudyRecord) -> dict[str, dict[str, Any]]:
     """Each problem's parameters and budget (first configuration on it)."""
     out: dict[str, dict[str, Any]] = {}
-    for p in meta["points"]:
+    for p in meta.points:
         out.setdefault(p["problem"], {"params": p["problem_params"], "budget": p["budget"]})
     return out
 
@@ -101,7 +102,7 @@ def describe_problem(name: str, params: dict[str, Any]) -> str:
             f"{100 / p.Dt.shape[0]:.2f}%)")
 
 
-def protocol_settings(meta: dict[str, Any]) -> list[Setting]:
+def protocol_settings(meta: StudyRecord) -> list[Setting]:
     """Iteration counts, batch sizes and D-TFBO's sub-loops against App. B.2–B.3."""
     probs, entries = problem_entries(meta), label_entries(meta)
     iters = {n: v["budget"].get("iterations") for n, v in probs.items()}
@@ -124,7 +125,7 @@ def protocol_settings(meta: dict[str, Any]) -> list[Setting]:
     ]
 
 
-def table2_protocol(meta: dict[str, Any]) -> list[Setting]:
+def table2_protocol(meta: StudyRecord) -> list[Setting]:
     """Table 2's task (coreset selection) has its own settings: App. B.2's 5/3 sub-loops; its batch size and
     iteration counts are 'the default configuration' of Hao et al. (App. B.3), not given: the proxy borrows
     Figs. 1–2's."""
@@ -146,14 +147,14 @@ def table2_protocol(meta: dict[str, Any]) -> list[Setting]:
     ]
 
 
-def table2_setup(meta: dict[str, Any]) -> list[Setting]:
+def table2_setup(meta: StudyRecord) -> list[Setting]:
     """Table 2's setting (coreset selection on Split CIFAR-100) next to the offline proxy's."""
     probs = problem_entries(meta)
-    field = "factors" if "factors" in meta["axis"] else "values"
-    grid = [a for a in meta["axis"][field] if any(_near(a, v) for v in TFBO_GRID[field])]
+    field = "factors" if "factors" in meta.axis else "values"
+    grid = [a for a in meta.axis[field] if any(_near(a, v) for v in TFBO_GRID[field])]
     baselines = sorted({e["algorithm"] for e in label_entries(meta).values() if e["algorithm"] not in TUNING_FREE})
     n_test = {n: problem_instance(n, v["params"]).Dt.shape[0] for n, v in probs.items()}
-    coarse = {n: 100 / k for n, k in n_test.items() if 100 / (k * len(meta["seeds"])) > TFBO_LIMIT}
+    coarse = {n: 100 / k for n, k in n_test.items() if 100 / (k * len(meta.seeds)) > TFBO_LIMIT}
     tfbo_values = [5 * a if field == "factors" else a for a in grid]
     return [
         setting("problem and data", "Table 2, §5.3: coreset selection for continual learning, Split CIFAR-100 "
@@ -169,7 +170,7 @@ def table2_setup(meta: dict[str, Any]) -> list[Setting]:
                 "test accuracy (headline; mean over seeds) and F, same formula",
                 "; ".join(["final test accuracy of one classifier, not A_T over a stream of tasks"]
                           + [f"{n}: one test sample is {v:.2f}%, coarser than the {TFBO_LIMIT:g}% compared even "
-                             f"averaged over {len(meta['seeds'])} seeds" for n, v in coarse.items()])),
+                             f"averaged over {len(meta.seeds)} seeds" for n, v in coarse.items()])),
         chosen("what is timed", "nothing (final values)", note="Table 2 reports final accuracy"),
         *table2_protocol(meta),
         setting("step sizes", "Table 2, App. B.4: α0 = β0 = γ0 ∈ {2, 4, 6, 8} against 5 (D-TFBO, S-TFBO); BCSR's "
@@ -178,8 +179,8 @@ def table2_setup(meta: dict[str, Any]) -> list[Setting]:
                 f"{', '.join(baselines)} with every step size scaled by value/5",
                 "; ".join(([] if tuple(tfbo_values) == (2.0, 4.0, 6.0, 8.0) else ["not the paper's initial values"])
                           + ["BCSR, Table 2's baseline, runs only on coreset selection: other tuned methods stand in"])),
-        setting("seeds", "Table 2: one run per initial value", f"{len(meta['seeds'])} seeds (F: median, accuracy: mean)",
-                f"{len(meta['seeds'])} seeds instead of one run"),
+        setting("seeds", "Table 2: one run per initial value", f"{len(meta.seeds)} seeds (F: median, accuracy: mean)",
+                f"{len(meta.seeds)} seeds instead of one run"),
     ]
 
 
@@ -192,11 +193,11 @@ def table2_setup(meta: dict[str, Any]) -> list[Setting]:
                  "selection on Split CIFAR100 over initial values {2, 4, 6, 8} against the default 5: S-TFBO 0.4%, "
                  "D-TFBO 0.3%, BCSR 5.8% (the study tfbo_coreset checks it). This extension asks the same question "
                  "of the final test accuracy and F on the paper's other two problems, on bundled data.")
-def tfbo_table2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def tfbo_table2(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Relative average change of final test accuracy (headline) and F over the Table-2 grid; the wide grid."""
-    field = "factors" if "factors" in meta["axis"] else "values"
-    table2 = [a for a in TFBO_GRID[field] if any(_near(a, v) for v in meta["axis"][field])]
-    opts = meta["report"]
+    field = "factors" if "factors" in meta.axis else "values"
+    table2 = [a for a in TFBO_GRID[field] if any(_near(a, v) for v in meta.axis[field])]
+    opts = meta.report
     rows, verdicts = [], []
     for prob, prs in group(runs, lambda r: problem_label(r.point)).items():
         per_metric: dict[str, dict[str, Sensitivity]] = {"test_accuracy": {}, "F": {}}
@@ -205,8 +206,8 @@ def tfbo_table2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> M
             algo = rs[0].point["algorithm"]
             ref = [r for r in rs if r.point["coords"].get("reference")]
             grid_runs = [r for r in rs if r.point["coords"].get("in_grid")]
-            conv = [an.converged(r.records, r.status, opts["converged_metric"], opts["converged_below"],
-                                 opts["converged_relative"]) for r in grid_runs]
+            conv = [an.converged(r.records, r.status, opts.converged_metric, opts.converged_below,
+                                 opts.converged_relative) for r in grid_runs]
             for metric, goal in (("test_accuracy", "max"), ("F", "min")):
                 if not any(metric in (r.final or {}) for r in rs):
                     continue
@@ -248,15 +249,15 @@ def tfbo_table2(meta: dict[str, Any], runs: list[RunData], directory: Path) -> M
         verdicts.append(_wide_verdict(prob, [r for r in rows if r["problem"] == prob and r["metric"] == "F"]))
     check = ", ".join(f"{k} {relative_changes(v, ref)[0]:.2f}% (mean |dev| {relative_changes(v, ref)[1]:.2f}%)"
                       for k, (v, ref, _) in TFBO_TABLE2.items())
-    notes = (f"initial step sizes set by axis {field} {list(meta['axis'][field])}; the Table-2 grid is "
+    notes = (f"initial step sizes set by axis {field} {list(meta.axis[field])}; the Table-2 grid is "
              f"{'factors 0.4, 0.8, 1.2, 1.6 (D-TFBO/S-TFBO: α0 = β0 = γ0 = 2, 4, 6, 8; baselines: value/5 × their defaults)' if field == 'factors' else 'values 2, 4, 6, 8'}"
              f", the reference the unscaled defaults (5); the other axis points are the wide grid. Final test accuracy "
-             f"(mean over {len(meta['seeds'])} seeds) and F (median). rel_avg_change = |mean over the grid − reference| / "
+             f"(mean over {len(meta.seeds)} seeds) and F (median). rel_avg_change = |mean over the grid − reference| / "
              f"|reference| reproduces Table 2 from the paper's own numbers ({check}); mean_abs_change = mean "
              f"|m(v) − reference| / |reference| does not cancel signs; change_of_decrease is the mean abs relative change "
              f"of F(x0) − F, which a run that hardly moves cannot make small. converged_wide: fraction of the wide "
-             f"grid's runs whose final {opts['converged_metric']} is at most {opts['converged_below']:g}"
-             f"{' × its initial value' if opts['converged_relative'] else ''}.")
+             f"grid's runs whose final {opts.converged_metric} is at most {opts.converged_below:g}"
+             f"{' × its initial value' if opts.converged_relative else ''}.")
     plots = [_table2_plot(rows, directory / "claim.png")] if rows else []
     return Measured(notes, {"measured": rows}, verdicts, plots)
 

@@ -22,6 +22,7 @@ from sweep.claims.base import (FIELDS, Criterion, Estimate, Measured, Setting, V
 from sweep.claims.tfbo import (TUNING_FREE, describe_problem, label_entries, problem_entries, problem_instance,
                                protocol_settings)
 from sweep.results.runs import RunData, config_label, group, problem_label
+from sweep.study.record import StudyRecord
 
 PAPER_DATA = {"regularization_selection": "Covtype", "hyper_cleaning": "MNIST"}
 #: The loaders' names of the paper's data sets (`--scale paper` reads them from scikit-learn's fetcher cache).
@@ -56,13 +57,13 @@ def _dims_row(probs: dict[str, Any], real: bool) -> Setting:
                                  "training sample, 784×10 y", dims, "smaller problems (the bundled data)")
 
 
-def fig1_setup(meta: dict[str, Any]) -> list[Setting]:
+def fig1_setup(meta: StudyRecord) -> list[Setting]:
     """Figs. 1–2's setting (Covtype, MNIST) next to the study's (scikit-learn's bundled data)."""
     probs = problem_entries(meta)
     data = {n: v["params"].get("dataset") for n, v in probs.items()}
     real = all(PAPER_SOURCES.get(n) == d for n, d in data.items())
     baselines = sorted({e["algorithm"] for e in label_entries(meta).values() if e["algorithm"] not in TUNING_FREE})
-    field = "factors" if "factors" in meta["axis"] else "values"
+    field = "factors" if "factors" in meta.axis else "values"
     described = "; ".join(describe_problem(n, v["params"]) for n, v in probs.items())
     return [
         quoted(setting("problem and data", "§5.1, §5.2, App. B.2: regularization selection on Covtype (581,012 "
@@ -85,9 +86,9 @@ def fig1_setup(meta: dict[str, Any]) -> list[Setting]:
         chosen("what is timed", "CPU seconds of the stepping thread, one BLAS thread per trial (evaluation excluded)"),
         *protocol_settings(meta),
         chosen("step sizes", f"D-TFBO, S-TFBO: α0 = β0 = γ0 = 5; baselines ({', '.join(baselines)}): their defaults "
-                               f"scaled by the best of {{{', '.join(f'{a:g}' for a in sorted([1, *meta['axis'][field]]))}}} "
+                               f"scaled by the best of {{{', '.join(f'{a:g}' for a in sorted([1, *meta.axis[field]]))}}} "
                                "by median final F", note="baselines: benchmark_bilevel's tuned defaults; TFBO: 5"),
-        chosen("seeds", f"{len(meta['seeds'])} seeds (medians)"),
+        chosen("seeds", f"{len(meta.seeds)} seeds (medians)"),
     ]
 
 
@@ -97,7 +98,7 @@ def fig1_setup(meta: dict[str, Any]) -> list[Setting]:
        statement="regularization selection (Covtype): D-TFBO converges fastest, S-TFBO slightly more slowly but "
                  "comparable to the well-tuned baselines; hyper-cleaning (MNIST): both comparable to the baselines; "
                  "running time (App. B.4, Fig. 2): the tuning-free methods faster than the baselines on Covtype.")
-def tfbo_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def tfbo_fig1(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Iterations and seconds to a common target per problem: TFBO at its defaults, baselines at their best factor."""
     rows, verdicts, curves = [], [], {}
     for prob, prs in group(runs, lambda r: problem_label(r.point)).items():
@@ -125,7 +126,7 @@ def tfbo_fig1(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Mea
              f"axis (or 1) with the lowest median final F (a small tuning grid, standing in for benchmark_bilevel's "
              f"tuned defaults). Target per problem: F0 − {FIG1_TARGET:g} (F0 − the median final F of these methods); "
              f"iterations and compute seconds to it are read at the evaluation points (medians over "
-             f"{len(meta['seeds'])} seeds; inf: not reached by at least half the seeds). 'Comparable': within "
+             f"{len(meta.seeds)} seeds; inf: not reached by at least half the seeds). 'Comparable': within "
              f"{COMPARABLE:g}× the baselines' median. Each verdict's ratio is of medians over seeds, a run that did "
              f"not reach the target censored at its end, with a 95% bootstrap interval over the seeds (paired).")
     plots = [_fig1_plot(curves, directory / "claim.png")] if curves else []

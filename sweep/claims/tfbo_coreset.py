@@ -40,6 +40,7 @@ from sweep.claims.tfbo_coreset_setup import (BCSR_GRID, DEFAULT_VALUE, INITIAL_V
                                            SUM_REASON, coreset_setup)
 from sweep.claims.tfbo_coreset_tuning import scenario as _scenario, tuned_bcsr, untuned_bcsr, with_tuned
 from sweep.results.runs import RunData
+from sweep.study.record import StudyRecord
 
 TUNING_FREE = ("dtfbo", "stfbo")
 #: Table 1 (Split CIFAR100, mean of 3 runs) for the methods the study runs: (A_T %, FGT_T) balanced, imbalanced.
@@ -355,7 +356,7 @@ def fig3_verdicts(runs: Sequence[RunData], untuned: dict[str, str] | None = None
                  "8 against 5, BCSR's by 5.8%. Fig. 3 (App. B.4, balanced, defaults 5): the upper loss decreases "
                  "gradually but increases when a new task is encountered; S-TFBO converges faster than BCSR, D-TFBO "
                  "comparably. Measured on Split-digits with logistic models, the offline stand-ins.")
-def tfbo_coreset(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
+def tfbo_coreset(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
     """Tables 1 and 2 and Fig. 3's measurable part, each per instance (seed), judged over the instances."""
     tuned = tuned_bcsr(runs)
     untuned = {scen: t.why for scen, t in tuned.items() if t.why}
@@ -364,7 +365,7 @@ def tfbo_coreset(meta: dict[str, Any], runs: list[RunData], directory: Path) -> 
     fig3, time_rows = fig3_verdicts(compared, untuned)
     verdicts = table1_verdicts(compared, untuned) + table2_verdicts(runs) + fig3
     notes = (f"Each seed is an instance (its own task split, pools and regularizer draws); every statement is computed "
-             f"per instance and judged on the 95% interval over the {len(meta['seeds'])} instances. Ranks are among "
+             f"per instance and judged on the 95% interval over the {len(meta.seeds)} instances. Ranks are among "
              f"the methods run ({', '.join(lab for lab in TABLE1)}); Table 1's iCaRL, k-means embedding, Grad "
              f"Matching, GCR and PBCS are not run. Table 2's and Fig. 3's verdicts are on the balanced stream (the "
              f"paper's); the table2 rows show every stream run. Fig. 3: target F0 − {FIG3_TARGET:g} (F0 − the median final F of D-TFBO, S-TFBO and BCSR) "

@@ -8,6 +8,7 @@ import problems
 from sweep.claims.base import Setting, chosen, compare, num, quoted, setting
 from sweep.claims.tfbo import CORESET_LOOPS
 from sweep.claims.tuning import Grid
+from sweep.study.record import StudyRecord
 
 SCENARIOS = ("balanced", "imbalanced")
 #: Table 2: the initial values against the default 5 (α0 = β0 = γ0 for D-TFBO, S-TFBO; BCSR's two constant rates).
@@ -31,22 +32,22 @@ SUM_REASON = ("the problem is the sum of the tasks' selection problems: every ta
 
 
 # ---------------------------------------------------------------- the setup table
-def _entries(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _entries(meta: StudyRecord) -> dict[str, dict[str, Any]]:
     """The first configuration of each label."""
     out: dict[str, dict[str, Any]] = {}
-    for p in meta["points"]:
+    for p in meta.points:
         out.setdefault(p["label"], p)
     return out
 
 
-def _instance(meta: dict[str, Any]) -> Any:
+def _instance(meta: StudyRecord) -> Any:
     """The balanced (else first) stream at seed 0, to describe the data."""
-    params = [p["problem_params"] for p in meta["points"]]
+    params = [p["problem_params"] for p in meta.points]
     first = next((p for p in params if p.get("scenario") == "balanced"), params[0])
     return problems.make("coreset_selection", seed=0, **first)
 
 
-def _steps(meta: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+def _steps(meta: StudyRecord) -> dict[str, tuple[float, ...]]:
     """Each label's initial values: D-TFBO's and S-TFBO's (α0, β0, γ0), BCSR's (lr_inner, lr_outer)."""
     keys = {"dtfbo": ("alpha0", "beta0", "gamma0"), "stfbo": ("alpha0", "beta0", "gamma0"),
             "bcsr": ("lr_inner", "lr_outer")}
@@ -54,14 +55,14 @@ def _steps(meta: dict[str, Any]) -> dict[str, tuple[float, ...]]:
             for lab, e in _entries(meta).items() if e["algorithm"] in keys}
 
 
-def coreset_setup(meta: dict[str, Any]) -> list[Setting]:
+def coreset_setup(meta: StudyRecord) -> list[Setting]:
     """§5.3's setting (Split CIFAR-100, Hao et al.'s code) next to the study's (Split-digits, logistic models)."""
     p = _instance(meta)
     entries = _entries(meta)
-    scen = sorted({pt["problem_params"].get("scenario") for pt in meta["points"]})
+    scen = sorted({pt["problem_params"].get("scenario") for pt in meta.points})
     pools = [b.stop - b.start for b in p.blocks]
     tests = [len(t.y_test) for t in p.stream.tasks]
-    iters = sorted({pt["budget"].get("iterations") for pt in meta["points"]})
+    iters = sorted({pt["budget"].get("iterations") for pt in meta.points})
     batches = sorted({str(e["algorithm_params"].get("batch_size")) for e in entries.values()
                       if "batch_size" in e["algorithm_params"]})
     d = entries.get("dtfbo", {}).get("algorithm_params", {})
@@ -69,13 +70,13 @@ def coreset_setup(meta: dict[str, Any]) -> list[Setting]:
     steps = _steps(meta)
     defaults = {lab: v for lab, v in steps.items() if lab in SENSITIVE}
     grid = {lab: v for lab, v in steps.items() if "_init" in lab}  # Table 2's values (BCSR's tuning grid apart)
-    n_seeds = len(meta["seeds"])
+    n_seeds = len(meta.seeds)
     return [
         setting("problem and data", "§5.3: coreset selection for continual learning (Hao et al. 2024's formulation) on "
                                     "Split CIFAR-100 (Zhou et al. 2022), balanced and imbalanced streams",
                 f"Split-digits: {p.n_tasks} tasks of {p.m} digit classes, pools of {min(pools)}-{max(pools)} samples "
                 f"(balanced stream), K = {p.coreset_size} kept per task, {', '.join(scen)} (imbalanced: one class "
-                f"per task keeps {100 * meta['points'][0]['problem_params'].get('imbalance', 0.2):g}% of its "
+                f"per task keeps {100 * meta.points[0]['problem_params'].get('imbalance', 0.2):g}% of its "
                 "samples)", STAND_IN + "".join(f"; the {m} stream not run" for m in SCENARIOS if m not in scen)),
         setting("dimensions", "App. B.2: Hao et al. (2024)'s codebase, its network's weights θ; one weight λ per "
                               "training sample",

@@ -44,9 +44,9 @@ def proposed_before(study: Study, store: ResultStore) -> Study:
     if not (store.root / "study.json").exists():
         return study
     meta = store.read_study()
-    if meta.get("spec_hash") != study.spec_hash or len(meta["points"]) <= len(study.points):
+    if meta.spec_hash != study.spec_hash or len(meta.points) <= len(study.points):
         return study
-    points = [Point.from_dict(d) for d in meta["points"]]
+    points = [Point.from_dict(d) for d in meta.points]
     if not {p.key for p in study.points} <= {p.key for p in points}:
         return study
     return dataclasses.replace(study, points=points, identity=study.spec_hash)

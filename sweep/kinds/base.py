@@ -30,6 +30,7 @@ from sweep.study.errors import shown
 from sweep.study.expand import Expansion, pairs
 from sweep.study.model import Point, Study
 from sweep.study.plugins import DEFAULT_KIND, KINDS  # noqa: F401  DEFAULT_KIND: sweep.kinds.DEFAULT_KIND
+from sweep.study.record import StudyRecord
 
 Tables = dict[str, list[dict[str, Any]]]
 
@@ -109,8 +110,9 @@ class Kind:
         return None
 
     # ---- the report ----
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
-        """The kind's own tables (name -> rows, written as <name>.csv) and figures."""
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
+        """The kind's own tables (name -> rows, written as <name>.csv) and figures; `meta` is the study as its results
+        record it (`StudyRecord`: `meta.report`, `meta.axis`, `meta.axis_name`, `meta.points`)."""
         return {}, []
 
     def convergence_runs(self, runs: list[RunData]) -> list[RunData]:

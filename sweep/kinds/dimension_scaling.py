@@ -15,6 +15,8 @@ from sweep.kinds.param_axis import ParamAxis, ParamAxisKind
 from sweep.report import analysis as an, figures, tables
 from sweep.results.runs import RunData
 from sweep.study.checks import PositiveNumber, after, before, invalid, no_repeats, nonempty_list
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
 
 def _two_or_more(values: list[Any]) -> list[Any]:
@@ -41,13 +43,13 @@ class DimensionScaling(ParamAxisKind):
     Axis = DimensionAxis
     timed = True  # seconds per iteration and seconds to the target against d
 
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
         """`scaling.csv` (medians at each dimension, fitted exponents) and `scaling.png`."""
-        rows = scaling_table(runs, meta["report"], meta["axis_name"])
-        return {"scaling": rows}, [plot_scaling(rows, meta["axis_name"], directory / "scaling.png")]
+        rows = scaling_table(runs, meta.report, meta.axis_name)
+        return {"scaling": rows}, [plot_scaling(rows, meta.axis_name, directory / "scaling.png")]
 
 
-def scaling_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
+def scaling_table(runs: list[RunData], opts: ReportOptions, axis_name: str) -> list[dict[str, Any]]:
     """Per algorithm and quantity: medians over seeds at each dimension and the fitted log–log exponent."""
     rows = []
     for (prob, cfg), rs in tables.by_problem_and_config(runs).items():
@@ -64,16 +66,16 @@ def scaling_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> 
     return rows
 
 
-def _scaling_quantities(opts: dict[str, Any]) -> dict[str, Any]:
+def _scaling_quantities(opts: ReportOptions) -> dict[str, Any]:
     def per_iter(r: RunData) -> float:
         f = r.final or {}
         it = f.get("iteration") or 0
         return f["time"] / it if r.status == "finished" and it else math.nan
 
     out = {"seconds_per_iteration": per_iter}
-    if opts.get("target") is not None:
+    if opts.target is not None:
         for x, name in (("calls/total", "calls_to_target"), ("time", "seconds_to_target"), ("iteration", "iterations_to_target")):
-            out[name] = (lambda r, x=x: an.first_reach(r.records, opts["metric"], opts["target"], x, opts["goal"])
+            out[name] = (lambda r, x=x: an.first_reach(r.records, opts.metric, opts.target, x, opts.goal)
                          if r.status == "finished" else math.nan)
     return out
 

@@ -15,6 +15,7 @@ from sweep.report import figures, tables
 from sweep.results.runs import RunData
 from sweep.study.checks import Block, after, before, invalid, is_number, no_repeats, nonempty_list
 from sweep.study.expand import Expansion, field_names
+from sweep.study.record import StudyRecord
 
 
 def _param_names(value: Any) -> Any:
@@ -80,11 +81,11 @@ class ParamAxisKind(Kind):
         return [(v, ctx.build_on_axis(cls.Config, {**base, **{n: v for n in axis["param"]}}, f"axis.values[{k}]",
                                       f"algorithms[{i}] '{cls.name}'"), {}) for k, v in enumerate(axis["values"])]
 
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
         """`<kind>.csv` and `<kind>.png`: the final metric along the axis."""
-        opts, axis_name = meta["report"], meta["axis_name"]
+        opts, axis_name = meta.report, meta.axis_name
         rows = tables.axis_table(runs, opts, axis_name)
-        log_x = all(is_number(v) and v > 0 for v in meta["axis"]["values"])
-        plot = figures.plot_axis(rows, axis_name, opts["metric"], f"{self.name}: final {opts['metric']}",
+        log_x = all(is_number(v) and v > 0 for v in meta.axis["values"])
+        plot = figures.plot_axis(rows, axis_name, opts.metric, f"{self.name}: final {opts.metric}",
                                  directory / f"{self.name}.png", log_x=log_x)
         return {self.name: rows}, [plot]

@@ -14,6 +14,8 @@ from sweep.report import analysis as an, figures, tables
 from sweep.results.runs import RunData, config_label
 from sweep.study.checks import Block, PositiveNumber, after, before, invalid, is_number, no_repeats, nonempty_list
 from sweep.study.expand import Expansion
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
 Steps = before(nonempty_list("values"), after(list[PositiveNumber], no_repeats()))
 
@@ -79,11 +81,11 @@ class StepsizeSensitivity(Kind):
             out.append((None, base, {"reference": True, "in_grid": False}))  # the reference of the table
         return out
 
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
         """`sensitivity.csv` and `sensitivity.png` (the final metric at each step size of the grid)."""
-        opts, axis_name = meta["report"], meta["axis_name"]
+        opts, axis_name = meta.report, meta.axis_name
         rows = tables.axis_table([r for r in runs if r.point["coords"].get("in_grid")], opts, axis_name)
-        plot = figures.plot_axis(rows, axis_name, opts["metric"], "step-size sensitivity", directory / "sensitivity.png",
+        plot = figures.plot_axis(rows, axis_name, opts.metric, "step-size sensitivity", directory / "sensitivity.png",
                                  algorithms={config_label(r.point): r.point["algorithm"] for r in runs})
         return {"sensitivity": sensitivity_table(runs, opts, axis_name)}, [plot]
 
@@ -92,7 +94,7 @@ class StepsizeSensitivity(Kind):
         return [r for r in runs if r.point["coords"].get("reference") or r.point["coords"].get("in_grid")]
 
 
-def sensitivity_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
+def sensitivity_table(runs: list[RunData], opts: ReportOptions, axis_name: str) -> list[dict[str, Any]]:
     """Median final metric per step size; the sensitivity, with the measure it is (`sensitivity_measure`); the
     relative average change vs the reference (TFBO Table 2), fraction converged.
 
@@ -112,7 +114,7 @@ def sensitivity_table(runs: list[RunData], opts: dict[str, Any], axis_name: str)
         conv = sum(tables.stats([r], opts)["converged"] for r in grid_runs)
         medians = [st["median"] for _, st in grid]
         change = an.relative_average_change(medians, ref)
-        if opts["goal"] == "min" and medians and all(m > 0 for m in medians):
+        if opts.goal == "min" and medians and all(m > 0 for m in medians):
             row.update(sensitivity=an.log10_spread(medians, _converged_floor(grid_runs, opts)),
                        sensitivity_measure="log10_spread")
         else:
@@ -124,13 +126,13 @@ def sensitivity_table(runs: list[RunData], opts: dict[str, Any], axis_name: str)
     return rows
 
 
-def _converged_floor(runs: list[RunData], opts: dict[str, Any]) -> float:
+def _converged_floor(runs: list[RunData], opts: ReportOptions) -> float:
     """The value below which the report's metric counts as converged (0 when convergence is judged on another
     metric): converged_below, times the median initial value when relative."""
-    if opts["converged_metric"] != opts["metric"]:
+    if opts.converged_metric != opts.metric:
         return 0.0
-    if not opts["converged_relative"]:
-        return float(opts["converged_below"])
-    starts = [r.records[0].get(opts["metric"]) for r in runs if r.records]
+    if not opts.converged_relative:
+        return float(opts.converged_below)
+    starts = [r.records[0].get(opts.metric) for r in runs if r.records]
     starts = [float(s) for s in starts if isinstance(s, (int, float)) and math.isfinite(s) and s > 0]
-    return float(opts["converged_below"] * np.median(starts)) if starts else 0.0
+    return float(opts.converged_below * np.median(starts)) if starts else 0.0

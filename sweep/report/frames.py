@@ -25,6 +25,7 @@ from sweep.report.tables import records_table
 from sweep.results.runs import load_runs
 from sweep.results.store import ResultStore
 from sweep.study.model import Study
+from sweep.study.record import StudyRecord
 from sweep.study.sources import results_dir, study_name
 
 
@@ -33,7 +34,7 @@ class Results:
     """A study's results: its recorded definition, one row per run, one row per record."""
 
     directory: Path
-    study: dict[str, Any]
+    study: StudyRecord
     runs: Any  # pandas.DataFrame
     records: Any  # pandas.DataFrame
     tables: dict[str, Any] = dataclasses.field(default_factory=dict)  # report CSVs by stem, as DataFrames

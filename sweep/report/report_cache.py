@@ -7,14 +7,16 @@ draws it (the sweep package and the study's plugin modules). Re-running a finish
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 import json
 from pathlib import Path
-from typing import Any
 
 from sweep.results.safe_files import write_text
 from sweep.results.store import ResultStore
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
 FINGERPRINT = ".fingerprint"
 _PACKAGE = Path(__file__).resolve().parents[1]  # the sweep package
@@ -31,7 +33,7 @@ def _code_stamp(imports: list[str]) -> str:
     return "\n".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files if f.exists())
 
 
-def fingerprint(store: ResultStore, meta: dict[str, Any], options: dict[str, Any] | None = None) -> str:
+def fingerprint(store: ResultStore, meta: StudyRecord, options: ReportOptions | None = None) -> str:
     """The fingerprint of a report built now from `store` (with `options`, e.g. its metric and goal)."""
     h = hashlib.sha1()
     h.update((store.root / "study.json").read_bytes())
@@ -42,8 +44,9 @@ def fingerprint(store: ResultStore, meta: dict[str, Any], options: dict[str, Any
         for p in sorted(store.runs_dir.glob("*.json")):
             st = p.stat()
             h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    h.update(json.dumps(options or {}, sort_keys=True, default=repr).encode())
-    h.update(_code_stamp((meta.get("source") or {}).get("imports", [])).encode())
+    # the options as study.json records them: the same study keeps its fingerprint
+    h.update(json.dumps(dataclasses.asdict(options) if options else {}, sort_keys=True, default=repr).encode())
+    h.update(_code_stamp(meta.imports).encode())
     return h.hexdigest()
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.report import analysis as an
 from sweep.results.runs import RunData, field, problem_label
+from sweep.study.model import ReportOptions
 
 
 class RunIndex:
@@ -101,19 +102,19 @@ def final_values(index: RunIndex, metric: str, goal: str) -> np.ndarray:
     return out
 
 
-def converged(index: RunIndex, opts: dict[str, Any]) -> np.ndarray:
+def converged(index: RunIndex, opts: ReportOptions) -> np.ndarray:
     """`analysis.converged` of every run (the report options' converged_metric, converged_below, converged_relative)."""
-    name, below = opts["converged_metric"], opts["converged_below"]
+    name, below = opts.converged_metric, opts.converged_below
     first, last = index.numbers(name, "first"), index.numbers(name, "last")
     with np.errstate(invalid="ignore"):
-        if opts["converged_relative"]:
+        if opts.converged_relative:
             out = np.isfinite(first) & np.isfinite(last) & (np.abs(last) <= below * np.abs(first))
         else:
             out = np.isfinite(last) & (last <= below)
     out &= index.fast & (index.status == "finished")
     for i in index.slow:
         r = index.runs[i]
-        out[i] = an.converged(r.records, r.status, name, below, opts["converged_relative"])
+        out[i] = an.converged(r.records, r.status, name, below, opts.converged_relative)
     return out
 
 

@@ -15,9 +15,10 @@ from sweep.report import run_arrays as ra
 from sweep.report.tables import KEY_METRICS, PROGRESS, identity, write_csv
 from sweep.results.runs import RunData, config_label, problem_label
 from sweep.results.safe_files import open_file
+from sweep.study.record import StudyRecord
 
 
-def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+def runs_table(runs: list[RunData], meta: StudyRecord) -> list[dict[str, Any]]:
     """One row per run: who it is, its status and convergence, every final value, every parameter.
 
     Every row has every column, in groups (identity, final values, parameters, where it ran); a column a
@@ -26,17 +27,17 @@ def runs_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]
     return ColumnRows(runs_columns(runs, meta))
 
 
-def runs_columns(runs: list[RunData], meta: dict[str, Any]) -> dict[str, list[Any]]:
+def runs_columns(runs: list[RunData], meta: StudyRecord) -> dict[str, list[Any]]:
     """The runs table column by column (`runs_table`): a configuration's columns made once for its seeds, the final
     values and convergence read from the store's columns for every run at once (`run_arrays`)."""
-    opts = meta["report"]
+    opts = meta.report
     index = ra.RunIndex.of(runs)
     points, at = _points(runs)
     head = _identity_columns(points, at, meta)
     head["seed"] = [r.seed for r in runs]
     head["status"] = [r.status for r in runs]
     head["converged"] = ra.converged(index, opts).tolist()
-    finals = ra.final_columns(index, (opts["metric"], *KEY_METRICS, *PROGRESS))
+    finals = ra.final_columns(index, (opts.metric, *KEY_METRICS, *PROGRESS))
     params = _parameter_columns(points, at)
     tail = {"node": [r.where.get("node", "") for r in runs], "run_key": [r.key for r in runs],
             "error": [r.error or "" for r in runs]}
@@ -47,14 +48,14 @@ def runs_columns(runs: list[RunData], meta: dict[str, Any]) -> dict[str, list[An
     return out
 
 
-def _identity_columns(points: list[dict[str, Any]], at: list[int], meta: dict[str, Any]) -> dict[str, list[Any]]:
+def _identity_columns(points: list[dict[str, Any]], at: list[int], meta: StudyRecord) -> dict[str, list[Any]]:
     """`identity` of each run as columns (its seed filled in by the caller)."""
     if any("reference" in p["coords"] for p in points):  # only some rows have it: the columns' order as rows give it
         return _expand([identity(p, 0, meta) for p in points], at, len(points))
-    cols = {"study": [meta["name"]] * len(points), "problem": [problem_label(p) for p in points],
+    cols = {"study": [meta.name] * len(points), "problem": [problem_label(p) for p in points],
             "algorithm": [p["label"] for p in points], "configuration": [config_label(p) for p in points]}
-    if meta.get("axis_name"):
-        cols[meta["axis_name"]] = [p["coords"].get("axis") for p in points]
+    if meta.axis_name:
+        cols[meta.axis_name] = [p["coords"].get("axis") for p in points]
     cols["seed"] = [0] * len(points)
     return cols if at == list(range(len(points))) else {k: [v[i] for i in at] for k, v in cols.items()}
 

@@ -15,6 +15,7 @@ from sweep.report import analysis as an
 from sweep.report import run_arrays as ra
 from sweep.report.tables import named_config
 from sweep.results.runs import RunData
+from sweep.study.model import ReportOptions
 
 #: Configurations in a study beyond which the summary prints the spread table instead of a table per configuration.
 SUMMARISE = 50
@@ -27,11 +28,11 @@ def configurations(runs: Sequence[RunData]) -> int:
     return len({id(r.point) for r in runs})
 
 
-def spread_table(runs: Sequence[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
+def spread_table(runs: Sequence[RunData], opts: ReportOptions) -> list[dict[str, Any]]:
     """Per (problem, algorithm label, axis value): its configurations, the best and the worst by median final metric
     over seeds (a diverged seed counting as the worst value, a failed one left out) and the quantiles of those
     medians over the configurations; configurations whose every seed diverged or failed are counted."""
-    metric, goal = opts["metric"], opts["goal"]
+    metric, goal = opts.metric, opts.goal
     cg = ra.ConfigGroups.of(runs, metric, goal)
     varied = cg.varied
     rows = []

@@ -21,6 +21,8 @@ from sweep.report import analysis as an
 from sweep.report import run_arrays as ra
 from sweep.results.runs import RunData, config_label, field, problem_label
 from sweep.results.safe_files import open_file
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
 
 def fmt(v: Any) -> str:
@@ -166,11 +168,11 @@ KEY_METRICS = ("F", "grad_F_sq", "y_err_sq", "F_gap", "cumulative_regret", "test
 PROGRESS = ("iteration", "time", "eval_time", "calls/total", "samples/total")
 
 
-def identity(point: dict[str, Any], seed: int, meta: dict[str, Any]) -> dict[str, Any]:
+def identity(point: dict[str, Any], seed: int, meta: StudyRecord) -> dict[str, Any]:
     """The columns that say which run a row belongs to: problem, algorithm, configuration, axis value, seed."""
-    row = {"study": meta["name"], "problem": problem_label(point), "algorithm": point["label"],
+    row = {"study": meta.name, "problem": problem_label(point), "algorithm": point["label"],
            "configuration": config_label(point)}
-    axis_name = meta.get("axis_name")
+    axis_name = meta.axis_name
     if axis_name:
         row[axis_name] = point["coords"].get("axis")
     if "reference" in point["coords"]:
@@ -189,7 +191,7 @@ def final_columns(final: dict[str, Any] | None, metric: str) -> dict[str, Any]:
     return out
 
 
-def records_table(runs: list[RunData], meta: dict[str, Any]) -> list[dict[str, Any]]:
+def records_table(runs: list[RunData], meta: StudyRecord) -> list[dict[str, Any]]:
     """Every record of every run (long format: one row per run and evaluation point)."""
     rows = []
     for r in runs:
@@ -213,11 +215,11 @@ def by_problem_and_config(runs: list[RunData]) -> dict[tuple[str, str], list[Run
     return groups
 
 
-def stats(runs: list[RunData], opts: dict[str, Any]) -> dict[str, Any]:
-    vals = [an.final_value({"status": r.status, "final": r.final}, opts["metric"], opts["goal"]) for r in runs]
+def stats(runs: list[RunData], opts: ReportOptions) -> dict[str, Any]:
+    vals = [an.final_value({"status": r.status, "final": r.final}, opts.metric, opts.goal) for r in runs]
     q = an.quantiles(vals, (0.25, 0.75))
-    conv = [an.converged(r.records, r.status, opts["converged_metric"], opts["converged_below"],
-                         opts["converged_relative"]) for r in runs]
+    conv = [an.converged(r.records, r.status, opts.converged_metric, opts.converged_below,
+                         opts.converged_relative) for r in runs]
     return {"median": an.median(vals), "q25": float(q[0]), "q75": float(q[1]), "seeds": len(runs),
             "diverged": sum(r.status == "diverged" for r in runs), "failed": sum(r.status == "failed" for r in runs),
             "converged": sum(conv),
@@ -243,11 +245,11 @@ def stable(run: RunData, metric: str, goal: str) -> bool:
     return final <= float(start) if goal == "min" else final >= float(start)
 
 
-def best_table(runs: list[RunData], opts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per (problem, algorithm label, axis value): the best configuration by `opts["best_by"]` (`CRITERIA`), with
+def best_table(runs: list[RunData], opts: ReportOptions) -> list[dict[str, Any]]:
+    """Per (problem, algorithm label, axis value): the best configuration by `opts.best_by` (`CRITERIA`), with
     its median, quartiles and worst seed. Every configuration's median and stability are computed for all
     configurations at once (`run_arrays`); only the best ones' runs are read one by one."""
-    by, metric, goal = opts.get("best_by", "robust"), opts["metric"], opts["goal"]
+    by, metric, goal = opts.best_by, opts.metric, opts.goal
     cg = ra.ConfigGroups.of(runs, metric, goal)
     groups, medians, ok = cg.groups, cg.medians, cg.ok
     varied = cg.varied
@@ -293,7 +295,7 @@ def _worst(values: list[float], goal: str) -> float:
 
 
 
-def axis_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> list[dict[str, Any]]:
+def axis_table(runs: list[RunData], opts: ReportOptions, axis_name: str) -> list[dict[str, Any]]:
     """Median final metric (and converged fraction) along a noise or drift axis."""
     groups = by_problem_and_config(runs)
     rows = []
@@ -301,7 +303,7 @@ def axis_table(runs: list[RunData], opts: dict[str, Any], axis_name: str) -> lis
         for a, by_rs in sorted(((v[0].point["coords"].get("axis"), v) for v in by_point(rs).values()),
                                key=lambda t: axis_order(t[0])):
             st = stats(by_rs, opts)
-            rows.append({"problem": prob, "algorithm": cfg, axis_name: a, f"median_{opts['metric']}": st["median"],
+            rows.append({"problem": prob, "algorithm": cfg, axis_name: a, f"median_{opts.metric}": st["median"],
                          "q25": st["q25"], "q75": st["q75"], "converged": st["converged"], "seeds": st["seeds"],
                          "diverged": st["diverged"], "failed": st["failed"]})
     return rows

@@ -10,6 +10,7 @@ from typing import Any
 from sweep.results import run_columns
 from sweep.results.store import ResultStore
 from sweep.results.summaries import MISSING
+from sweep.study.record import StudyRecord
 
 
 @dataclasses.dataclass
@@ -145,14 +146,14 @@ def _brief(s: dict[str, Any] | None) -> tuple[str, dict[str, Any], str | None, A
 
 
 
-def load_runs(store: ResultStore, meta: dict[str, Any]) -> list[RunData]:
+def load_runs(store: ResultStore, meta: StudyRecord) -> list[RunData]:
     """Every ended run of the study's configurations; its records read from the store's columns when asked."""
     cols = run_columns.load(store)
     runs = []
     summaries = cols.summaries
     brief = getattr(summaries, "brief", None)
-    for point in meta["points"]:
-        for seed in meta["seeds"]:
+    for point in meta.points:
+        for seed in meta.seeds:
             key = f"{point['key']}.s{seed}"
             got = brief(key) if brief is not None else _brief(summaries.get(key))
             if got is None:

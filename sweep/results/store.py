@@ -31,6 +31,7 @@ from sweep.results import columns, environment, study_file
 from sweep.results.safe_files import folder, open_file
 from sweep.results.shards import ShardLog, plain_data, shard_lines
 from sweep.study.model import Point, Study
+from sweep.study.record import StudyRecord
 
 DONE_STATUSES = ("finished", "diverged")
 #: A key read from disk that names a file: no path separator, no control character, not '.'-led.
@@ -55,11 +56,6 @@ def study_head(study: Study) -> dict[str, Any]:
         "spec_hash": study.spec_hash, "report": vars(study.report),
         "claim": study.claim, "scale": study.scale, "source": study.source,
     }
-
-
-def study_meta(study: Study) -> dict[str, Any]:
-    """The study as study.json records it and reports read it."""
-    return {**study_head(study), "points": [p.to_dict() for p in study.points]}
 
 
 def records_text(records: Iterable[dict[str, Any]]) -> str:
@@ -106,7 +102,7 @@ class ResultStore:
         head = {**study_head(study), "environment": environment.describe()}  # where it ran (sweep/results/environment.py)
         study_file.write(self.root / "study.json", head, study.points)
 
-    def read_study(self) -> dict[str, Any]:
+    def read_study(self) -> StudyRecord:
         """The study recorded by `write_study`."""
         path = self.root / "study.json"
         if not path.exists():
@@ -120,7 +116,7 @@ class ResultStore:
         for i, seed in enumerate(meta["seeds"]):
             if not isinstance(seed, int) or isinstance(seed, bool):
                 raise ParameterError(f"study.json: seeds[{i}] must be an integer, got {str(seed)[:80]!r}")
-        return meta
+        return StudyRecord.from_dict(meta)
 
     # ---- records ----
     def _seen_for(self, run_key: str) -> set[tuple[int, str]]:

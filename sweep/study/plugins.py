@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from problems.shared.registries import Registry
 from sweep.study.expand import Expansion
 from sweep.study.model import Point
+from sweep.study.record import StudyRecord
 
 #: The kind of a study that names none.
 DEFAULT_KIND = "comparison"
@@ -41,7 +42,7 @@ class StudyKind(Protocol):
     def count(self, ctx: Expansion, axis: dict[str, Any]) -> tuple[int, list[Point]]: ...
 
     # runs: the study's runs as reports read them (sweep.results.runs.RunData, a later folder)
-    def report(self, runs: Sequence[Any], meta: dict[str, Any], directory: Path) -> tuple[dict[str, Rows], list[Path]]: ...
+    def report(self, runs: Sequence[Any], meta: StudyRecord, directory: Path) -> tuple[dict[str, Rows], list[Path]]: ...
 
     def convergence_runs(self, runs: Sequence[Any]) -> Sequence[Any]: ...
 
@@ -64,13 +65,13 @@ class StudyClaim(Protocol):
     kind: str  # the kind of study it reads
     timed: bool  # its verdicts read compute seconds
 
-    def section(self, meta: dict[str, Any], runs: Sequence[Any], directory: Path) -> ClaimSection: ...
+    def section(self, meta: StudyRecord, runs: Sequence[Any], directory: Path) -> ClaimSection: ...
 
 
 KINDS: Registry[StudyKind] = Registry("kind", builtin="sweep.kinds")
 CLAIMS: Registry[StudyClaim] = Registry("claim", builtin="sweep.claims")
 
 
-def claim_of(meta: dict[str, Any]) -> str | None:
+def claim_of(meta: StudyRecord) -> str | None:
     """The claim a study's report checks: its own, or the one of the built-in study it was made from."""
-    return meta.get("claim") or (meta.get("source") or {}).get("claim") or None
+    return meta.claim or meta.source.get("claim") or None

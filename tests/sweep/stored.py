@@ -10,7 +10,7 @@ def summaries(res: Path) -> list[dict]:
     """Every ended run's summary, with its configuration (`point`, from study.json: a Parquet shard's summary does
     not repeat it)."""
     store = ResultStore(res)
-    points = {p["key"]: p for p in store.read_study()["points"]}
+    points = {p["key"]: p for p in store.read_study().points}
     return [{"point": points.get(s["run_key"].rsplit(".s", 1)[0]), **s} for s in store.summaries()]
 
 

@@ -20,6 +20,7 @@ from sweep.results.runs import RunData, config_label, group, problem_label
 from sweep.study.checks import Block, PositiveInt, after, before, no_repeats, nonempty_list
 from sweep.study.expand import Expansion
 from sweep.study.model import Point
+from sweep.study.record import StudyRecord
 
 Budgets = before(nonempty_list("iteration budgets"), after(list[PositiveInt], no_repeats()))
 
@@ -45,8 +46,8 @@ class BudgetScaling(Kind):
         return [dataclasses.replace(p, budget={**p.budget, "iterations": v}, coords={**p.coords, "axis": v})
                 for p in cartesian(self, ctx, axis) for v in axis["values"]]
 
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
-        metric = meta["report"]["metric"]
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
+        metric = meta.report.metric
         rows = []
         for (prob, cfg), rs in tables.by_problem_and_config(runs).items():
             budgets = sorted({r.point["coords"]["axis"] for r in rs})
@@ -55,15 +56,15 @@ class BudgetScaling(Kind):
             row = {"problem": prob, "algorithm": cfg, "exponent": an.fit_loglog(budgets, finals)[0]}
             row.update({f"iterations={b}": v for b, v in zip(budgets, finals)})
             rows.append(row)
-        plot = figures.plot_axis(tables.axis_table(runs, meta["report"], "iterations"), "iterations", metric,
+        plot = figures.plot_axis(tables.axis_table(runs, meta.report, "iterations"), "iterations", metric,
                                  f"final {metric} against the budget", directory / "budget.png")
         return {"budget": rows}, [plot]
 
 
 @claim("toy_more_budget_helps", kind="budget_scaling", title="more iterations, lower final metric (toy)",
        statement="the final metric falls with every doubling of the iteration budget.")
-def more_budget_helps(meta: dict[str, Any], runs: list[RunData], directory: Path) -> Measured:
-    metric = meta["report"]["metric"]
+def more_budget_helps(meta: StudyRecord, runs: list[RunData], directory: Path) -> Measured:
+    metric = meta.report.metric
     rows, verdicts = [], []
     for (prob, cfg), rs in group(runs, lambda r: (problem_label(r.point), config_label(r.point))).items():
         budgets = sorted({r.point["coords"]["axis"] for r in rs})
@@ -72,5 +73,5 @@ def more_budget_helps(meta: dict[str, Any], runs: list[RunData], directory: Path
         rows.append({"problem": prob, "algorithm": cfg, **{f"iterations={b}": v for b, v in zip(budgets, finals)}})
         verdicts.append(Verdict(f"{cfg} on {prob}: final {metric} falls as the budget grows", "it falls",
                                 ", ".join(f"{v:.4g}" for v in finals), "agrees" if falls else "disagrees"))
-    return Measured(f"median final {metric} over {len(meta['seeds'])} seeds at each budget.", {"measured": rows},
+    return Measured(f"median final {metric} over {len(meta.seeds)} seeds at each budget.", {"measured": rows},
                     verdicts)

@@ -38,6 +38,7 @@ from sweep.results.runs import RunData
 from sweep.study.errors import shown
 from sweep.study.expand import Expansion, is_grid, pairs
 from sweep.study.model import Point, Study
+from sweep.study.record import StudyRecord
 
 #: Metrics the profiles know a lower bound or a start for (sweep.compare.profiles.EXACT).
 METRICS = ("F", "grad_F_sq")
@@ -288,7 +289,7 @@ class Benchmark(Kind):
 
         return adaptive.next_round(study.points, study.axis, study.algorithms, study.report.goal, summary)
 
-    def report(self, runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[Tables, list[Path]]:
+    def report(self, runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[Tables, list[Path]]:
         """tuning.csv, ranking.csv, pairwise.csv, the profiles and the convergence of the chosen configurations."""
         from sweep.kinds.benchmark import report as bench_report
 

@@ -26,6 +26,7 @@ from sweep.compare import profiles, runtime, tuning
 from sweep.kinds.benchmark import targets
 from sweep.report import analysis
 from sweep.results.runs import RunData, problem_label
+from sweep.study.record import StudyRecord
 
 #: Budget names of the report, in order, and the axis field giving each one's trials per study.
 BUDGETS = ("one-shot", "small", "large")
@@ -99,7 +100,7 @@ def budgets(axis: Mapping[str, Any]) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------ the runs as frames
-def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
+def run_frame(runs: list[RunData], meta: StudyRecord) -> pd.DataFrame:
     """One row per (configuration, instance, slot): every planned run, ended or not.
 
     Columns: problem, algorithm (the entry's label), key (configuration), instance (the run's seed), study,
@@ -107,16 +108,16 @@ def run_frame(runs: list[RunData], meta: Mapping[str, Any]) -> pd.DataFrame:
     or missing), calls (final gradient-equivalents), samples (final samples drawn), seconds (final compute
     time).
     """
-    metric, goal = meta["axis"]["metric"], meta["report"]["goal"]
+    metric, goal = meta.axis["metric"], meta.report.goal
     by_key = {(r.point["key"], r.seed): r for r in runs}
     rows = []
-    for point in meta["points"]:
-        for seed in meta["seeds"]:
+    for point in meta.points:
+        for seed in meta.seeds:
             r = by_key.get((point["key"], seed))
             status = r.status if r is not None and r.status in ENDED else "missing"
             final = (r.final or {}) if r is not None else {}
             score = analysis.final_value({"status": status, "final": final}, metric, goal)
-            calls = profiles.gradient_equivalents(final, weights(meta["axis"])) if final else math.nan
+            calls = profiles.gradient_equivalents(final, weights(meta.axis)) if final else math.nan
             base = {"problem": problem_label(point), "algorithm": point["label"], "key": point["key"],
                     "instance": seed, "status": status, "score": score, "calls": calls,
                     "samples": float(final.get("samples/total", math.nan)),

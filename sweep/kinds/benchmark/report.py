@@ -28,6 +28,7 @@ from sweep.kinds.benchmark import numbers as bench, power as bench_power, target
 from sweep.report import tables
 from sweep.results import safe_files
 from sweep.results.runs import RunData
+from sweep.study.record import StudyRecord
 
 FAMILY = "all"
 COSTS = {"calls": "gradient-equivalents", "samples": "samples", "seconds": "compute seconds"}
@@ -49,9 +50,9 @@ def weights_note(axis: dict[str, Any]) -> str:
             + " per call (a gradient pair of f or g counts once)")
 
 
-def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[dict[str, list[dict]], list[Path]]:
+def report(runs: list[RunData], meta: StudyRecord, directory: Path) -> tuple[dict[str, list[dict]], list[Path]]:
     """Every table and figure of a benchmark study; printed: tuning, the family ranking, power, primary."""
-    axis, goal = meta["axis"], meta["report"]["goal"]
+    axis, goal = meta.axis, meta.report.goal
     frame = bench.run_frame(runs, meta)
     bounds = bench.instance_bounds(runs, axis, directory)
     tuned, tuned_goal = bench.tuning_frame(frame, runs, axis, bounds, goal)
@@ -98,9 +99,9 @@ def report(runs: list[RunData], meta: dict[str, Any], directory: Path) -> tuple[
     return out, plots
 
 
-def call_budget(meta: dict[str, Any]) -> float:
+def call_budget(meta: StudyRecord) -> float:
     """The study's oracle-call budget per run (the largest of its points'), NaN when runs are not call-bounded."""
-    values = [(p.get("budget") or {}).get("oracle_calls") for p in meta["points"]]
+    values = [(p.get("budget") or {}).get("oracle_calls") for p in meta.points]
     values = [float(v) for v in values if v]
     return max(values) if values else math.nan
 
@@ -251,14 +252,14 @@ def verdict_lists(tests: pd.DataFrame) -> tuple[dict[tuple, str], dict[tuple, st
 
 
 # ------------------------------------------------------------------ figures
-def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, budget: float) -> list[Path]:
+def profile_figures(costs: pd.DataFrame, meta: StudyRecord, directory: Path, budget: float) -> list[Path]:
     """Performance and data profiles of the large-budget choices: the pooled family on every cost axis, and
     each problem in gradient-equivalents."""
     if costs.empty:
         write_frame(directory / "profiles.csv", pd.DataFrame(), ["tau", "algorithm", "x", "fraction", "profile",
                                                                  "cost", "family"])
         return []
-    axis = meta["axis"]
+    axis = meta.axis
     common = bench.common_problems(costs)
     groups = [("", costs[costs["problem"].isin(common)], tuple(COSTS))]
     if costs["problem"].nunique() > 1:  # one problem: the family is that problem
@@ -285,7 +286,7 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
                 lines = [lower, note] + ([weights_note(axis)] if cost == "calls" else [])
                 if unreached:
                     lines.append(f"no run reached the target at τ = {', '.join(unreached)} (panel left out)")
-                title = f"{meta['name']}: {kind} profile of {axis['metric']} ({label}; {', '.join(shown)})"
+                title = f"{meta.name}: {kind} profile of {axis['metric']} ({label}; {', '.join(shown)})"
                 name = f"{kind}_profile{suffix}{'' if cost == 'calls' else '_' + cost}.png"
                 profiles.plot_profile(prof, "\n".join(lines), directory / name, title, label,
                                       budget=budget if (kind == "data" and cost == "calls") else None,
@@ -299,7 +300,7 @@ def profile_figures(costs: pd.DataFrame, meta: dict[str, Any], directory: Path, 
     return paths
 
 
-def ecdf_figure(dense: pd.DataFrame, meta: dict[str, Any], directory: Path, budget: float) -> list[Path]:
+def ecdf_figure(dense: pd.DataFrame, meta: StudyRecord, directory: Path, budget: float) -> list[Path]:
     """Runtime ECDFs in gradient-equivalents over the log-spaced targets, per problem and pooled (ecdf.csv)."""
     if dense.empty or not budget > runtime.FLOOR:
         write_frame(directory / "ecdf.csv", pd.DataFrame(), ["algorithm", "x", "fraction", "problem"])
@@ -311,17 +312,17 @@ def ecdf_figure(dense: pd.DataFrame, meta: dict[str, Any], directory: Path, budg
     taus = sorted(dense["tau"].unique())
     caption = (f"{len(taus)} log-spaced targets τ from {taus[-1]:g} to {taus[0]:g} per instance (one F_L per "
                f"instance); each (instance, study) unit's run to each target; large budget; "
-               f"{weights_note(meta['axis'])}")
+               f"{weights_note(meta.axis)}")
     path = directory / "runtime_ecdf.png"
-    bench_figures.runtime_ecdf(curves, budget, f"{meta['name']}: runtime ECDF of {meta['axis']['metric']}",
+    bench_figures.runtime_ecdf(curves, budget, f"{meta.name}: runtime ECDF of {meta.axis['metric']}",
                                caption, path)
     return [path]
 
 
-def convergence_figures(units: list[dict[str, Any]], bounds: pd.DataFrame, meta: dict[str, Any],
+def convergence_figures(units: list[dict[str, Any]], bounds: pd.DataFrame, meta: StudyRecord,
                         directory: Path) -> list[Path]:
     """F − F_L of the large-budget choices on the held-out instances, one figure per problem."""
-    axis = meta["axis"]
+    axis = meta.axis
     ended = [u for u in units if u["status"] != "failed"]
     if not ended:
         return []
@@ -337,14 +338,14 @@ def convergence_figures(units: list[dict[str, Any]], bounds: pd.DataFrame, meta:
                    f"tuning studies' choices ({configs} distinct configurations over {len(per)} algorithms); "
                    f"F_L: {source}")
         paths.append(bench_figures.convergence(
-            h, bounds, axis["metric"], f"{meta['name']}: {prob}, tuned at the large budget", caption,
+            h, bounds, axis["metric"], f"{meta.name}: {prob}, tuned at the large budget", caption,
             bench_figures.slug_path(directory, "convergence", prob)))
     return paths
 
 
-def tuning_figure(frame: pd.DataFrame, bounds: pd.DataFrame, meta: dict[str, Any], directory: Path) -> list[Path]:
+def tuning_figure(frame: pd.DataFrame, bounds: pd.DataFrame, meta: StudyRecord, directory: Path) -> list[Path]:
     """The tuning-budget curve (tuning_curve.csv, tuning_curve.png)."""
-    axis = meta["axis"]
+    axis = meta.axis
     curve = bench_figures.best_so_far(frame, bounds, axis["tune"])
     write_frame(directory / "tuning_curve.csv", curve)
     if curve.empty:
@@ -352,5 +353,5 @@ def tuning_figure(frame: pd.DataFrame, bounds: pd.DataFrame, meta: dict[str, Any
     caption = (f"median and IQR over {axis['studies']} tuning studies of the best mean final F − F_L over "
                f"tuning instances {axis['tune']} among trials 1..k")
     path = directory / "tuning_curve.png"
-    bench_figures.tuning_curve(curve, f"{meta['name']}: tuning-budget curve", caption, path)
+    bench_figures.tuning_curve(curve, f"{meta.name}: tuning-budget curve", caption, path)
     return [path]

@@ -12,7 +12,8 @@ from sweep.claims import base
 from sweep.study import sources, spec
 from sweep.claims.base import (CSV_COLUMNS, FIELDS, Criterion, Estimate, Measured, Verdict, chosen, claim, compare,
                                estimate, place, quoted, setting)
-from sweep.results.store import study_meta
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
 #: Every discovered claim that names its study (built-in, installed as a plugin, or named by the claim's own file)
 #: -> that study: the generic tests below pick each up, with nothing to keep by hand.
@@ -69,6 +70,11 @@ def test_the_interval_against_the_threshold(side, low, high, want):
     assert c.judge([]) == "not measured" and c.judge([Estimate.point(math.nan)]) == "not measured"
 
 
+def _record(**fields) -> StudyRecord:
+    """A study's record with no configurations and the given fields."""
+    return StudyRecord(name="s", kind="comparison", seeds=[0], report=ReportOptions(metric="F"), points=[], **fields)
+
+
 @pytest.mark.parametrize("scale, want", [("ci", "reduced scale"), ("reduced", "reduced scale"),
                                          ("default", "deviating setup"), ("full", "deviating setup")])
 def test_a_reduced_scale_says_so_on_every_measured_verdict(tmp_path, scale, want):
@@ -81,7 +87,7 @@ def test_a_reduced_scale_says_so_on_every_measured_verdict(tmp_path, scale, want
     claim("test_claim_scale", kind="comparison", title="t", statement="s",
           setup=lambda meta: [setting("dimensions", "Fig. 2: d = 4000", "2000", "smaller d")])(evaluate_)
     try:
-        rep = claims.evaluate({"claim": "test_claim_scale", "scale": scale}, [], tmp_path)
+        rep = claims.evaluate(_record(claim="test_claim_scale", scale=scale), [], tmp_path)
         assert [v.status for v in rep.verdicts] == ["agrees", "disagrees", "reference"]  # the label stays
         assert [v.setting for v in rep.verdicts] == [want, want, "-"]
         if want == "reduced scale":
@@ -129,7 +135,7 @@ def test_every_claim_can_disagree_with_the_same_setting(name):
     between agrees and disagrees while the setting and its deviations stay: no claim can only agree."""
     c = claims.CLAIMS[name]
     assert c.criteria, f"{name} has no thresholds: it cannot disagree"
-    rows = c.settings(study_meta(spec.load(STUDIES[name])))
+    rows = c.settings(StudyRecord.from_study(spec.load(STUDIES[name])))
 
     @settings(max_examples=25, deadline=None)
     @given(data=st.data(), spread=st.floats(0.0, 1e-3))
@@ -158,7 +164,7 @@ def test_every_same_row_cites_the_paper(name, scale):
         st_ = spec.load(STUDIES[name], scale=scale)
     except Exception:  # a study without that scale
         pytest.skip(f"{STUDIES[name]} has no {scale} scale")
-    rows = claims.CLAIMS[name].settings(study_meta(st_))
+    rows = claims.CLAIMS[name].settings(StudyRecord.from_study(st_))
     assert rows
     for s in rows:
         assert s.status in ("same", "deviation", "deviation (shown not to matter)", "no paper claim") \
@@ -196,7 +202,8 @@ def test_compare_and_setting_rows():
 
 def test_a_claim_report_prints_the_setting_and_the_scorecard_and_writes_the_csv_columns(tmp_path):
     def setup(meta):
-        return [setting("dimensions", "Fig. 2: d = 4000", meta["d"], None if meta["d"] == "4000" else "smaller d"),
+        d = meta.axis["d"]
+        return [setting("dimensions", "Fig. 2: d = 4000", d, None if d == "4000" else "smaller d"),
                 setting("inner-loop policy", "Remark 4.1: 35 steps", "35 steps")]
 
     crit = Criterion("c", "§6: at most 1", 1.0, "max")
@@ -211,7 +218,7 @@ def test_a_claim_report_prints_the_setting_and_the_scorecard_and_writes_the_csv_
 
     c = claim("test_claim_place", kind="comparison", title="t", statement="s", setup=setup)(evaluate)
     try:
-        rep = c({"d": "4000"}, [], tmp_path)
+        rep = c(_record(axis={"d": "4000"}), [], tmp_path)
         assert [s.study for s in rep.settings] == ["4000", "35 steps; error 5%"]
         assert [(v.status, v.setting, v.deviation) for v in rep.verdicts] == [
             ("agrees", "deviating setup", "inner-loop policy: error above 1%"),

@@ -8,8 +8,8 @@ import pytest
 import problems
 from sweep import claims
 from sweep.claims import bome
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 
 def test_optimum_distance_of_each_toy_against_the_point(run_data):
@@ -27,7 +27,7 @@ def test_optimum_distance_of_each_toy_against_the_point(run_data):
 
 
 def test_bome_claim_picks_each_labels_best_configuration(tmp_path, run_data):
-    meta = study_meta(spec.load("bome_toys"))
+    meta = StudyRecord.from_study(spec.load("bome_toys"))
     runs = [run_data("coreset_toy", {"y_opt_dist": d, "F_gap": 0.0, "time": 1.0}, label=lab, algorithm=alg,
                      grid={"eta": i}) for i, (lab, alg, d) in enumerate([("bome", "bome", 0.02), ("bome_T", "bome", 0.2),
                                                                           ("bvfsm", "bvfsm", 0.3), ("bvfsm", "bvfsm", 0.04)])]
@@ -42,7 +42,7 @@ def test_bome_claim_picks_each_labels_best_configuration(tmp_path, run_data):
 
 
 def test_the_built_in_study_runs_the_papers_toy_settings():
-    meta = study_meta(spec.load("bome_toys"))
+    meta = StudyRecord.from_study(spec.load("bome_toys"))
     rows = {s.field: s for s in claims.CLAIMS["bome_fig1"].settings(meta)}
     assert [(f, s.deviation) for f, s in rows.items() if s.deviation] == [
         ("problem and data", "the non-unique toy's f rewritten in Liu et al.'s form (App. A.3's printed f makes every v "
@@ -51,16 +51,16 @@ def test_the_built_in_study_runs_the_papers_toy_settings():
     assert rows["inner-loop policy"].status == "same" and rows["inner-loop policy"].states
     # ξ and the grids quoted from App. A; the ablation's α values are not given (Fig. 1 d-e): this study's choice.
     assert rows["step sizes"].status.startswith("chosen: ablation α ∈") and "ξ to be 0.05" in rows["step sizes"].paper
-    coreset = {(p["problem_params"]["points"], p["problem_params"]["start"]) for p in meta["points"]
+    coreset = {(p["problem_params"]["points"], p["problem_params"]["start"]) for p in meta.points
                if p["problem"] == "coreset_toy"}
     assert coreset == {(pts, s) for pts in ("paper", "code") for s in (1, 2, 3)}
-    alphas = {p["algorithm_params"]["alpha"] for p in meta["points"] if p["label"] == "bome_alpha"}
+    alphas = {p["algorithm_params"]["alpha"] for p in meta.points if p["label"] == "bome_alpha"}
     assert alphas == {0.01, 0.1, 1.0}  # ξ/5 and 2ξ on each toy (ξ = 0.05; 0.5 on the non-unique toy)
-    assert {p["problem"] for p in meta["points"] if p["algorithm"] == "ogd"} == {"minimax_toy"}
+    assert {p["problem"] for p in meta.points if p["algorithm"] == "ogd"} == {"minimax_toy"}
 
 
 def test_ogd_q_hat_and_time_verdicts_on_known_runs(tmp_path, run_data):
-    meta = study_meta(spec.load("bome_toys"))
+    meta = StudyRecord.from_study(spec.load("bome_toys"))
     recs = lambda d0, d1: [{"iteration": 0, "time": 0.0, "opt_dist": d0}, {"iteration": 9, "time": 0.5, "opt_dist": d1},  # noqa: E731
                            {"iteration": 99, "time": 2.0, "opt_dist": d1 / 10}]
     runs = [run_data("minimax_toy", {**recs(5.0, 0.1)[-1], "diag/q_hat": 1e-9}, label="bome", records=recs(5.0, 0.1)),
@@ -113,8 +113,8 @@ def test_bome_distance_verdicts_at_a_five_times_longer_horizon(tmp_path, run_dat
     rival' stays partly (it holds on minimax and the non-unique toy), and the coreset ratios grow from 2.1 and 2.5 at
     5000 iterations (first starts) to 5.3 and 16.6. BOME still reaches every optimum within 0.05, as Penalty and BSG-1 do on the
     coreset toy only (partly discriminating)."""
-    meta = study_meta(spec.load("bome_toys", scale="long"))
-    assert meta["points"][0]["budget"]["iterations"] == 25000
+    meta = StudyRecord.from_study(spec.load("bome_toys", scale="long"))
+    assert meta.points[0]["budget"]["iterations"] == 25000
     runs = []
     for label, dists in LONG.items():
         prob = label.split("(")[0]
@@ -142,7 +142,7 @@ def test_the_tolerance_sensitivity_rows_show_each_verdict_at_each_tolerance(tmp_
     """BOME at 0.02 and 0.2 (two configurations), BVFSM's best at 0.04: at 0.01 nothing reaches (BOME disagrees,
     BVFSM's miss agrees); at the study's 0.05 BOME's best and BVFSM's reach (BOME agrees, not discriminating);
     at 0.1 the same; BOME's robustness (one configuration at 0.2) partly from 0.05 up."""
-    meta = study_meta(spec.load("bome_toys"))
+    meta = StudyRecord.from_study(spec.load("bome_toys"))
     runs = [run_data("coreset_toy", {"y_opt_dist": d, "F_gap": 0.0, "time": 1.0}, label=lab, algorithm=alg,
                      grid={"eta": i}) for i, (lab, alg, d) in enumerate([("bome", "bome", 0.02), ("bome_T", "bome", 0.2),
                                                                           ("bvfsm", "bvfsm", 0.04)])]

@@ -7,13 +7,14 @@ import yaml
 
 from sweep import claims
 from sweep.claims import f2csa, f2csa_setup
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 
 def _settings(scale):
     st = spec.load("f2csa_scaling", scale=scale)
-    return study_meta(st), {s.field: s for s in claims.CLAIMS["f2csa_fig2"].settings(study_meta(st))}
+    meta = StudyRecord.from_study(st)
+    return meta, {s.field: s for s in claims.CLAIMS["f2csa_fig2"].settings(meta)}
 
 
 def test_the_built_in_study_runs_the_papers_setting_field_by_field():
@@ -28,7 +29,7 @@ def test_the_built_in_study_runs_the_papers_setting_field_by_field():
     assert rows["inner-loop policy"].status == "chosen: c = 1, κ_g = 5 → 35 steps"
     assert rows["batch sizes"].status.startswith("chosen: F2CSA: 1 sample per inner gradient, N_g = 10")
     assert rows["what is timed"].status.startswith("chosen: CPU seconds") and "one BLAS thread" in rows["what is timed"].study
-    pts = meta["points"]
+    pts = meta.points
     assert {(p["problem_params"]["constraints"], p["problem_params"]["noise"], p["problem_params"]["noise_model"])
             for p in pts} == {("box", 0.01, "dense")}
     assert sorted({p["coords"]["axis"] for p in pts}) == [50, 100, 250, 500, 1000, 2000, 4000]
@@ -52,7 +53,7 @@ def test_a_study_off_the_papers_setting_shows_each_deviation():
     data["problems"] = [{"name": "constrained_quadratic", "params": {"constraints": "linear", "p": 10, "noise": 0.01}}]
     data["algorithms"] = ["f2csa", "ssigd", "dsblo"]
     data.pop("blas_threads")
-    rows = {s.field: s for s in claims.CLAIMS["f2csa_fig2"].settings(study_meta(spec.validate(data)))}
+    rows = {s.field: s for s in claims.CLAIMS["f2csa_fig2"].settings(StudyRecord.from_study(spec.validate(data)))}
     assert rows["constraints"].deviation == "not the paper's box"
     assert rows["noise"].deviation == "not the paper's noise"
     assert rows["inner-loop policy"].deviation.startswith("not ⌈κ_g ln(1/δ)⌉ = 35 steps")
@@ -139,7 +140,7 @@ def test_verdicts_on_constructed_timings_and_the_gate(run_data, tmp_path, monkey
     data = yaml.safe_load(spec.resolve("f2csa_scaling").read_text())
     data["problems"] = [{"name": "constrained_quadratic", "params": {"constraints": "linear", "p": 10, "noise": 0.01,
                                                                       "noise_model": "dense"}}]
-    off = claims.CLAIMS["f2csa_fig2"](study_meta(spec.validate(data, scale="full")), runs, tmp_path)
+    off = claims.CLAIMS["f2csa_fig2"](StudyRecord.from_study(spec.validate(data, scale="full")), runs, tmp_path)
     assert [v.status for v in off.verdicts] == status
     assert "constraints: not the paper's box" in off.verdicts[0].deviation
     assert "constraints" not in rep.verdicts[0].deviation and rep.verdicts[0].setting == "deviating setup"
@@ -155,7 +156,7 @@ def test_oracle_accuracy_against_the_exact_gradient():
     data["algorithms"] = [{"name": "f2csa", "params": {"batch_size": None, "lower_max_iter": 3000, "inner_max_iter": 3000}},
                           {"name": "ssigd", "params": {"batch_size": None, "lower_solver": "primal_dual",
                                                        "pd_max_iter": 5000, "pd_tol": 1e-11}}]
-    acc = f2csa_setup.oracle_accuracy(study_meta(spec.validate(data)), 12)
+    acc = f2csa_setup.oracle_accuracy(StudyRecord.from_study(spec.validate(data)), 12)
     assert acc["ssigd_bias"] < 1e-8 and acc["ssigd_rms"] < 1e-8
     assert 1e-4 < acc["f2csa_bias"] < 0.05  # measured 0.0049 at α = 0.1
 
@@ -276,7 +277,7 @@ def test_time_to_target_at_d_2000_on_the_measured_seconds(run_data, tmp_path, mo
 # ---------------------------------------------------------------- the paper's open choices, run both ways
 def test_the_inner_c_scale_runs_remark41_at_c_half_one_two_for_every_method():
     meta, rows = _settings("inner_c")
-    cfg = {p["label"]: p["algorithm_params"] for p in meta["points"]}
+    cfg = {p["label"]: p["algorithm_params"] for p in meta.points}
     for c, suffix in ((0.5, "_c0.5"), (1.0, ""), (2.0, "_c2")):
         n = f2csa_setup.remark41_length(0.1, c)
         assert n == {0.5: 18, 1.0: 35, 2.0: 70}[c]
@@ -315,9 +316,9 @@ def test_each_c_is_judged_against_the_baselines_of_the_same_c(run_data, tmp_path
 def test_fig1_scale_runs_the_box_and_the_file_names_ten_linear_rows_side_by_side(run_data, tmp_path, monkeypatch):
     monkeypatch.setattr(f2csa, "oracle_accuracy", lambda meta, d: {"d": float(d)})
     meta, rows = _settings("fig1")
-    assert {(p["problem_params"]["constraints"], p["problem_params"]["p"]) for p in meta["points"]} == \
+    assert {(p["problem_params"]["constraints"], p["problem_params"]["p"]) for p in meta.points} == \
         {("box", 10), ("linear", 10)}
-    assert meta["seeds"] == [1234]
+    assert meta.seeds == [1234]
     assert rows["constraints"].status == "same" and rows["constraints"].study.startswith("both: box")
     runs = []
     for kind, finals in (("box", {"f2csa": (6.5, 0.05), "ssigd": (6.0, 0.01), "dsblo": (6.2, 0.02)}),
@@ -339,7 +340,7 @@ def test_fig1_scale_runs_the_box_and_the_file_names_ten_linear_rows_side_by_side
 def test_the_oracle_accuracy_at_each_inner_loop_constant():
     # At d = 20 (seed 0, x ~ N(0, 0.25 I) seed 1): halving c to 18 + 18 steps leaves F2CSA's oracle off by 200 %,
     # doubling it to 70 + 70 brings the bias from 11 % to 7.5 %; the baselines' implicit gradients stay near 0.5 %.
-    meta = study_meta(spec.load("f2csa_scaling", scale="inner_c"))
+    meta = StudyRecord.from_study(spec.load("f2csa_scaling", scale="inner_c"))
     acc = f2csa_setup.oracle_accuracy(meta, 20)
     assert acc["f2csa_c0.5_bias"] == pytest.approx(2.0012, rel=1e-3)
     assert acc["f2csa_bias"] == pytest.approx(0.1075, rel=1e-2) and acc["f2csa_c2_bias"] == pytest.approx(0.075, rel=1e-2)

@@ -10,8 +10,8 @@ import pytest
 import problems
 from sweep import claims
 from sweep.claims import f2obo_regret as fr
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 DRIFTS = (0.0, 0.1, 0.3, 1.0)
 TS = (20, 80)
@@ -35,7 +35,7 @@ def _runs(run_data, regret, problem="drifting_quadratic", labels=(("f2obo", "f2o
 
 
 def _meta():
-    return {**study_meta(spec.load("f2obo_regret_bound", scale="ci")), "seeds": [0, 1]}
+    return dataclasses.replace(StudyRecord.from_study(spec.load("f2obo_regret_bound", scale="ci")), seeds=[0, 1])
 
 
 def test_variation_of_a_run_is_its_instances_eq5(run_data):
@@ -107,7 +107,8 @@ def test_af2obo_against_the_static_methods_is_shown_not_judged(run_data, tmp_pat
 
 
 def test_the_built_in_study_setup_table_and_a_broken_condition():
-    rows = {s.field: s for s in claims.CLAIMS["f2obo_regret_bound"].settings(study_meta(spec.load("f2obo_regret_bound")))}
+    meta = StudyRecord.from_study(spec.load("f2obo_regret_bound"))
+    rows = {s.field: s for s in claims.CLAIMS["f2obo_regret_bound"].settings(meta)}
     assert [f for f, s in rows.items() if s.deviation] == ["problem and data"]
     assert rows["noise"].status == rows["batch sizes"].status == "chosen: exact gradients"  # a theorem: no experiment
     assert rows["metric"].status.startswith("chosen: the final cumulative regret (3)")
@@ -116,7 +117,7 @@ def test_the_built_in_study_setup_table_and_a_broken_condition():
     data = dict(spec.load("f2obo_regret_bound", scale="ci").source)
     data["algorithms"] = [{"name": "f2obo", "params": {"lambda1": 1.0}}]
     with pytest.warns(UserWarning, match="outside the paper's theorem conditions: lambda1 = 1 must exceed"):
-        meta = study_meta(spec.validate(data))
+        meta = StudyRecord.from_study(spec.validate(data))
     rows = {s.field: s for s in claims.CLAIMS["f2obo_regret_bound"].settings(meta)}
     assert "lambda1 = 1 must exceed 2 L_f,1/μ_g" in rows["step sizes"].deviation
 

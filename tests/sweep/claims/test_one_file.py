@@ -34,9 +34,9 @@ MODULE = textwrap.dedent('''
 
 
     def setup(meta):
-        dims = meta["points"][0]["problem_params"]["dim_x"]
+        dims = meta.points[0]["problem_params"]["dim_x"]
         return [quoted(setting("dimensions", "Toy §1", f"d = {dims}"), f"on a quadratic with d = 4", f"d = {dims}"),
-                chosen("seeds", f"{len(meta['seeds'])} seeds")]
+                chosen("seeds", f"{len(meta.seeds)} seeds")]
 
 
     @claim("one_file_claim", kind="stepsize_sensitivity", title="toy", study=STUDY, setup=setup, criteria=(SMALL,),

@@ -1,11 +1,13 @@
 """F2OBO regret claim: fitted exponents on regrets that follow known powers of T; the static methods' linear
 regret is a bound, shown as a reference row."""
+import dataclasses
+
 import pytest
 
 from sweep import claims
 from sweep.claims import online
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 
 def _gamma_grid(run_data, alg, p, Ts, best=0.1, scale=2.0):
@@ -21,7 +23,7 @@ def test_regret_claim_exponents(tmp_path, run_data):
                      algorithm="af2obo", axis=T) for T in Ts]
     for alg, p in (("obbo", 1.0), ("f2obo", 0.0)):
         runs += _gamma_grid(run_data, alg, p, Ts)
-    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    meta = dataclasses.replace(StudyRecord.from_study(spec.load("online_drift")), seeds=[0])
     rep = online.f2obo_regret(meta, runs, tmp_path)
     rows = {r["algorithm"]: r for r in rep.tables["measured"]}
     for alg, p in (("af2obo", 0.5), ("obbo", 1.0), ("f2obo", 0.0)):
@@ -41,7 +43,7 @@ def test_sublinear_never_accepts_linear_regret_and_a_flat_rival_makes_it_not_dis
     """AF2OBO at exponent 1 (linear) disagrees; at 0.5 with every paper rival as flat it agrees, not discriminating;
     a non-paper variant (f2obo_K1) is not among the rivals."""
     Ts = (100, 400, 1600)
-    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    meta = dataclasses.replace(StudyRecord.from_study(spec.load("online_drift")), seeds=[0])
 
     def judged(powers):
         runs = [r for alg, p in powers.items() if alg in online.RIVALS for r in _gamma_grid(run_data, alg, p, Ts)]
@@ -62,7 +64,7 @@ def test_a_rival_at_its_grids_edge_is_not_tuned_whichever_way_the_comparison_goe
     (best at the grid's edge …))` whether AF2OBO's exponent passes (0.5: would agree) or fails (1: would disagree);
     F2OBO tuned inside its grid is not named. A rival run at one γ only is not tuned either."""
     Ts = (100, 400, 1600)
-    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    meta = dataclasses.replace(StudyRecord.from_study(spec.load("online_drift")), seeds=[0])
     af = [run_data("oscillating_toy", {"cumulative_regret": 3.0 * T ** power, "diag/inner_iterations_total": T ** 2},
                    algorithm="af2obo", axis=T) for T in Ts]
     runs = af + _gamma_grid(run_data, "obbo", 1.0, Ts, best=1.0) + _gamma_grid(run_data, "f2obo", 1.0, Ts)
@@ -84,7 +86,7 @@ def test_static_rivals_as_flat_as_af2obo_make_the_comparison_not_discriminating_
     statement is not discriminating by the rule (the rivals pass its test) whichever way AF2OBO's own exponent goes,
     and its deviation says why the toy cannot tell them apart (a bound, not a measured behaviour)."""
     Ts = (100, 400, 1600)
-    meta = {**study_meta(spec.load("online_drift")), "seeds": [0]}
+    meta = dataclasses.replace(StudyRecord.from_study(spec.load("online_drift")), seeds=[0])
     runs = [run_data("oscillating_toy", {"cumulative_regret": 3.0 * T ** power, "diag/inner_iterations_total": T ** 2},
                      algorithm="af2obo", axis=T) for T in Ts]
     for alg in online.RIVALS:
@@ -95,7 +97,8 @@ def test_static_rivals_as_flat_as_af2obo_make_the_comparison_not_discriminating_
 
 
 def test_the_built_in_study_runs_the_papers_example():
-    rows = {s.field: s for s in claims.CLAIMS["f2obo_regret"].settings(study_meta(spec.load("online_drift")))}
+    meta = StudyRecord.from_study(spec.load("online_drift"))
+    rows = {s.field: s for s in claims.CLAIMS["f2obo_regret"].settings(meta)}
     assert [f for f, s in rows.items() if s.deviation] == ["metric"]  # a measured regret against a bound
     assert rows["constraints"].status == rows["dimensions"].status == "same"  # quoted from §4.3
     # c and μ_g are 'set appropriately' in §4.3, the constants other than τ not given: this study's choices.

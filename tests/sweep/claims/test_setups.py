@@ -9,8 +9,8 @@ from sweep import claims
 from sweep.claims import online
 from sweep.claims import tfbo_coreset_setup as tcs
 from sweep.claims.base import FIELDS
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 SAME, CHOSEN, DEV = "same", "chosen", "deviation"
 #: study -> field -> (status, deviation or None) at the default scale, in FIELDS order ("chosen": a value the paper
@@ -117,7 +117,7 @@ def _kind(s: claims.Setting) -> str:
 
 def _table(data: dict, scale: str = "default") -> dict[str, claims.Setting]:
     st = spec.validate(data, scale=scale)
-    return {s.field: s for s in claims.CLAIMS[st.claim].settings(study_meta(st))}
+    return {s.field: s for s in claims.CLAIMS[st.claim].settings(StudyRecord.from_study(st))}
 
 
 def _source(name: str) -> dict:

@@ -1,18 +1,19 @@
 """TFBO claims: Table 2's formula against the paper's own numbers, the studies against the paper's protocol
 (App. B.2–B.3) field by field, and the verdicts on known values: the direction from the measurement, the proxy's
 deviations named beside it, the same test on the baselines, and a metric no method moved."""
+import dataclasses
 import math
 
 import pytest
 
 from sweep import claims
 from sweep.claims import tfbo, tfbo_comparison
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 
 def _rows(study, claim):
-    meta = study_meta(spec.load(study))
+    meta = StudyRecord.from_study(spec.load(study))
     return meta, {s.field: s for s in claims.CLAIMS[claim].settings(meta)}
 
 
@@ -27,7 +28,7 @@ def test_table2_study_follows_the_papers_protocol_and_names_the_proxy():
     # Batch 64 and 2048/512 iterations are Figs. 1–2's (App. B.3); Table 2's task leaves them to Hao et al.'s defaults.
     assert rows["batch sizes"].status == "chosen: 64 (App. B.3's batch size for Figs. 1–2)"
     assert rows["iteration counts"].status.startswith("chosen: regularization_selection: 2048, hyper_cleaning: 512")
-    pts = meta["points"]
+    pts = meta.points
     assert {p["problem"]: p["budget"]["iterations"] for p in pts} == {"regularization_selection": 2048,
                                                                        "hyper_cleaning": 512}
     assert {p["algorithm_params"]["batch_size"] for p in pts} == {64}
@@ -39,7 +40,7 @@ def test_table2_study_follows_the_papers_protocol_and_names_the_proxy():
     assert vals == pytest.approx([2, 4, 6, 8])
     assert all(p["problem_params"].get("max_samples") is None for p in pts)
     assert "359 test samples" in rows["problem and data"].study  # 20% of the 1,797 digits (rounded down)
-    assert meta["report"]["metric"] == "test_accuracy"
+    assert meta.report.metric == "test_accuracy"
     # Table 2 itself is tfbo_coreset's: this claim says it is an extension, not the paper's task.
     assert claims.CLAIMS["tfbo_table2"].statement.startswith("Not the paper's experiment.")
     assert "not the paper's task" in claims.CLAIMS["tfbo_table2"].title
@@ -53,11 +54,11 @@ def test_fig1_study_follows_the_papers_protocol_with_bundled_stand_ins():
         assert rows[field].status == "same" and rows[field].states, field  # quoted from App. B.2-B.3
     for field in ("constraints", "noise", "metric"):  # the paper states none of these values
         assert rows[field].status.startswith("chosen: "), field
-    labels = {p["label"] for p in meta["points"]}
+    labels = {p["label"] for p in meta.points}
     assert labels == {"dtfbo", "stfbo", *tfbo_comparison.FIG1_BASELINES}
-    assert {p["problem"] for p in meta["points"] if p["label"] == "ttsa"} == {"regularization_selection"}
-    assert {p["blas_threads"] for p in meta["points"]} == {1}
-    refs = {p["label"]: p["algorithm_params"] for p in meta["points"] if p["coords"]["reference"]}
+    assert {p["problem"] for p in meta.points if p["label"] == "ttsa"} == {"regularization_selection"}
+    assert {p["blas_threads"] for p in meta.points} == {1}
+    refs = {p["label"]: p["algorithm_params"] for p in meta.points if p["coords"]["reference"]}
     assert refs["dtfbo"]["alpha0"] == refs["stfbo"]["beta0"] == 5.0
 
 
@@ -90,9 +91,15 @@ def _tfbo_runs(run_data, values: dict, problem="prob"):
     return runs
 
 
+def _sensitivity(factors: list[float]) -> StudyRecord:
+    """The built-in sensitivity study's record on `factors`, one seed, converged at ‖∇F‖² ≤ 0.1 × its start."""
+    meta = StudyRecord.from_study(spec.load("tfbo_sensitivity"))
+    meta = meta.with_report(converged_metric="grad_F_sq", converged_below=0.1, converged_relative=True)
+    return dataclasses.replace(meta, axis={"factors": factors}, seeds=[0])
+
+
 def test_tfbo_claim_on_known_values(tmp_path, run_data):
-    meta = {**study_meta(spec.load("tfbo_sensitivity")), "axis": {"factors": [0.4, 0.8, 1.2, 1.6, 20]}, "seeds": [0],
-            "report": {"converged_metric": "grad_F_sq", "converged_below": 0.1, "converged_relative": True}}
+    meta = _sensitivity([0.4, 0.8, 1.2, 1.6, 20])
     free = {0.4: 1.001, 0.8: 0.999, 1.2: 1.002, 1.6: 1.002, 20: 1.5, None: 1.0}  # 0.1% average change
     base = {0.4: 1.2, 0.8: 1.1, 1.2: 0.9, 1.6: 1.0, 20: 1.9, None: 1.0}  # signs cancel: 5%; mean |dev| 10%
     rep = tfbo.tfbo_table2(meta, _tfbo_runs(run_data, {"dtfbo": free, "soba": base}), tmp_path)
@@ -127,8 +134,7 @@ def test_tfbo_claim_on_known_values(tmp_path, run_data):
 
 
 def test_a_metric_no_method_moved_is_not_measured(tmp_path, run_data):
-    meta = {**study_meta(spec.load("tfbo_sensitivity")), "axis": {"factors": [0.4, 0.8, 1.2, 1.6]}, "seeds": [0],
-            "report": {"converged_metric": "grad_F_sq", "converged_below": 0.1, "converged_relative": True}}
+    meta = _sensitivity([0.4, 0.8, 1.2, 1.6])
     # F starts at 2.0 and every method ends within 1% of it (hyper-cleaning's 1.91 -> 1.90 in 512 iterations).
     flat = {0.4: 1.99, 0.8: 1.985, 1.2: 1.99, 1.6: 1.99, None: 1.99}
     rep = tfbo.tfbo_table2(meta, _tfbo_runs(run_data, {"dtfbo": flat, "soba": flat}), tmp_path)
@@ -152,7 +158,7 @@ def _fig1_runs(run_data, curves, factor_of=None):
 
 
 def test_fig1_verdicts_on_known_curves(run_data, tmp_path):
-    meta = study_meta(spec.load("tfbo_comparison"))
+    meta = StudyRecord.from_study(spec.load("tfbo_comparison"))
     # Target = 2 − 0.9 (2 − 1) = 1.1 (the median final F is 1.0). D-TFBO reaches it first (iteration 64), S-TFBO, SOBA and
     # MRBO at 128, AmIGO never (baselines' median 128: S-TFBO comparable); in seconds D-TFBO's 0.1 s per
     # iteration makes it slower (6.4 s against 1.28 s).
@@ -193,10 +199,10 @@ def test_fig1_paper_scale_reads_covtype_and_mnist_from_the_cache_and_says_same(t
     write_covtype_cache(tmp_path)
     write_mnist_cache(tmp_path)
     monkeypatch.setenv("BISWEEP_DATA", str(tmp_path))
-    meta = study_meta(spec.load("tfbo_comparison", scale="paper"))
-    assert {p["problem"]: p["problem_params"]["dataset"] for p in meta["points"]} == {
+    meta = StudyRecord.from_study(spec.load("tfbo_comparison", scale="paper"))
+    assert {p["problem"]: p["problem_params"]["dataset"] for p in meta.points} == {
         "regularization_selection": "covtype", "hyper_cleaning": "mnist"}
-    assert {p["problem"]: p["budget"]["iterations"] for p in meta["points"]} == {"regularization_selection": 2048,
+    assert {p["problem"]: p["budget"]["iterations"] for p in meta.points} == {"regularization_selection": 2048,
                                                                                "hyper_cleaning": 512}
     rows = {s.field: s for s in claims.CLAIMS["tfbo_fig1"].settings(meta)}
     data = rows["problem and data"]

@@ -9,13 +9,13 @@ import pytest
 from sweep import claims
 from sweep.claims import tfbo_coreset as tc, tfbo_coreset_setup as tcs
 from sweep.claims.base import Measured, place
-from sweep.results.store import study_meta
 from sweep.study import spec
+from sweep.study.record import StudyRecord
 
 
 @pytest.fixture(scope="module")
 def meta():
-    return study_meta(spec.load("tfbo_coreset"))
+    return StudyRecord.from_study(spec.load("tfbo_coreset"))
 
 
 @pytest.fixture(scope="module")

@@ -362,7 +362,7 @@ def test_tuning_on_time_to_target_scores_calls_to_the_primary_target(built):
     store = ResultStore(rep.directory.parent)
     meta = store.read_study()
     runs = load_runs(store, meta)
-    axis = {**meta["axis"], "tune_on": "time_to_target"}
+    axis = {**meta.axis, "tune_on": "time_to_target"}
     frame, bounds = bench.run_frame(runs, meta), bench.instance_bounds(runs, axis)
     tuned, goal = bench.tuning_frame(frame, runs, axis, bounds, "min")
     # Primary τ = 1e-3: target 0.1 + 1e-3 · 9.9, reached only by soba's (2, 2) configuration, at 100 + 20 + seed.

@@ -1,5 +1,8 @@
 """The comparison kind: no axis, grids only; its report is the common tables and curves, nothing more."""
+import dataclasses
+
 from sweep.report.build import build_report
+from sweep.study.model import ReportOptions
 
 
 def test_a_comparison_adds_no_axis_table_or_plot(tmp_path, toy_study, run_through_platform):
@@ -31,11 +34,11 @@ def test_best_config_does_not_pick_a_configuration_with_an_exploded_seed_unless_
     # gamma = 0.1 has the lower median (1.0) but one seed ended at 1,565, far above its start (10);
     # gamma = 0.05 converged on every seed (median 2.0).
     runs = _runs({0.1: [0.9, 1.0, 1565.0], 0.05: [1.9, 2.0, 2.2]})
-    opts = {"metric": "F", "goal": "min", "converged_metric": "F", "converged_below": 1e-3, "converged_relative": True}
+    opts = ReportOptions(metric="F", goal="min", converged_metric="F", converged_below=1e-3, converged_relative=True)
     row = best_table(runs, opts)[0]
     assert (row["best_config"], row["median_F"], row["worst_seed"]) == ("amigo(gamma=0.05)", 2.0, 2.2)
     assert row["stable_on_all_seeds"] and row["criterion"] == CRITERIA["robust"].format(metric="F")
-    row = best_table(runs, {**opts, "best_by": "median"})[0]  # told: the best median whatever the seeds did
+    row = best_table(runs, dataclasses.replace(opts, best_by="median"))[0]  # told: the best median, whatever the seeds
     assert (row["best_config"], row["median_F"], row["worst_seed"]) == ("amigo(gamma=0.1)", 1.0, 1565.0)
     assert not row["stable_on_all_seeds"] and row["criterion"].startswith("best median over seeds, whatever")
     # No configuration stable on every seed: the best median of all of them.

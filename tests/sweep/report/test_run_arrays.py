@@ -1,4 +1,5 @@
 """The report's per-run numbers read from the store's columns at once equal those read run by run."""
+import dataclasses
 import math
 
 import numpy as np
@@ -11,10 +12,12 @@ from sweep.report.tables import KEY_METRICS, PROGRESS, best_table, final_columns
 from sweep.results import run_columns
 from sweep.results.runs import ColumnRun, RunData
 from sweep.results.store import ResultStore
+from sweep.study.model import ReportOptions
+from sweep.study.record import StudyRecord
 
-OPTS = {"metric": "F", "goal": "min", "converged_metric": "F", "converged_below": 0.3, "converged_relative": True,
-        "best_by": "robust"}
-META = {"name": "s", "axis_name": None, "report": OPTS}
+OPTS = ReportOptions(metric="F", goal="min", converged_metric="F", converged_below=0.3, converged_relative=True,
+                     best_by="robust")
+META = StudyRecord(name="s", kind="comparison", seeds=[], report=OPTS, points=[])
 
 
 def point(key, label="a", gamma=0.1):
@@ -63,7 +66,7 @@ def test_final_values_convergence_and_stability_equal_the_run_by_run_ones(tmp_pa
         assert all(same(float(a), b) for a, b in zip(vals, want)), (vals, want)
         assert ra.stable(index, "F", goal, vals).tolist() == [stable(r, "F", goal) for r in runs]
     for relative, below in ((True, 0.3), (False, 0.2)):
-        opts = {**OPTS, "converged_relative": relative, "converged_below": below}
+        opts = dataclasses.replace(OPTS, converged_relative=relative, converged_below=below)
         got = ra.converged(index, opts).tolist()
         assert got == [an.converged(r.records, r.status, "F", below, relative) for r in runs]
     assert ra.converged(index, OPTS).tolist() == [True, True, False, False, True, False, True, False]
@@ -114,14 +117,14 @@ def reference_best(runs, opts):
         by_cfg.setdefault((r.point["label"], r.point["key"]), []).append(r)
     out = {}
     for (label, key), rs in by_cfg.items():
-        ok = all(stable(r, opts["metric"], opts["goal"]) for r in rs)
+        ok = all(stable(r, opts.metric, opts.goal) for r in rs)
         out.setdefault(label, []).append((key, ok, stats(rs, opts)["median"]))
     best = {}
     for label, cfgs in out.items():
         pool = [c for c in cfgs if c[1]] if any(c[1] for c in cfgs) else cfgs
         pick = None
         for c in pool:
-            if pick is None or an.better(c[2], pick[2], opts["goal"]):
+            if pick is None or an.better(c[2], pick[2], opts.goal):
                 pick = c
         best[label] = pick
     return best
@@ -139,7 +142,7 @@ def test_the_best_table_picks_what_the_run_by_run_rule_picks(goal):
             records = recs([start, end], status)
             runs.append(RunData(f"c{c}.s{s}", p, s, status, records[-1] if status != "failed" else None,
                                 records, {}, None))
-    opts = {**OPTS, "goal": goal}
+    opts = dataclasses.replace(OPTS, goal=goal)
     rows = best_table(runs, opts)
     want = reference_best(runs, opts)
     assert {r["algorithm"] for r in rows} == {"a", "b"}
@@ -193,7 +196,7 @@ def test_a_summary_past_the_threshold_prints_the_spread_and_points_to_long_table
     from sweep.report import spread
     from sweep.report.build import _summary_text
 
-    meta = {"name": "s", "kind": "comparison", "report": OPTS}
+    meta = META
     long = [{"configuration": f"c{i}", "F": 0.1 * i} for i in range(spread.SUMMARISE + 1)]
     tables = {"runs": long, "best": long[:2], "choices": long, "spread": [{"problem": "q", "q50": 0.5}]}
     small = _summary_text(meta, {k: v for k, v in tables.items() if k != "spread"})

@@ -3,9 +3,11 @@
 A step-size study of 1,000 SOBA configurations (the initial step sizes scaled by 999 factors from 0.1 to 2, and
 the reference) x 5,000 iterations on a d = 10 quadratic, 1 seed, once with `batched: auto` and once with
 `batched: off`, run in turn (auto, off, auto, off, ...) so that a drift of the machine's speed hits both: wall
-seconds of the whole process, the driver's CPU seconds (its session timeline) and the runs' stepping CPU seconds
-(the sum of their `cpu_time`: a batched run's is its share of the batch's) as min / median, the median of the
-pairs' ratios, and a check that both gave every run the same final values (rtol 1e-10). On a busy machine the
+seconds of the whole process, the driver's CPU seconds (its session timeline), the runs' stepping CPU seconds
+(the sum of their `cpu_time`: a batched run's is its share of the batch's) and the seconds until the first trial
+started, as min / median; the whole process over (first trial's start + the runs' stepping), the median of the
+pairs' ratios, and a check that both gave every run the same final values (rtol 1e-10; the summaries read from
+the store, whatever its format). On a busy machine the
 CPU seconds move less than the wall time. `--trial-body K` measures instead the trial body alone in this
 process (no Ray, no MLflow): K of the runs as one batched trial against the same K one after another, CPU seconds.
 
@@ -45,8 +47,9 @@ def study(configs: int, iterations: int, dim: int, batched: str) -> dict[str, An
             "seeds": 1, "budget": {"iterations": iterations}, "n_evals": 20, "batched": batched}
 
 
-def run_once(path: Path, results: Path) -> tuple[float, float, float]:
-    """(wall seconds, the driver's CPU seconds, the runs' stepping CPU seconds) of one whole `bisweep run`."""
+def run_once(path: Path, results: Path) -> tuple[float, float, float, float]:
+    """(wall seconds, the driver's CPU seconds, the runs' stepping CPU seconds, seconds until the first trial
+    started) of one whole `bisweep run`."""
     start = time.monotonic()
     proc = subprocess.run([BISWEEP, "run", str(path), "--results-dir", str(results), "--no-report"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -54,17 +57,25 @@ def run_once(path: Path, results: Path) -> tuple[float, float, float]:
     if proc.returncode != 0:
         sys.exit(f"bisweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     session = json.loads((results / "sessions.jsonl").read_text().splitlines()[-1])
-    steps = sum(json.loads(f.read_text())["final"]["cpu_time"] for f in (results / "runs").glob("*.json"))
-    return wall, float(session["end_cpu"]), steps
+    steps = sum(s["final"]["cpu_time"] for s in summaries(results).values())
+    return wall, float(session["end_cpu"]), steps, float(session["first_trial_started"])
+
+
+def summaries(results: Path) -> dict[str, dict[str, Any]]:
+    """Run key -> its summary (its final record among it), as the store holds it (shards or files)."""
+    from sweep.results import run_columns
+    from sweep.results.store import ResultStore
+
+    cols = run_columns.load(ResultStore(results))
+    out = {k: cols.summary(k) for k in cols.summaries}
+    if not out:
+        sys.exit(f"no run summaries in {results}")
+    return out
 
 
 def finals(results: Path) -> dict[str, dict[str, Any]]:
     """Run key -> its final record (from the study's run summaries)."""
-    out = {}
-    for f in (results / "runs").glob("*.json"):
-        s = json.loads(f.read_text())
-        out[s["run_key"]] = {k: v for k, v in s["final"].items() if k not in VOLATILE}
-    return out
+    return {k: {n: v for n, v in s["final"].items() if n not in VOLATILE} for k, s in summaries(results).items()}
 
 
 def same(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> float:
@@ -116,7 +127,7 @@ def main() -> None:
     if args.trial_body:
         trial_body(args.trial_body, args.iterations, args.dim, args.repeats)
         return
-    times: dict[str, list[tuple[float, float, float]]] = {"auto": [], "off": []}
+    times: dict[str, list[tuple[float, float, float, float]]] = {"auto": [], "off": []}
     with tempfile.TemporaryDirectory(prefix="bench-batched-") as tmp:
         root = Path(tmp)
         for mode in times:
@@ -128,10 +139,12 @@ def main() -> None:
         diff = same(finals(root / "auto-0"), finals(root / "off-0"))
     print(f"\n{args.configs:,} SOBA configurations x {args.iterations:,} iterations, quadratic d = {args.dim}, 1 seed, "
           f"--no-report; whole process, {args.repeats} runs each, in turn")
-    print(f"{'batched':8} {'wall s':>14} {'driver CPU s':>14} {'runs CPU s':>14}   (min / median)")
+    print(f"{'batched':8} {'wall s':>14} {'driver CPU s':>14} {'runs CPU s':>14} {'first trial s':>14} "
+          f"{'wall / (first + runs)':>22}   (min / median)")
     for mode, ts in times.items():
-        cols = [[t[i] for t in ts] for i in range(3)]
-        print(f"{mode:8} " + " ".join(f"{f'{min(c):.1f} / {statistics.median(c):.1f}':>14}" for c in cols))
+        cols = [[t[i] for t in ts] for i in range(4)] + [[t[0] / (t[3] + t[2]) for t in ts]]
+        print(f"{mode:8} " + " ".join(f"{f'{min(c):.1f} / {statistics.median(c):.1f}':>{w}}"
+                                      for c, w in zip(cols, (14, 14, 14, 14, 22))))
     ratios = [statistics.median(o[i] / a[i] for a, o in zip(times["auto"], times["off"])) for i in range(3)]
     print(f"off / auto, median of the pairs: wall {ratios[0]:.1f}x, driver CPU {ratios[1]:.1f}x, "
           f"runs CPU {ratios[2]:.1f}x")

@@ -107,16 +107,10 @@ class ResultStore:
         path = self.root / "study.json"
         if not path.exists():
             raise FileNotFoundError(f"no study results in {self.root} (run the study first)")
-        meta = study_file.read(path)
-        points = meta.get("points") if isinstance(meta, dict) else None
-        if not isinstance(points, list) or not isinstance(meta.get("seeds"), list):
-            raise ParameterError(f"study.json: {path} holds no study (points and seeds)")
-        for i, point in enumerate(points):
+        record = StudyRecord.from_dict(study_file.read(path))  # checks the points list and the seeds
+        for i, point in enumerate(record.points):  # a point's key names its runs' files
             plain(point.get("key") if isinstance(point, dict) else None, f"study.json: points[{i}].key")
-        for i, seed in enumerate(meta["seeds"]):
-            if not isinstance(seed, int) or isinstance(seed, bool):
-                raise ParameterError(f"study.json: seeds[{i}] must be an integer, got {str(seed)[:80]!r}")
-        return StudyRecord.from_dict(meta)
+        return record
 
     # ---- records ----
     def _seen_for(self, run_key: str) -> set[tuple[int, str]]:

@@ -24,7 +24,8 @@ from algorithms.stacked import group_key
 from problems.pure import as_arrays
 from problems.shared.errors import ParameterError
 
-#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, device).
+#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, which
+#: hyperparameters the stack shares, device).
 _COMPILED: dict[tuple, Any] = {}
 
 
@@ -53,17 +54,22 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
         def start(h: Any, seed: Any) -> Any:  # a run's key from its seed, when the definition draws
             return defn.init(oracles, h, config, jax.random.PRNGKey(seed) if defn.draws else None, jnp)
 
-        state = jax.vmap(start)(hyper, seeds)
+        # Not mapped: the iteration count t (the stack's runs step together) and a hyperparameter the whole stack
+        # shares (a scalar here), so that a schedule's (t + 1)^e is computed once a step, not once per run.
+        h_axes = type(hyper)(*(None if v.ndim == 0 else 0 for v in hyper))
+        shape = jax.eval_shape(start, jax.tree_util.tree_map(lambda v: v[0] if v.ndim else v, hyper), seeds[0])
+        axes = type(shape)(*(None if name == "t" else 0 for name in shape._fields))
+        state = jax.vmap(start, in_axes=(h_axes, 0), out_axes=axes)(hyper, seeds)
 
         def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
             return s, watch_iterates(s, failed, limits, jnp)
 
-        step = jax.vmap(one)
-        limits = jax.vmap(lambda s: iterate_limits(s, jnp))(state)
+        step = jax.vmap(one, in_axes=(axes, 0, h_axes, 0), out_axes=(axes, 0))
+        limits = jax.vmap(lambda s: iterate_limits(s, jnp), in_axes=(axes,))(state)
 
         def evaluate(s: Any) -> dict[str, Any]:
-            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp))(s, hyper)
+            diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp), in_axes=(axes, h_axes))(s, hyper)
             return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
 
         def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
@@ -87,10 +93,11 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
         oracles = as_arrays(defn.oracles_of(problem), np.asarray)
         hyper = defn.hyper_columns(configs, shape=(-1,))
+        hyper = type(hyper)(*(v[0] if np.all(v == v[0]) else v for v in hyper))  # shared by the stack: a scalar
         lengths = np.diff(np.asarray(points, dtype=np.int64))
         seeds = np.arange(len(configs)) if seeds is None else np.asarray(seeds, dtype=np.int64)
         key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)),
-               len(lengths), device())
+               len(lengths), tuple(np.ndim(v) for v in hyper), device())
         compile_seconds = 0.0
         if key not in _COMPILED:
             start = time.perf_counter()
@@ -101,6 +108,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
                                      np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
         final = type(final)(*(None if v is None or n == "key" else np.asarray(v) for n, v in zip(final._fields, final)))
+        if "t" in final._fields:  # one iteration count for the stack (every run steps together): a column again
+            final = final._replace(t=np.broadcast_to(final.t, (len(configs), 1)).copy())
         seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed).ravel())

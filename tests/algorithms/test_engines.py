@@ -178,6 +178,7 @@ def test_jax_equals_stacked_and_diverges_alike(problem, algorithm):
     assert max_diff({n: v[:, finite] for n, v in compiled.values.items()},
                     {n: v[:, finite] for n, v in stacked.values.items()}) < EXACT
     assert np.max(np.abs(compiled.state.x[finite] - stacked.state.x[finite])) < EXACT
+    assert compiled.state.t.shape == stacked.state.t.shape and (compiled.state.t == stacked.state.t).all()
     assert compiled.values["F"].dtype == np.float64 and compiled.engine == "jax"
     assert compiled.diverged_at == stacked.diverged_at and compiled.failed.tolist() == stacked.failed.tolist()
     if not diverging:
@@ -185,6 +186,18 @@ def test_jax_equals_stacked_and_diverges_alike(problem, algorithm):
     assert stacked.diverged_at[-1] is not None
     last = [rec for k, rec in compiled.records() if k == len(configs) - 1][-1]
     assert last["status"] == "diverged" and np.isfinite(last.get("F", 0.0))
+
+
+@needs_jax
+@pytest.mark.parametrize("algorithm", ["soba", "ttsa"])
+def test_jax_alone_or_with_every_hyperparameter_shared_equals_stacked(problem, algorithm):
+    """A number the stack shares is one scalar in the compiled program, not a vector (the schedule computed once a
+    step): one run alone, and two runs differing in nothing, give the stacked engine's iterates."""
+    for configs in (CONFIGS[algorithm][:1], CONFIGS[algorithm][:1] * 2):
+        stacked = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="stacked")
+        compiled = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine="jax")
+        assert max_diff(compiled.values, stacked.values) < EXACT
+        assert np.max(np.abs(compiled.state.x - stacked.state.x)) < EXACT
 
 
 @pytest.mark.parametrize("algorithm", sorted(DIVERGING))

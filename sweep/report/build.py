@@ -8,7 +8,6 @@ through the registries they register into (sweep.study.plugins), so this folder 
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import sys
 from collections import defaultdict
@@ -19,7 +18,7 @@ from typing import Any, TextIO
 from problems.shared.errors import ParameterError
 from sweep.report import report_cache, run_arrays, spread
 from sweep.report.curves import palette, plot_convergence, plot_regret
-from sweep.report.runs_table import WrittenRows, runs_table, write_table
+from sweep.report.runs_table import WrittenRows, read_table, runs_table, write_table
 from sweep.report.tables import best_table, fit_lines, format_table, slug
 from sweep.results import gc_pause
 from sweep.results.runs import RunData, load_runs, problem_label, remembered_labels
@@ -141,10 +140,7 @@ def _check_registered(meta: StudyRecord) -> None:
 
 def _cached(d: Path, out: TextIO, quiet: bool) -> Report:
     """The report already in `d` (its tables as the CSV files hold them)."""
-    tables = {}
-    for path in sorted(d.glob("*.csv")):
-        with open(path, newline="") as fh:
-            tables[path.stem] = list(csv.DictReader(fh))
+    tables = {path.stem: read_table(path) for path in sorted(d.glob("*.csv"))}
     if not quiet:
         out.write((d / "summary.txt").read_text())
         out.write(f"report up to date in {d}\n  (nothing changed since it was built; --force rebuilds it)\n")
@@ -200,7 +196,7 @@ def _convergence_plots(runs: list[RunData], meta: StudyRecord, opts: ReportOptio
             for prob, rs in sorted(by_problem.items())]
 
 
-def _summary_text(meta: StudyRecord, tables: dict[str, list[dict[str, Any]]], many: int | None = None) -> str:
+def _summary_text(meta: StudyRecord, tables: dict[str, Sequence[dict[str, Any]]], many: int | None = None) -> str:
     """The printed summary: every table but the runs'; with `many` configurations (more than spread.SUMMARISE) the
     spread table first and, of a table longer than that, where it is instead of its rows."""
     parts = [f"study {meta.name} ({meta.kind}), metric {meta.report.metric} "

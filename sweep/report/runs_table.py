@@ -169,8 +169,7 @@ class WrittenRows(Sequence):
 
     def _read(self) -> list[dict[str, str]]:
         if self._rows is None:
-            with open(self.path, newline="") as fh:
-                self._rows = list(csv.DictReader(fh))
+            self._rows = read_table(self.path)
         return self._rows
 
     def __len__(self) -> int:
@@ -178,6 +177,12 @@ class WrittenRows(Sequence):
 
     def __getitem__(self, i: Any) -> Any:
         return self._read()[i]
+
+
+def read_table(path: Path) -> list[dict[str, str]]:
+    """A report table's rows as its CSV file holds them (text)."""
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
 def write_table(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -7,7 +7,9 @@ distinct colours and line styles; a log y axis only when the values span more th
 """
 from __future__ import annotations
 
+import functools
 import math
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -55,6 +57,7 @@ MINOR_TICK_DECADES = 3
 def save_figure(fig: Any, path: Path, dpi: int = 90) -> Path:
     """Lay out, write (legends outside the axes included) and close a figure; returns its path."""
     _thin_minor_ticks(fig)
+    _plain_log_labels(fig)
     fig.tight_layout()
     with open_file(path, "wb") as fh:  # never through a link planted in the results directory
         fig.savefig(fh, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi, bbox_inches="tight")
@@ -71,6 +74,47 @@ def _thin_minor_ticks(fig: Any) -> None:
             lo, hi = sorted(axis.get_view_interval())
             if axis.get_scale() == "log" and lo > 0 and math.log10(hi / lo) > MINOR_TICK_DECADES:
                 axis.set_minor_locator(ticker.NullLocator())
+
+
+_SUPERSCRIPTS = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+_POWER = re.compile(r"\^\{(-?[0-9]+)\}")
+
+
+def plain_label(label: str) -> str:
+    """A log axis's mathtext tick label as the same text in plain characters: `$\\mathdefault{10^{-3}}$` ->
+    10⁻³, `2\\times10^{-3}` -> 2×10⁻³; anything else unchanged."""
+    if not (label.startswith("$\\mathdefault{") and label.endswith("}$")):
+        return label
+    text = _POWER.sub(lambda m: m.group(1).translate(_SUPERSCRIPTS), label[14:-2]).replace("\\times", "\u00d7")
+    return label if any(c in text for c in "\\{}$^") else text.replace("-", "\u2212")
+
+
+@functools.cache
+def _plain_log_formatter() -> type:
+    """matplotlib's log-axis formatter, its labels in plain characters (defined when a figure is first drawn)."""
+    from matplotlib import ticker
+
+    class PlainLogFormatter(ticker.LogFormatterSciNotation):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return plain_label(super().__call__(x, pos))
+
+    return PlainLogFormatter
+
+
+def _plain_log_labels(fig: Any) -> None:
+    """Log axes labelled in plain characters instead of mathtext: the same labels, without matplotlib's mathtext
+    parser, which was a third of a report's figure time (~18 ms a distinct label)."""
+    from matplotlib import ticker
+
+    plain = _plain_log_formatter()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                old = get()
+                if type(old) is ticker.LogFormatterSciNotation:  # the log scale's own, not one set on purpose
+                    put(plain(base=old._base, labelOnlyBase=old.labelOnlyBase, minor_thresholds=old.minor_thresholds,
+                              linthresh=old._linthresh))
 
 
 def styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -227,8 +227,27 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
         filled[k] += 1
     spans = Spans(keys.take(pa.array(starts)).to_pylist(), starts, stops)
     out = RunColumns(names, list(blocks.values()), where, missing, spans, summaries)
-    for key in set(keys.take(pa.array(repeated)).to_pylist()) | irregular:
-        out._fallback[key] = store.records(key)
+    again = set(keys.take(pa.array(repeated)).to_pylist()) - irregular
+    out._fallback.update(_one_per_iteration(table, order, spans, again))
+    out._fallback.update((k, store.records(k)) for k in irregular)
+    return out
+
+
+def _one_per_iteration(table: Any, order: Any, spans: Spans, keys: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The records of runs that stored an iteration twice, one per iteration as `ResultStore.records` keeps them
+    (the first stored, unless it was "running"), from the table already read (not by reading every shard again
+    into Python dicts: most of a report's load when one run had repeated an iteration)."""
+    out = {}
+    for key in keys:
+        start, stop = spans.get(key)
+        rows = table.take(order[start:stop]).drop_columns(["run_key", "_order"]).to_pylist()
+        kept: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            rec = {k: v for k, v in row.items() if v is not None}
+            prev = kept.get(rec["iteration"])
+            if prev is None or prev["status"] == "running":
+                kept[rec["iteration"]] = rec
+        out[key] = [kept[i] for i in sorted(kept)]
     return out
 
 

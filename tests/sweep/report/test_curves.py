@@ -212,3 +212,36 @@ def test_more_other_configurations_than_faint_lines_are_drawn_as_their_spread_ov
     assert median.get_ydata()[-1] == pytest.approx(want[1], rel=1e-9)
     end = band[np.isclose(band[:, 0], median.get_xdata()[-1]), 1]  # the band's lower and upper edge at the last x
     assert end.min() == pytest.approx(want[0], rel=1e-9) and end.max() == pytest.approx(want[2], rel=1e-9)
+
+
+@pytest.mark.parametrize("label, plain", [
+    ("$\\mathdefault{10^{-3}}$", "10\u207b\u00b3"), ("$\\mathdefault{10^{12}}$", "10\u00b9\u00b2"),
+    ("$\\mathdefault{2\\times10^{-1}}$", "2\u00d710\u207b\u00b9"), ("$\\mathdefault{0.01}$", "0.01"),
+    ("$\\mathdefault{-10^{2}}$", "\u221210\u00b2"), ("$\\mathdefault{\\alpha}$", "$\\mathdefault{\\alpha}$"),
+    ("iterations", "iterations")])
+def test_a_log_axis_label_in_plain_characters_says_the_same(label, plain):
+    assert figures.plain_label(label) == plain
+
+
+def test_a_saved_figure_labels_its_log_axes_without_mathtext_and_keeps_formatters_set_on_purpose(tmp_path):
+    from matplotlib import ticker
+
+    fig, (ax, bx) = figures.pyplot().subplots(1, 2)
+    ax.loglog([1e-6, 1e2], [1e-3, 1e3])
+    bx.semilogy([1, 2], [0.2, 0.4])
+    bx.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))  # chosen by a figure: kept
+    shown = {}
+    real = fig.savefig
+
+    def keep_labels(*args, **kwargs):
+        real(*args, **kwargs)
+        shown.update(x=[t.get_text() for t in ax.get_xticklabels() if t.get_text()],
+                     y=[t.get_text() for t in ax.get_yticklabels() if t.get_text()],
+                     by=[t.get_text() for t in bx.get_yticklabels() if t.get_text()])
+
+    fig.savefig = keep_labels
+    figures.save_figure(fig, tmp_path / "f.png")
+    assert "10\u207b\u2076" in shown["x"] and "10\u00b2" in shown["x"] and "10\u00b3" in shown["y"]
+    assert not any("$" in t for t in shown["x"] + shown["y"]) and all("$" not in t for t in shown["by"])
+    assert isinstance(bx.yaxis.get_major_formatter(), ticker.FuncFormatter)
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,6 +1,7 @@
 """The store's records as columns: a field read slice by slice equals the field read at once; equal strings are one
 object; the runs of one place share one `where`; a run without records has none."""
 import numpy as np
+import pytest
 
 from sweep.results import run_columns
 from sweep.results.store import ResultStore
@@ -39,3 +40,17 @@ def test_the_runs_of_one_place_share_their_where_and_a_run_without_records_has_n
     assert briefs[0][1] == {"node": "10.0.0.1", "host": "h"} and briefs[0][1] is briefs[1][1] is briefs[2][1]
     assert cols.summaries.brief("z.s0") is None and list(cols.records("z.s0")) == []
     assert [r["iteration"] for r in cols.records("a.s0")] == [0, 1, 2]
+
+
+def test_a_run_that_stored_an_iteration_twice_reads_one_record_per_iteration_without_reading_every_shard_again(
+        tmp_path, monkeypatch):
+    store = ResultStore(tmp_path)
+    twice = [*recs([0, 1]), {"iteration": 1, "status": "diverged", "F": 9.0, "diverged_at": 2}]
+    report(store, {"d.s0": twice[:2], "a.s0": recs([0, 1], "finished")}, ["a.s0"])
+    report(store, {"d.s0": twice[2:]}, ["d.s0"])
+    want = ResultStore(tmp_path).records("d.s0")
+    assert [(r["iteration"], r["status"], r["F"]) for r in want] == [(0, "running", 1.0), (1, "diverged", 9.0)]
+    fresh = ResultStore(tmp_path)
+    monkeypatch.setattr(type(fresh.shards), "read", lambda self: pytest.fail("every shard read again"))
+    cols = run_columns.load(fresh)
+    assert list(cols.records("d.s0")) == want and [r["iteration"] for r in cols.records("a.s0")] == [0, 1]

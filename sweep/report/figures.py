@@ -112,9 +112,13 @@ def _plain_log_labels(fig: Any) -> None:
             for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
                              (axis.get_minor_formatter, axis.set_minor_formatter)):
                 old = get()
-                if type(old) is ticker.LogFormatterSciNotation:  # the log scale's own, not one set on purpose
+                if type(old) is not ticker.LogFormatterSciNotation:  # a formatter a figure chose: kept
+                    continue
+                try:
                     put(plain(base=old._base, labelOnlyBase=old.labelOnlyBase, minor_thresholds=old.minor_thresholds,
                               linthresh=old._linthresh))
+                except AttributeError:  # a matplotlib that keeps these elsewhere: its mathtext labels stay
+                    continue
 
 
 def styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:

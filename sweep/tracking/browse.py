@@ -138,33 +138,21 @@ def ended_table(stored: run_columns.RunColumns, runs: list[tuple[str, Point, int
 
 
 def _param_columns(runs: list[tuple[str, Point, int]], axis_name: str | None) -> dict[str, list[Any]]:
-    """The runs' parameters as MLflow stores them (text), a column each, None where a run has none. A text that runs
-    share (the problem's, the budget's) is one object; a configuration's hyperparameters are each run's own."""
+    """The runs' parameters as MLflow stores them (text), a column each, None where a run has none: made once per
+    configuration, each run's the same objects."""
+    made: dict[str, dict[str, str]] = {}
     out: dict[str, list[Any]] = {}
-    texts: dict[tuple[type, Any], str] = {}
-    last: tuple[str | None, list[tuple[str, str]]] = (None, [])  # the last configuration's texts (its seeds in a row)
     for i, (_, point, seed) in enumerate(runs):
-        if point.key != last[0]:
-            last = (point.key, [(k, _text(v, texts) if not k.startswith("alg.") else str(v))
-                                for k, v in child_params(point, seed, axis_name).items() if k != "seed"])
-        for name, text in last[1]:
+        params = made.get(point.key)
+        if params is None:
+            params = made[point.key] = {k: str(v) for k, v in child_params(point, seed, axis_name).items()
+                                        if k != "seed"}
+        for name, v in params.items():
             column = out.get(name)
             if column is None:
                 column = out[name] = [None] * len(runs)
-            column[i] = text
+            column[i] = v
     return out
-
-
-def _text(value: Any, texts: dict[tuple[type, Any], str]) -> str:
-    """str(value), one object for equal values."""
-    key = (type(value), value)
-    try:
-        text = texts.get(key)
-    except TypeError:  # not hashable (a list): its own text
-        return str(value)
-    if text is None:
-        text = texts[key] = str(value)
-    return text
 
 
 def _floats(values: np.ndarray, valid: np.ndarray) -> Any:

@@ -128,31 +128,6 @@ class RunColumns:
         """The fields holding numbers (ints or floats, not booleans), in stored order."""
         return [n for n, (b, _) in zip(self.names, self._where) if self._blocks[b].dtype.kind in "fiu"]
 
-    def number_column(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A field's values at `rows` as floats, and where a record has it as a number (an int, float or bool, as
-        `isinstance(v, (int, float))` says): numeric blocks converted at once, others value by value."""
-        k = self._index.get(name)
-        if k is None:
-            return np.full(len(rows), np.nan), np.zeros(len(rows), bool)
-        b, j = self._where[k]
-        got = self._blocks[b][rows, j]
-        if got.dtype.kind in "fiub":
-            values, valid = got.astype(float), np.ones(len(rows), bool)
-        else:
-            valid = np.fromiter((isinstance(v, (int, float)) for v in got.tolist()), bool, len(rows))
-            values = np.array([float(v) if ok else np.nan for v, ok in zip(got.tolist(), valid.tolist())])
-        if self._missing is not None:
-            valid &= ~self._missing[rows, k]
-        return values, valid
-
-    def last_row(self, key: str) -> int | None:
-        """The row of a run's last record in the columns; None when it has none there (none at all, or its records
-        are read record by record)."""
-        if key in self._fallback:
-            return None
-        start, stop = self.spans.get(key)
-        return stop - 1 if stop > start else None
-
     def records(self, key: str) -> Sequence[dict[str, Any]]:
         if key in self._fallback:
             return self._fallback[key]

@@ -25,10 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sweep.results import run_columns
-from sweep.results.summaries import MISSING
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point, Study
 from sweep.tracking.tracker import Tracker, child_params
@@ -99,67 +96,36 @@ def summary_metrics(runs: list[Mapping[str, Any]], metric: str, goal: str) -> di
     return out
 
 
-def ended_table(stored: run_columns.RunColumns, runs: list[tuple[str, Point, int]], axis_name: str | None,
-                metric: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The table of the ended `runs` ((run key, configuration, seed), each with a summary), column by column: its
-    identity, parameters, status, error and final numbers (a run that lacks a column: null); and per run what
-    ranks it (status, final value of `metric`). Built from the store's columns (10⁶ rows made one dict each took
-    ~2 min and GBs): the final numbers are each run's last record's, taken at once per field."""
-    n = len(runs)
-    briefs = [stored.summaries.brief(key) for key, _, _ in runs]
-    rows = np.zeros(n, dtype=np.int64)
-    in_columns = np.zeros(n, bool)
-    own: dict[int, dict[str, Any]] = {}  # runs whose final record is not a row of the columns
-    for i, ((key, _, _), brief) in enumerate(zip(runs, briefs)):
-        row = stored.last_row(key) if brief[3] is MISSING else None
-        if row is not None:
-            rows[i], in_columns[i] = row, True
-        else:
-            final = brief[3] if brief[3] is not MISSING else (list(stored.records(key)[-1:]) or [None])[0]
-            own[i] = final or {}
-    finals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for name in stored.names:
-        values, valid = stored.number_column(name, rows)
-        finals[name] = (values, valid & in_columns)
-    for i, final in own.items():
-        for name, v in final.items():
-            if isinstance(v, (int, float)):
-                values, valid = finals.setdefault(name, (np.full(n, np.nan), np.zeros(n, bool)))
-                values[i], valid[i] = float(v), True
-    table = {"run_key": [key for key, _, _ in runs], "configuration": [p.key for _, p, _ in runs],
-             "label": [p.label for _, p, _ in runs], "seed": [seed for _, _, seed in runs],
-             **_param_columns(runs, axis_name), "status": [b[0] for b in briefs],
-             "error": [(b[2] or "")[:500] for b in briefs]}
-    table.update({f"final.{name}": _floats(values, valid) for name, (values, valid) in finals.items() if valid.any()})
-    values, valid = finals.get(metric, (np.full(n, np.nan), np.zeros(n, bool)))
-    ranks = {key: {"status": b[0], "final": {metric: v if ok else None}}
-             for (key, _, _), b, v, ok in zip(runs, briefs, values.tolist(), valid.tolist())}
-    return table, ranks
+class Table:
+    """The table of every ended run, column by column (10⁵ rows as dicts took ~5x the memory): its identity,
+    parameters, status, error and final values (numbers and flags; the rest stays in the results directory)."""
 
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {}
+        self.rows = 0
+        self._fields: tuple[str, ...] = ()  # the columns' names in order, when the last row had them all
 
-def _param_columns(runs: list[tuple[str, Point, int]], axis_name: str | None) -> dict[str, list[Any]]:
-    """The runs' parameters as MLflow stores them (text), a column each, None where a run has none: made once per
-    configuration, each run's the same objects."""
-    made: dict[str, dict[str, str]] = {}
-    out: dict[str, list[Any]] = {}
-    for i, (_, point, seed) in enumerate(runs):
-        params = made.get(point.key)
-        if params is None:
-            params = made[point.key] = {k: str(v) for k, v in child_params(point, seed, axis_name).items()
-                                        if k != "seed"}
-        for name, v in params.items():
-            column = out.get(name)
+    def add(self, point: Point, seed: int, axis_name: str | None, summary: Mapping[str, Any]) -> None:
+        """A run's row."""
+        params = {k: str(v) for k, v in child_params(point, seed, axis_name).items() if k != "seed"}
+        final = {f"final.{k}": float(v) for k, v in (summary.get("final") or {}).items() if isinstance(v, (int, float))}
+        row = {"run_key": point.run_key(seed), "configuration": point.key, "label": point.label, "seed": seed,
+               **params, "status": summary.get("status"), "error": (summary.get("error") or "")[:500], **final}
+        if tuple(row) == self._fields:  # the usual row: every column, in order (no column to find or pad)
+            for column, v in zip(self.columns.values(), row.values()):
+                column.append(v)
+            self.rows += 1
+            return
+        for k, v in row.items():
+            column = self.columns.get(k)
             if column is None:
-                column = out[name] = [None] * len(runs)
-            column[i] = v
-    return out
-
-
-def _floats(values: np.ndarray, valid: np.ndarray) -> Any:
-    """A float column for the table, null where `valid` is False."""
-    import pyarrow as pa
-
-    return pa.array(values, mask=~valid)
+                column = self.columns[k] = [None] * self.rows
+            column.append(v)
+        self.rows += 1
+        for column in self.columns.values():
+            if len(column) < self.rows:
+                column.append(None)
+        self._fields = tuple(row) if len(row) == len(self.columns) and tuple(row) == tuple(self.columns) else ()
 
 
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
@@ -170,11 +136,15 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     ended = store.ended()
     metric, goal = study.report.metric, study.report.goal
+    summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
     stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
     tracker.answers.mark()  # work here is not the store's silence (at 10⁵ runs on a busy machine: over a minute)
-    runs = [(key, *index[key]) for key in ended if key in index and stored.summaries.brief(key) is not None]
-    table, summaries = ended_table(stored, runs, study.axis_name, metric)  # summaries: what ranks each run
-    tracker.answers.mark()
+    for i, key in enumerate(ended):
+        if key in index and (whole := stored.summary(key)) is not None:
+            summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
+            table.add(*index[key], study.axis_name, whole)
+        if i % 10_000 == 9_999:
+            tracker.answers.mark()
     chosen = select(study, summaries)
     tracker.answers.mark()
     points = {p.key: p for p in study.points}
@@ -209,14 +179,13 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     return {k for k, status in ended.items() if k in index and status in DONE_STATUSES}
 
 
-def log_table(tracker: Tracker, table: dict[str, Any]) -> None:
-    """The table of every ended run (`ended_table`) as the parent's artifact runs/runs.parquet (replacing an earlier
-    session's)."""
+def log_table(tracker: Tracker, table: Table) -> None:
+    """The table of every ended run as the parent's artifact runs/runs.parquet (replacing an earlier session's)."""
     import pyarrow as pa  # already loaded by Tune's storage layer: pandas would add ~100 MB to the driver
     import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="bisweep-runs-") as tmp:
         path = Path(tmp) / "runs.parquet"
-        pq.write_table(pa.table(table), path)
+        pq.write_table(pa.table(table.columns), path)
         tracker.client.log_artifact(tracker.parent_id, str(path), "runs")
     tracker.answers.mark()

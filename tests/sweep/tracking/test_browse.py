@@ -5,7 +5,6 @@ import io
 import os
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 import yaml
 from mlflow.artifacts import download_artifacts
@@ -137,47 +136,15 @@ def test_the_option_overrides_the_study_field_and_a_bad_field_names_itself(toy_s
         toy_study(mlflow_children=0)
 
 
-def row_by_row(stored_columns, runs, axis_name):
-    """The table of every run made the plain way (independent of `ended_table`): one dict per run from its whole
-    summary, padded with None."""
-    from sweep.tracking.tracker import child_params
-
-    rows = []
-    for key, point, seed in runs:
-        s = stored_columns.summary(key)
-        params = {k: str(v) for k, v in child_params(point, seed, axis_name).items() if k != "seed"}
-        final = {f"final.{k}": float(v) for k, v in (s.get("final") or {}).items() if isinstance(v, (int, float))}
-        rows.append({"run_key": key, "configuration": point.key, "label": point.label, "seed": seed, **params,
-                     "status": s.get("status"), "error": (s.get("error") or "")[:500], **final})
-    return pd.DataFrame(rows)
-
-
-def test_the_table_of_every_run_is_the_row_by_row_table_and_pads_what_a_run_lacks(tmp_path, grid):
-    from sweep.results import run_columns
-
-    store = ResultStore(tmp_path)
-    store.ensure()
+def test_the_table_of_every_run_pads_what_a_row_lacks_whatever_the_order_of_shapes(grid):
     points = grid.points
-    records = {0: [{"iteration": 0, "status": "running", "F": 2.0}, {"iteration": 4, "status": "finished", "F": 1.5}],
-               1: [{"iteration": 4, "status": "diverged", "F": float("nan"), "diverged_metric": "F"}],
-               2: [{"iteration": 4, "status": "finished", "F": 3.0, "G": 1, "flag": True}],
-               4: [{"iteration": 4, "status": "running", "F": 0.7}, {"iteration": 4, "status": "finished", "F": 0.5}]}
-    for i, recs in records.items():
-        store.append_many(points[i].run_key(0), recs)
-    store.finish_many([(points[i].run_key(0), {"status": recs[-1]["status"], "final": recs[-1], "span": [1.0, 2.0]})
-                       for i, recs in records.items()])
-    store.finish(points[3].run_key(0), {"status": "failed", "error": "x" * 600, "final": None})  # no records at all
-    cols = run_columns.load(ResultStore(tmp_path))
-    assert cols.last_row(points[4].run_key(0)) is None  # an iteration stored twice: read record by record
-    runs = [(p.run_key(0), p, 0) for p in points]
-    table, ranks = browse.ended_table(cols, runs, None, "F")
-    got = pa.table(table).to_pandas()
-    want = row_by_row(cols, runs, None)
-    assert list(got.columns[:4]) == ["run_key", "configuration", "label", "seed"]
-    pd.testing.assert_frame_equal(got[sorted(got.columns)], want[sorted(want.columns)], check_dtype=False)
-    assert got["final.F"].tolist()[:3] == [1.5, pytest.approx(float("nan"), nan_ok=True), 3.0]
-    assert got["final.F"][4] == 0.5 and got["final.F"].isna().tolist()[3]
-    assert got["final.G"].isna().tolist() == [True, True, False, True, True] and got["final.flag"][2] == 1.0
-    assert got["error"][3] == "x" * 500 and got["alg.lr"].tolist() == [str(lr) for lr in LRS]
-    assert ranks[points[0].run_key(0)] == {"status": "finished", "final": {"F": 1.5}}
-    assert ranks[points[3].run_key(0)] == {"status": "failed", "final": {"F": None}}
+    finals = [{"F": 1.5, "iteration": 4}, {"F": 2.5, "iteration": 4}, {"F": 3.0, "G": 1, "iteration": 4}, {},
+              {"F": 0.5, "iteration": 4}]
+    table = browse.Table()
+    for i, final in enumerate(finals):
+        table.add(points[i], 0, None, {"status": "finished", "final": final, **({"error": "x"} if i == 3 else {})})
+    cols = table.columns
+    assert table.rows == 5 and all(len(c) == 5 for c in cols.values())
+    assert cols["final.F"] == [1.5, 2.5, 3.0, None, 0.5] and cols["final.G"] == [None, None, 1.0, None, None]
+    assert cols["error"] == ["", "", "", "x", ""] and cols["run_key"] == [p.run_key(0) for p in points]
+    assert cols["alg.lr"] == [str(lr) for lr in LRS]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sweep.results import columns
+from sweep.results.store import one_per_iteration
 from sweep.results.summaries import Summaries
 
 
@@ -234,20 +235,14 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
 
 
 def _one_per_iteration(table: Any, order: Any, spans: Spans, keys: set[str]) -> dict[str, list[dict[str, Any]]]:
-    """The records of runs that stored an iteration twice, one per iteration as `ResultStore.records` keeps them
-    (the first stored, unless it was "running"), from the table already read (not by reading every shard again
-    into Python dicts: most of a report's load when one run had repeated an iteration)."""
+    """The records of runs that stored an iteration twice, as `ResultStore.records` keeps them, from the table
+    already read (not by reading every shard again into Python dicts: most of a report's load when one run had
+    repeated an iteration)."""
     out = {}
     for key in keys:
         start, stop = spans.get(key)
         rows = table.take(order[start:stop]).drop_columns(["run_key", "_order"]).to_pylist()
-        kept: dict[int, dict[str, Any]] = {}
-        for row in rows:
-            rec = {k: v for k, v in row.items() if v is not None}
-            prev = kept.get(rec["iteration"])
-            if prev is None or prev["status"] == "running":
-                kept[rec["iteration"]] = rec
-        out[key] = [kept[i] for i in sorted(kept)]
+        out[key] = one_per_iteration({k: v for k, v in row.items() if v is not None} for row in rows)
     return out
 
 

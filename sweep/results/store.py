@@ -63,6 +63,17 @@ def records_text(records: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
+def one_per_iteration(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records in storage order as a run's records: one per iteration in iteration order, the first stored for an
+    iteration unless it was "running" (the final status wins)."""
+    by_it: dict[int, dict[str, Any]] = {}
+    for r in records:
+        prev = by_it.get(r["iteration"])
+        if prev is None or prev["status"] == "running":
+            by_it[r["iteration"]] = r
+    return [by_it[k] for k in sorted(by_it)]
+
+
 class ResultStore:
     """Per-run records and summaries of one study under one directory."""
 
@@ -224,13 +235,8 @@ class ResultStore:
 
     def records(self, run_key: str) -> list[dict[str, Any]]:
         """A run's records in iteration order, one per iteration (the final status wins)."""
-        by_it: dict[int, dict[str, Any]] = {}
         stored = self._shard_data().get(run_key, ([], None))[0] if self.shards.exists() else []
-        for r in [*self._read_lines(run_key), *stored]:
-            prev = by_it.get(r["iteration"])
-            if prev is None or prev["status"] == "running":
-                by_it[r["iteration"]] = r
-        return [by_it[k] for k in sorted(by_it)]
+        return one_per_iteration([*self._read_lines(run_key), *stored])
 
     # ---- summaries ----
     def finish(self, run_key: str, summary: dict[str, Any]) -> None:

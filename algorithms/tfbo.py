@@ -37,7 +37,7 @@ def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: floa
     while True:
         g = grad(z)
         sq = rowwise.dot(g, g)
-        if np.all(sq <= tol):  # a stacked loop (fixed mode: tol −1) never stops early
+        if rowwise.all_at_most(sq, tol):  # a stacked loop (fixed mode: tol −1) never stops early
             return z, s, steps
         s = _accumulate(s, sq)
         z = z - (eta / s) * g

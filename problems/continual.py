@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import logsumexp
 
 from problems.base import Array
 from problems.bundled_data import load_bundled
+from problems.softmax import softmax
 
 #: The digits' pixel range (0..16): features are scaled by it, not by a statistic of the data.
 DIGITS_PIXEL_MAX = 16.0

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import logsumexp
 
 from problems.base import Array, Batch, BilevelProblem
 from problems.continual import (TaskStream, accuracy_matrix, average_accuracy, forgetting, smallest_task,
@@ -39,6 +39,7 @@ from problems.continual import (TaskStream, accuracy_matrix, average_accuracy, f
 from problems.bundled_data import load_bundled
 from problems.newton import newton_minimize
 from problems.registry import register
+from problems.softmax import softmax
 from problems.validation import Params, param
 
 SCENARIOS = ("balanced", "imbalanced")

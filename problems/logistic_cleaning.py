@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logsumexp, softmax
+from scipy.special import expit, logsumexp
 
 from problems.base import Array, Batch
 from problems.datasets import SOURCES, DataParams, Split, prepare
 from problems.logistic import LogisticBilevel
 from problems.registry import register
 from problems.sampling import inner_index, outer_index
+from problems.softmax import softmax
 from problems.validation import param
 
 

@@ -24,10 +24,10 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from scipy.special import softmax
 
 from problems.base import Array, Batch, BilevelProblem, LinearConstraints
 from problems.registry import register
+from problems.softmax import softmax
 from problems.validation import Params, param
 
 def _is_point_list(value: Any, minimum: int) -> bool:

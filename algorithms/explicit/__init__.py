@@ -39,8 +39,12 @@ The design, in the style of optax's `init`/`update`:
 * Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
   compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
 
+* Oracle counts: records carry the run loop's `calls/<kind>` and `samples/<kind>` (counts.py: the registered
+  algorithm started and stepped three times on the counted problem, then start + first step + (t − 1) × a
+  later step); ground truth, which the engines evaluate at every point, is not counted, as in the run loop.
+
 What the engines do not do (yet): minibatches but SABA's (other definitions refuse stochastic problems),
-problems other than the quadratic, oracle counts and seconds in records, oracle-call and seconds budgets,
+problems other than the quadratic, seconds in records, oracle-call and seconds budgets,
 divergence settings other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations

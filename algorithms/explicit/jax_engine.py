@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
+from algorithms.explicit.counts import counts_per_run
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result
@@ -112,4 +113,4 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
             final = final._replace(t=np.broadcast_to(final.t, (len(configs), 1)).copy())
         seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
-                  failed=np.asarray(failed).ravel())
+                  failed=np.asarray(failed).ravel(), counts=counts_per_run(defn.name, problem, configs))

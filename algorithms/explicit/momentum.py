@@ -58,7 +58,18 @@ def diagnostics(state: FSLAState, hyper: Any, config: AlgorithmConfig, xp: Any) 
     return {"alpha": alpha, "gamma": gamma, "momentum": rho}
 
 
-FSLA = define(Definition("fsla", init, step, diagnostics))
+def refuses(config: AlgorithmConfig) -> str | None:
+    """The per-run algorithm skips the previous-point terms at a step where ρ_t = 1 (fewer oracle calls); the
+    engines' counts (counts.py) hold for ρ_t = 1 at every step, at the first only, or never. With ρ = 1 and a
+    decay so small that 2^e rounds to 1, ρ_t = 1 for some iterations after the first and not later ones."""
+    e = float(config.momentum_decay)
+    if config.momentum == 1.0 and e > 0.0 and 1.0 / 2.0 ** e == 1.0:
+        return (f"momentum_decay: {e:g} with momentum 1 keeps ρ_t = 1 for some steps and not later ones, whose "
+                "oracle counts the explicit engines cannot give; allowed: 0 or at least 2e-16 (or use algorithms.run)")
+    return None
+
+
+FSLA = define(Definition("fsla", init, step, diagnostics, refuses=refuses))
 
 
 class MRBOState(NamedTuple):
@@ -97,4 +108,4 @@ def mrbo_step(state: MRBOState, oracles: Any, hyper: Any, config: AlgorithmConfi
     return MRBOState(oracles.project_x(x - gamma * w), y - alpha * u, u, w, x, y, state.t + 1, state.key)
 
 
-MRBO = define(Definition("mrbo", mrbo_init, mrbo_step, diagnostics))
+MRBO = define(Definition("mrbo", mrbo_init, mrbo_step, diagnostics, refuses=refuses))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
+from algorithms.explicit.counts import Counts
 from algorithms.explicit.definition import definition
 from algorithms.explicit.divergence import FACTOR, NEVER, first_bad_point, watched
 from algorithms.run import Budget, eval_points
@@ -41,6 +42,9 @@ class Result:
 
     #: Per run, the iteration at which its x or y went out of bounds (divergence.NEVER: never).
     failed: np.ndarray | None = None
+    #: Per run, its oracle counts (algorithms.explicit.counts; one object shared by runs of one shared config):
+    #: the records' `calls/*` and `samples/*`, as the run loop counts them. None: records without them.
+    counts: list[Counts] | None = None
 
     def __post_init__(self) -> None:
         gap, start = self.values.get("F_gap"), self.values["F"][0]
@@ -65,11 +69,21 @@ class Result:
                 out[k] = rec["diverged_at"]
         return out
 
+    def _counted(self, iteration: int) -> list[list[int]]:
+        """Per count name, every run's count after `iteration` steps (none without `counts`)."""
+        if not self.counts:
+            return []
+        first = self.counts[0]
+        if all(c is first for c in self.counts):  # one shared config: one row for every run
+            return [[v] * len(self.counts) for v in first.at(iteration)]
+        return [list(col) for col in zip(*(c.at(iteration) for c in self.counts))]
+
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
-        every = ["iteration", "status", *self.values]
+        counted = list(self.counts[0].names) if self.counts else []
+        every = ["iteration", "status", *self.values, *counted]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
         diagnostics_from = definition(self.algorithm).diagnostics_from
         metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
@@ -83,7 +97,9 @@ class Result:
             if it >= diagnostics_from:
                 names, shown = every, [col[i] for col in columns]
             else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
-                names, shown = every[:2] + [every[2 + j] for j in metrics], [columns[j][i] for j in metrics]
+                names = every[:2] + [every[2 + j] for j in metrics] + counted
+                shown = [columns[j][i] for j in metrics]
+            shown += self._counted(it)
             if i < first_end:
                 previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
                 yield from enumerate(previous)

@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: The longest test files, longest first (one whole run on 2 cores): `pytest -n 2 --dist loadfile
 #: --no-loadscope-reorder` hands them out first, so the two workers start on them and the short files fill in at the
 #: end instead of one long file running alone there. A new file that takes minutes belongs in this list at its place.
-LONG_FILES = ("test_cluster.py", "test_studies.py", "test_tfbo.py", "test_scale.py", "test_integration.py",
-              "test_functional_study.py", "test_resume.py", "test_batched_resume.py", "test_benchmark_integration.py",
-              "test_deadlines.py", "test_postgres.py", "test_readme.py", "test_functional.py",
-              "test_first_order_baselines.py", "test_functional_readme.py")
+LONG_FILES = ("test_cluster.py", "test_studies.py", "test_integration.py", "test_benchmark_integration.py",
+              "test_tfbo.py", "test_resume.py", "test_scale.py", "test_batched_resume.py", "test_postgres.py",
+              "test_deadlines.py", "test_functional_study.py", "test_first_order_baselines.py", "test_readme.py",
+              "test_functional.py", "test_engines.py", "test_functional_readme.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

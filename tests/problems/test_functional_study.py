@@ -66,7 +66,7 @@ def test_bad_problem_parameters_get_the_built_ins_one_line_errors(params, messag
 @pytest.mark.integration
 def test_the_cli_runs_the_study_on_ray(tmp_path):
     proc = subprocess.run([str(BIN / "bisweep"), "run", str(STUDY), "--results-dir", str(tmp_path / "res"),
-                           "--num-cpus", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                           "--num-cpus", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"4 finished, 0 diverged, 0 failed, 0 not run", proc.stdout), proc.stdout[-2000:]
     st = spec.load(str(STUDY))
@@ -91,7 +91,7 @@ def test_a_tune_trainable_on_the_function_built_problem(tmp_path):
 
     import ray
 
-    started = start_ray(None, 2)
+    started = start_ray(None, 1)
     try:
         fn = trainable_for("soba", "fn_regularization_selection", problem_params={"dataset": "iris"},
                            budget={"iterations": 10}, n_evals=3, imports=["problems.examples.regularization"])

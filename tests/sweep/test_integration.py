@@ -307,7 +307,7 @@ def test_study_against_an_mlflow_server(tmp_path, repo, venv_bin, free_port, eva
             "axis": {"factors": [0.5, 1]}, "problems": [{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3}}],
             "algorithms": [{"name": "toy_aid"}], "seeds": 2, "budget": {"iterations": 20}, "n_evals": 5}))
         proc = subprocess.run([str(venv_bin / "bisweep"), "run", str(study_file), "--tracking-uri", uri,
-                               "--results-dir", str(tmp_path / "res"), "--num-cpus", "2"],
+                               "--results-dir", str(tmp_path / "res"), "--num-cpus", "1"],
                               cwd=repo, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         from mlflow import MlflowClient

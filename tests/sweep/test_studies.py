@@ -147,7 +147,8 @@ def test_claim_must_exist_and_fit_the_kind(spec_error):
 # ---------------------------------------------------------------- every built-in study on Ray + MLflow
 @pytest.fixture(scope="session")
 def ci_studies(tmp_path_factory):
-    """Every paper study at its ci scale, one after another on one local Ray (2 CPUs), shut down before the tests.
+    """Every paper study at its ci scale, one after another on one local Ray (1 CPU: one trial worker, not two, for
+    runs of 0.1–3 CPU-s a study), shut down before the tests.
 
     Session-scoped: the studies are run once per test process even when the tests that read them do not come one
     after another (a module fixture is torn down whenever another file's test runs in between; 235 s each time)."""
@@ -156,7 +157,7 @@ def ci_studies(tmp_path_factory):
     from sweep.execution.ray_cluster import start_ray
     from sweep.execution.runner import run_study
 
-    started = start_ray(None, 2)
+    started = start_ray(None, 1)
     root = tmp_path_factory.mktemp("studies")
     out = {}
     try:

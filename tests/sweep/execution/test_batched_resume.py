@@ -33,7 +33,7 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
     # mid-batch on a machine three times as fast too
     st = spec.load(str(study_file))
     res = tmp_path / "res"
-    cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "2",
+    cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "1",
            "--no-report"]
     first = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 def benchmark_ci(tmp_path_factory):
     root = tmp_path_factory.mktemp("bench") / "results"
     with open(os.devnull, "w") as sink:
-        return run_study(spec.load("bilevel_benchmark", scale="ci"), root, num_cpus=2, out=sink)
+        return run_study(spec.load("bilevel_benchmark", scale="ci"), root, num_cpus=1, out=sink)
 
 
 def test_the_ci_benchmark_runs_every_tuning_trial_once_and_attaches_its_report(benchmark_ci, read_csv):
@@ -65,7 +65,7 @@ def test_running_the_study_again_runs_nothing(benchmark_ci):
     import io
 
     out = io.StringIO()
-    again = run_study(spec.load("bilevel_benchmark", scale="ci"), benchmark_ci.results_dir, num_cpus=2, out=out,
+    again = run_study(spec.load("bilevel_benchmark", scale="ci"), benchmark_ci.results_dir, num_cpus=1, out=out,
                       report=False)
     assert "all 32 runs already done" in out.getvalue() and again.counts == benchmark_ci.counts
 
@@ -86,7 +86,7 @@ def optuna_run(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("bench-optuna") / "results"
     out = io.StringIO()
-    return run_study(optuna_ci(), root, num_cpus=2, out=out), out.getvalue()
+    return run_study(optuna_ci(), root, num_cpus=1, out=out), out.getvalue()
 
 
 def test_an_optuna_benchmark_runs_its_rounds_as_trials_of_one_study(optuna_run, read_csv):
@@ -136,6 +136,6 @@ def test_an_optuna_benchmark_resumed_without_its_record_of_later_rounds_proposes
     # again from the stored results, equal to the first time, so nothing runs.
     ResultStore(outcome.results_dir).write_study(optuna_ci())
     out = io.StringIO()
-    again = run_study(optuna_ci(), outcome.results_dir, num_cpus=2, out=out, report=False)
+    again = run_study(optuna_ci(), outcome.results_dir, num_cpus=1, out=out, report=False)
     assert "all 64 runs already done" in out.getvalue() and again.counts == outcome.counts
     assert [p.to_dict() for p in again.study.points] == [p.to_dict() for p in outcome.study.points]

@@ -11,6 +11,7 @@ from algorithms import explicit
 from algorithms.explicit import counts as counts_module
 from problems.counting import ORACLE_KINDS
 from problems.shared.errors import ParameterError
+from tests.algorithms.test_engines import needs_jax
 
 ITERATIONS, N_EVALS = 30, 8
 KEYS = tuple(f"{what}/{kind}" for what in ("calls", "samples") for kind in (*ORACLE_KINDS, "total"))
@@ -43,12 +44,6 @@ LOOPS = {
     "saba": {"batch_size": 3, "memory_init": "full"},  # the first step fills the tables: n samples, then b
 }
 
-try:
-    import jax  # noqa: F401
-    HAVE_JAX = True
-except ImportError:
-    HAVE_JAX = False
-needs_jax = pytest.mark.skipif(not HAVE_JAX, reason="jax is not installed (the optional [jax] extra)")
 
 
 @pytest.fixture(scope="module")

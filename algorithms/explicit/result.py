@@ -42,7 +42,7 @@ class Result:
 
     #: Per run, the iteration at which its x or y went out of bounds (divergence.NEVER: never).
     failed: np.ndarray | None = None
-    #: Per run, its oracle counts (algorithms.explicit.counts; one object shared by runs of one shared config):
+    #: Per run, its oracle counts (algorithms.explicit.counts; one object, as a stack's runs share their loop counts):
     #: the records' `calls/*` and `samples/*`, as the run loop counts them. None: records without them.
     counts: list[Counts] | None = None
 
@@ -73,10 +73,7 @@ class Result:
         """Per count name, every run's count after `iteration` steps (none without `counts`)."""
         if not self.counts:
             return []
-        first = self.counts[0]
-        if all(c is first for c in self.counts):  # one shared config: one row for every run
-            return [[v] * len(self.counts) for v in first.at(iteration)]
-        return [list(col) for col in zip(*(c.at(iteration) for c in self.counts))]
+        return [[v] * len(self.counts) for v in self.counts[0].at(iteration)]  # one stack: one shared config
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",

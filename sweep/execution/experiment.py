@@ -5,7 +5,6 @@ Ray Tune and what it pulls in take ~0.8 s to import: the runner loads this modul
 """
 from __future__ import annotations
 
-import contextlib
 import shutil
 import uuid
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from sweep.execution.mlflow_writer import MlflowCallback
 from sweep.execution.node_watch import NodeLost, NodeWatch, local_raylet
 from sweep.execution.progress import Progress, trial_error
 from sweep.execution.ray_cluster import started_here, trials_on_idle_workers, tune_env
-from sweep.execution.recording import Slim, StoreCallback, config_of, done_registry
+from sweep.execution.recording import DoneRegistry, Slim, StoreCallback, config_of
 from sweep.execution.session import Session, Timeline, long_lived
 from sweep.execution.trainable import META, chunks, study_trainable
 from sweep.report import figures
@@ -48,7 +47,7 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     # Named for this session alone: a Ray that outlives the study (a user's head, a cluster) must not hand a later
     # study of the same name this one's finished runs (its trials would skip them: not run, silently).
     registry_name = f"bisweep-done-{study.name}-{uuid.uuid4().hex}"
-    registry = done_registry(registry_name)
+    registry = DoneRegistry(registry_name)
     slots = max(1, int(cpus // study.resources["cpu"]))
     if gpu := study.resources.get("gpu", 0.0):
         slots = min(slots, max(1, int(have.get("GPU", 0.0) // gpu)))
@@ -83,18 +82,12 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
         writer.close()
         session.timeline.marks["trials"] = queue.trials_made
-        _end_registry(registry)
+        registry.end()
     if watch.lost is not None:
         done = len(store.done(session.index))
         raise NodeLost(f"bisweep: Ray node lost: {watch.lost}; {done} of {len(session.index)} runs are done and kept "
                        f"in {store.root}: run the same command again to resume")
     return writer
-
-
-def _end_registry(registry: Any) -> None:
-    """Stop the session's registry actor (a lost node may have taken it already)."""
-    with contextlib.suppress(Exception):
-        ray.kill(registry)
 
 
 def _fit(tuner: Any, watch: NodeWatch) -> None:

@@ -1,9 +1,10 @@
 """Driver-side recording of a study's Tune results: every record to disk, each run's summary when it ends,
-the runs done to the registry trials ask, run durations to the queue that sizes trials, and where a
+a retried trial's finished runs to the registry it asks, run durations to the queue that sizes trials, and where a
 running run was last checkpointed. Every event costs O(what it carries), never O(runs in the study).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ray.tune import Callback
@@ -30,7 +31,7 @@ def checkpoint_uri(checkpoint: Any) -> str:
 class StoreCallback(Callback):
     """Writes every record to the on-disk store and each run's summary when it ends."""
 
-    def __init__(self, store: ResultStore, index: dict[str, tuple[Point, int]], registry: Any = None,
+    def __init__(self, store: ResultStore, index: dict[str, tuple[Point, int]], registry: DoneRegistry | None = None,
                  queue: RunQueue | None = None) -> None:
         self.store = store
         self.index = index
@@ -58,8 +59,13 @@ class StoreCallback(Callback):
         self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended)
         if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
             self._current[trial.trial_id] = meta.get("checkpointed") or [c["run_key"] for c in chunks(result)[-1:]]
-        if ended and self.registry is not None:
-            self.registry.add_all.remote([key for key, _ in ended])
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """A trial that failed starts again: before it does, the registry it asks holds its runs that ended (Tune
+        calls this before the trial's restart is scheduled)."""
+        if self.registry is not None:
+            self.registry.add([r.run_key for r in config_of(trial).runs
+                               if self.store.status(r.run_key) in DONE_STATUSES])
 
     def _summary(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> dict[str, Any]:
         """The summary of a run that ended with this chunk (its duration goes to the queue that sizes trials)."""
@@ -137,13 +143,49 @@ def on_driver_node() -> dict[str, Any]:
     return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=here, soft=False)}
 
 
-def done_registry(name: str) -> Any:
-    """A named actor (no CPU, on the driver's node) that a starting or retried trial asks which of its runs
-    already finished."""
+class DoneRegistry:
+    """The session's registry of finished runs that a retried trial asks (so that it skips them): a named actor
+    (no CPU, on the driver's node) started at the first retry, not before. A trial's first start has nothing to
+    skip (runs done before this session are never handed to a trial), and an actor is a process of its own
+    (~1.2 CPU-s to start on 2 cores) that nearly every study would start for nothing."""
+
+    #: How long the driver waits for the registry to take a retried trial's finished runs (seconds).
+    SECONDS = 60.0
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.actor: Any = None
+
+    def add(self, keys: list[str]) -> None:
+        """Hold `keys` before this returns (a trial that asks next sees them). A registry that cannot start or
+        answer is none: the trial runs those runs again and the store keeps one copy of each."""
+        import ray
+        from ray.exceptions import RayError
+
+        if not keys:
+            return
+        try:
+            if self.actor is None:
+                self.actor = _registry_actor(self.name)
+            ray.get(self.actor.add_all.remote(keys), timeout=self.SECONDS)
+        except RayError:  # RayActorError, GetTimeoutError
+            pass
+
+    def end(self) -> None:
+        """Stop the actor, if it started (a lost node may have taken it already)."""
+        import ray
+
+        if self.actor is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(self.actor)
+
+
+def _registry_actor(name: str) -> Any:
+    """The named actor a starting trial finds by `name` (sweep.execution.trainable asks it)."""
     import ray
 
     @ray.remote(num_cpus=0)
-    class DoneRegistry:
+    class Registry:
         def __init__(self) -> None:
             self.keys: set[str] = set()
 
@@ -153,5 +195,4 @@ def done_registry(name: str) -> Any:
         def done_among(self, keys: list[str]) -> list[str]:
             return [k for k in keys if k in self.keys]
 
-    # Runs done before this session are never handed to a trial: the registry needs only this session's.
-    return DoneRegistry.options(name=name, **on_driver_node()).remote()
+    return Registry.options(name=name, **on_driver_node()).remote()

@@ -48,9 +48,10 @@ REGISTRY_SECONDS = 30.0
 
 
 def _registry_skip(name: str | None) -> Skip | None:
-    """Ask the study's registry of finished runs (a named actor the runner starts), if there is one. A registry
-    that cannot be reached (its node lost, the driver gone) is no registry: the trial runs its runs, and the
-    driver's store keeps one copy of each record and summary."""
+    """Ask the study's registry of finished runs (a named actor the driver starts at a trial's first retry), if there
+    is one (a first start finds none and has nothing to skip). A registry that cannot be reached (its node lost, the
+    driver gone) is no registry: the trial runs its runs, and the driver's store keeps one copy of each record and
+    summary."""
     if not name:
         return None
     import ray

@@ -81,3 +81,49 @@ def test_max_failures_on_the_command_line_replaces_the_study_files_and_keeps_its
     assert capsys.readouterr().err.splitlines() == [
         "bisweep: error: max-failures: must be a non-negative integer (retries of a failed trial), got -1"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_retried_trial_finds_its_finished_runs_in_the_registry_started_for_it(tmp_path, monkeypatch):
+    """No registry actor until a trial is retried; then, before the retry starts, it holds that trial's ended runs
+    (and only those)."""
+    study = spec.validate({"name": "t", "imports": ["tests.sweep.toy_algorithms"], "kind": "comparison",
+                           "problems": [{"name": "quadratic", "params": {"dim_x": 2, "dim_y": 2}}],
+                           "algorithms": ["toy_aid"], "seeds": [0, 1, 2], "budget": {"iterations": 10}, "n_evals": 4,
+                           "runs_per_trial": 3})
+    store = ResultStore(tmp_path)
+    store.write_study(study)
+    started, held = [], []
+
+    class Method:
+        def remote(self, keys):
+            held.extend(keys)
+            return "ref"
+
+    class Actor:
+        add_all = Method()
+
+    monkeypatch.setattr(recording, "_registry_actor", lambda name: started.append(name) or Actor())
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: None)
+    registry = recording.DoneRegistry("bisweep-done-t")
+    callback = StoreCallback(store, {p.run_key(s): (p, s) for p in study.points for s in study.seeds}, registry)
+    config = study.trials[0].config(0.0, study.imports)
+    first_two = []
+
+    def report(result, state):
+        chunk = result["bisweep"]["runs"]
+        if len(first_two) < 2 or not any(c["done"] for c in chunk):
+            callback.on_trial_result(0, [], None, result)
+            first_two.extend(c["run_key"] for c in chunk if c["done"])
+
+    execute_trial(config, report)  # the third run's end is lost with its node
+    assert started == [] and store.status(config.runs[2].run_key) not in ("finished", "diverged")
+
+    class Trial:
+        trial_id = "x"
+
+    trial = Trial()
+    trial.config = {"trial": config}
+    callback.on_trial_recover(0, [], trial)
+    assert started == ["bisweep-done-t"] and held == [r.run_key for r in config.runs[:2]] == first_two
+    registry.add([])
+    assert started == ["bisweep-done-t"]  # started once, nothing sent for nothing

@@ -43,8 +43,13 @@ The design, in the style of optax's `init`/`update`:
   algorithm started and stepped three times on the counted problem, then start + first step + (t − 1) × a
   later step); ground truth, which the engines evaluate at every point, is not counted, as in the run loop.
 
+* Seconds: records carry the run loop's `time`, `cpu_time` (the steps' wall and thread CPU seconds) and
+  `eval_time` (the evaluations'), cumulative. Per run: each run's own. Stacked: the stack's divided among its K
+  runs, `time_mode: batched` (as `algorithms.run_batched`). JAX: the one program's wall and process CPU seconds
+  shared out by steps done, evaluations included in `time` (`eval_time` 0), `time_mode: compiled`.
+
 What the engines do not do (yet): minibatches but SABA's (other definitions refuse stochastic problems),
-problems other than the quadratic, seconds in records, oracle-call and seconds budgets,
+problems other than the quadratic, oracle-call and seconds budgets,
 divergence settings other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ from algorithms.base import AlgorithmConfig, get
 from algorithms.explicit.counts import counts_per_run
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
-from algorithms.explicit.result import Result
+from algorithms.explicit.result import Result, shared_clock
 from algorithms.stacked import group_key
 from problems.pure import as_arrays
 from problems.shared.errors import ParameterError
@@ -104,13 +104,17 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
             start = time.perf_counter()
             _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths, seeds).compile()
             compile_seconds = time.perf_counter() - start
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths, seeds))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
                                      np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
         final = type(final)(*(None if v is None or n == "key" else np.asarray(v) for n, v in zip(final._fields, final)))
         if "t" in final._fields:  # one iteration count for the stack (every run steps together): a column again
             final = final._replace(t=np.broadcast_to(final.t, (len(configs), 1)).copy())
         seconds = time.perf_counter() - start
+    # One program makes every point: its seconds are shared out by steps done (evaluations included in `time`).
+    share = np.asarray(points, dtype=float) / max(points[-1], 1)
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
-                  failed=np.asarray(failed).ravel(), counts=counts_per_run(defn.name, problem, configs))
+                  failed=np.asarray(failed).ravel(), counts=counts_per_run(defn.name, problem, configs),
+                  clock=shared_clock(wall * share, cpu * share, 0.0 * share, len(configs)), time_mode="compiled")

@@ -11,7 +11,7 @@ from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import counts_per_run
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
-from algorithms.explicit.result import Result, collect
+from algorithms.explicit.result import CLOCKS, Result, collect, shared_clock
 from algorithms.run_settings import generator
 
 
@@ -47,14 +47,24 @@ def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, 
 
 
 def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
-         points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]]]:
-    """(final state, failed, values per point) of one run or one stack."""
+         points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]], tuple[list[float], ...]]:
+    """(final state, failed, values per point, seconds per point) of one run or one stack: the seconds as the run
+    loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this one's
+    included)."""
     limits, failed = iterate_limits(state, np), np.full(np.shape(state.t), NEVER)
+    step = cpu = 0.0
+    start = time.perf_counter()
     values = [_evaluate(defn, oracles, state, hyper, config)]
+    clock: tuple[list[float], ...] = ([0.0], [0.0], [time.perf_counter() - start])
     for a, b in zip(points, points[1:]):
+        start, cpu_start = time.perf_counter(), time.thread_time()
         state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, limits)
+        step, cpu = step + time.perf_counter() - start, cpu + time.thread_time() - cpu_start
+        start = time.perf_counter()
         values.append(_evaluate(defn, oracles, state, hyper, config))
-    return state, failed, values
+        for column, v in zip(clock, (step, cpu, clock[2][-1] + time.perf_counter() - start)):
+            column.append(v)
+    return state, failed, values, clock
 
 
 def keys(defn: Definition, seeds: Sequence[int] | None, k: int) -> list[Any]:
@@ -69,19 +79,22 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
                 seeds: Sequence[int] | None = None) -> Result:
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
     oracles, start = defn.oracles_of(problem), time.perf_counter()
-    finals, failures, per_run = [], [], []
+    finals, failures, per_run, clocks = [], [], [], []
     for config, key in zip(configs, keys(defn, seeds, len(configs))):
         hyper = defn.hyper(config)
-        state, failed, values = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config, points)
+        state, failed, values, clock = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config,
+                                            points)
         finals.append(state)
         failures.append(failed)
         per_run.append(collect(values, 1))
+        clocks.append(clock)
     values = {n: np.concatenate([r[n] for r in per_run], axis=1) for n in per_run[0]}
+    own = {n: np.array([c[j] for c in clocks], dtype=float).T for j, n in enumerate(CLOCKS)}  # each run's seconds
     # The oracle counts (counts.py) after the run: outside its seconds, and after the definition's own checks
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run", seconds,
-                  failed=np.concatenate(failures), counts=counts_per_run(defn.name, problem, configs))
+                  failed=np.concatenate(failures), counts=counts_per_run(defn.name, problem, configs), clock=own)
 
 
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
@@ -92,7 +105,8 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     hyper, config = defn.hyper_columns(configs), configs[0]
     state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
                           for c, key in zip(configs, keys(defn, seeds, len(configs)))])
-    state, failed, values = _run(defn, oracles, state, hyper, config, points)
+    state, failed, values, clock = _run(defn, oracles, state, hyper, config, points)
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
-                  failed=failed.ravel(), counts=counts_per_run(defn.name, problem, configs))
+                  failed=failed.ravel(), counts=counts_per_run(defn.name, problem, configs),
+                  clock=shared_clock(*clock, len(configs)), time_mode="batched")

@@ -17,6 +17,9 @@ from algorithms.run import Budget, eval_points
 
 #: Metrics every engine records at an evaluation point (problems/pure.py computes them).
 METRICS = ("F", "F_gap", "grad_F_sq", "y_err_sq")
+#: The run loop's seconds in a record: the steps' wall and CPU seconds and the evaluations' wall seconds, each
+#: cumulative from the start (algorithms/run.py).
+CLOCKS = ("time", "cpu_time", "eval_time")
 
 
 @functools.lru_cache(maxsize=64)
@@ -45,6 +48,10 @@ class Result:
     #: Per run, its oracle counts (algorithms.explicit.counts; one object, as a stack's runs share their loop counts):
     #: the records' `calls/*` and `samples/*`, as the run loop counts them. None: records without them.
     counts: list[Counts] | None = None
+    #: The records' `time`, `cpu_time` and `eval_time` at each point, (len(points), K) each (CLOCKS), and their
+    #: `time_mode` (None: a run's own seconds, as `algorithms.run` measures them). None: records without seconds.
+    clock: dict[str, np.ndarray] | None = None
+    time_mode: str | None = None
 
     def __post_init__(self) -> None:
         gap, start = self.values.get("F_gap"), self.values["F"][0]
@@ -80,7 +87,9 @@ class Result:
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
         counted = list(self.counts[0].names) if self.counts else []
-        every = ["iteration", "status", *self.values, *counted]
+        timed = [*self.clock, *(["time_mode"] if self.time_mode else [])] if self.clock else []
+        clocks = [self.clock[n].tolist() for n in self.clock] if self.clock else []
+        every = ["iteration", "status", *self.values, *counted, *timed]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
         diagnostics_from = definition(self.algorithm).diagnostics_from
         metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
@@ -94,9 +103,10 @@ class Result:
             if it >= diagnostics_from:
                 names, shown = every, [col[i] for col in columns]
             else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
-                names = every[:2] + [every[2 + j] for j in metrics] + counted
+                names = every[:2] + [every[2 + j] for j in metrics] + counted + timed
                 shown = [columns[j][i] for j in metrics]
-            shown += self._counted(it)
+            shown += self._counted(it) + [c[i] for c in clocks] + ([[self.time_mode] * k_runs] if clocks and
+                                                                     self.time_mode else [])
             if i < first_end:
                 previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
                 yield from enumerate(previous)
@@ -131,6 +141,13 @@ def _record_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
     args = [f"v{j}" for j in range(len(names))]
     body = ", ".join(f"{name!r}: {arg}" for name, arg in zip(names, args))
     return eval(f"lambda {', '.join(args)}: {{{body}}}", {})  # noqa: S307  (our own literals only)
+
+
+def shared_clock(step: list[float], cpu: list[float], evaluation: list[float], k: int) -> dict[str, np.ndarray]:
+    """A stack's cumulative seconds at each point divided among its k runs, as `algorithms.run_batched` divides a
+    batch's: (len(points), k) arrays named as CLOCKS."""
+    return {n: np.repeat(np.asarray(v, dtype=float).reshape(-1, 1) / k, k, axis=1)
+            for n, v in zip(CLOCKS, (step, cpu, evaluation))}
 
 
 def collect(per_point: list[dict[str, Any]], k: int) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from algorithms.batched import BatchedRuns, batchable
+from sweep.execution.trial_compiled import run_compiled
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
 
@@ -24,6 +25,9 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
     problem = body.instances.of(first)
     if not batchable(first.algorithm, problem):
         return False
+    if body.config.backend == "jax" and all(body.start_state(s.run_key) is None for _, s in todo) and \
+            run_compiled(body, todo, problem):
+        return True
     try:
         batch = BatchedRuns(first.algorithm, problem, [s.algorithm_params for _, s in todo],
                             [s.seed for _, s in todo], first.budget, first.n_evals, first.divergence)

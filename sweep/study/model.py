@@ -146,6 +146,7 @@ class TrialConfig:
     done_registry: str | None = None
     resume: dict[str, str] = dataclasses.field(default_factory=dict)
     batched: bool = False  # runs sharing an instance step as one batch (sweep.trial_batch)
+    backend: str = "numpy"  # what steps a batch: numpy | jax (sweep.study.backend)
 
     @property
     def run_keys(self) -> tuple[str, ...]:
@@ -181,7 +182,7 @@ class TrialConfig:
         return {"key": self.key, "runs": [dataclasses.asdict(r) for r in self.runs],
                 "checkpoint_seconds": self.checkpoint_seconds, "report_seconds": self.report_seconds,
                 "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume),
-                "batched": self.batched}
+                "batched": self.batched, "backend": self.backend}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialConfig:
@@ -291,6 +292,7 @@ class Study:
     identity: str | None = None  # spec_hash of a study that grows in rounds: its first round's (see Kind.next_points)
     counted: int | None = None  # configurations counted without building them (`points` then holds only some)
     batched: str = "auto"  # auto | off: whether runs sharing an instance step as one batch (sweep.batching)
+    backend: str = "numpy"  # numpy | jax: what steps a batch (sweep.study.backend)
     mlflow_children: int | None = 10_000  # most runs that each get an MLflow child (None: all; sweep.tracking.browse)
 
     @property

@@ -228,6 +228,7 @@ ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v,
 MlflowChildren = checked("a positive integer or all", lambda v: v == "all" or (is_int(v) and v >= 1))
 BatchedMode = checked("one of auto, off", lambda v: v is False or v in ("auto", "off"),
                       lambda v: "off" if v is False else v)
+Backend = checked("one of numpy, jax", lambda v: v in ("numpy", "jax"))
 
 
 class StudyBase(Block):
@@ -253,6 +254,9 @@ class StudyBase(Block):
     batched: BatchedMode = Field(
         "auto", examples=["off"], description="auto: runs sharing an algorithm, problem instance and budget step "
         "together as one batch (off where runs are timed: dimension_scaling, a seconds budget, a target); off: one by one")
+    backend: Backend = Field(
+        "numpy", examples=["jax"], description="numpy: batches step on the stacked NumPy engine; jax: each batch is one "
+        "compiled JAX program (the [jax] extra; explicit algorithms on the deterministic quadratic, iteration budgets)")
     mlflow_children: MlflowChildren = Field(
         10_000, examples=[1000, "all"], description="most runs that each get an MLflow child run; a larger study gets "
         "children for what a reader browses (each configuration's summary, its best and worst seeds) and a table of "

@@ -29,7 +29,7 @@ from algorithms.run import Budget, Divergence
 from problems.registry import entry as problem_entry
 from problems.shared.errors import ParameterError, did_you_mean
 from problems.shared.registries import import_modules
-from sweep.study import entry_checks, limits, plugins, schema
+from sweep.study import backend, entry_checks, limits, plugins, schema
 from sweep.study.errors import Errors, SpecError, fail, shown
 from sweep.study.expand import Expansion, check_duplicates, record_error
 from sweep.study.model import DEFAULT_SCALE, ReportOptions, Study, apply_scale, scale_names
@@ -154,7 +154,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
                                 if getattr(spec.report, f) is not None}, points, errors)
     errors.raise_if_any()
 
-    return Study(
+    study = Study(
         name=spec.name, description=spec.description, kind=spec.kind, axis=axis, problems=probs, algorithms=algs,
         seeds=spec.seeds, instance_seed=spec.instance_seed,
         seeds_per_trial=min(spec.seeds_per_trial or len(spec.seeds), len(spec.seeds)), budget=ctx.budget,
@@ -165,8 +165,11 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
         points=points, online=online, source=_plain({**data, "name": spec.name}), claim=spec.claim,
         scale=scale or DEFAULT_SCALE, axis_name=kind.axis_name(axis),
         runs_per_trial=spec.runs_per_trial or spec.seeds_per_trial, counted=counted, batched=spec.batched,
-        mlflow_children=None if spec.mlflow_children == "all" else spec.mlflow_children,
+        mlflow_children=None if spec.mlflow_children == "all" else spec.mlflow_children, backend=spec.backend,
     )
+    backend.check(study, errors)
+    errors.raise_if_any()
+    return study
 
 
 def _report(rep: Any, default_metric: str, online: bool) -> ReportOptions:

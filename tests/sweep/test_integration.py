@@ -240,6 +240,21 @@ def test_the_same_study_again_on_the_same_ray_into_a_new_results_directory_runs_
     assert left == []  # each session's registry of finished runs ends with it
 
 
+def test_a_jax_study_runs_its_batches_compiled_on_ray(ray_session, tmp_path):
+    """`backend: jax` through Ray Tune: every run finished once, its records those of the JAX engine."""
+    pytest.importorskip("jax")
+
+    data = {"name": "jaxed", "kind": "comparison", "instance_seed": 0, "backend": "jax",
+            "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 3}}],
+            "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1]}}], "seeds": 2,
+            "budget": {"iterations": 50}, "n_evals": 4}
+    outcome = run_study(spec.validate(data), tmp_path / "res", out=open(os.devnull, "w"), report=False)
+    assert outcome.counts == {"finished": 4, "diverged": 0, "failed": 0, "missing": 0}
+    for summary in stored.summaries(tmp_path / "res"):
+        records = stored.stored_records(tmp_path / "res", summary["run_key"])
+        assert [r["iteration"] for r in records][-1] == 50 and records[-1]["time_mode"] == "compiled"
+
+
 def test_a_trainable_in_a_users_own_tuner(ray_session, tmp_path):
     from ray import tune
 

@@ -113,6 +113,19 @@ CASES = [
     Case("dimension-axis-1e12", "axis.values[1]: ", with_(kind="dimension_scaling", problems=quadratic(),
                                                          axis={"param": "dim_x", "values": [4, 10**12]})),
     Case("n_evals-1e9", "n_evals: ", with_(n_evals=1_000_000_000)),
+    Case("backend-value", "backend: must be one of numpy, jax", with_(backend="torch")),
+    Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing",
+         with_(backend="jax", algorithms=["penalty"])),
+    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic (no n_samples)",
+         with_(backend="jax", problems=quadratic(n_samples=8))),
+    Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
+         with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
+    Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",
+         with_(backend="jax", batched="off")),
+    Case("backend-jax-params", "algorithms[0].params: backend 'jax': dtfbo cannot run stacked with this config",
+         with_(backend="jax", algorithms=["dtfbo"])),  # sub_loops 'tolerance'
+    Case("backend-jax-params-fsla", "algorithms[0].params: backend 'jax': momentum_decay: 1e-20 with momentum 1",
+         with_(backend="jax", algorithms=[{"name": "fsla", "params": {"momentum": 1.0, "momentum_decay": 1e-20}}])),
     # ---- item 4: bounded file size and string lengths
     Case("10MB-yaml", "study: ", yaml.safe_dump(GOOD) + "instance_seed: 0\nscales: {big: {seeds: ["
          + ", ".join(map(str, range(1_500_000))) + "]}}\n"),

@@ -1,0 +1,90 @@
+"""The study field `backend`: what steps a study's batches of runs, and what a study on the JAX backend may hold.
+
+`numpy` (the default): the stacked NumPy engine (`algorithms.run_batched`), for every batchable algorithm and
+problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
+batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
+before any work: algorithms with an explicit definition on the deterministic quadratic, iteration budgets, the
+default divergence rule, batched runs. A batch runs whole (no checkpoint midway: a killed trial runs its batch
+again), its records' seconds are its program's shared out by steps (`time_mode: compiled`), and on these
+deterministic problems its iterates are those of the NumPy engine to 1e-10.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from typing import Any
+
+from problems.shared.errors import ParameterError
+from sweep.study.errors import Errors
+from sweep.study.model import Point, Study
+from sweep.study.timing import timed_by
+
+#: The values of the study field `backend`.
+BACKENDS = ("numpy", "jax")
+#: The problem the JAX engine runs (problems/pure.py: its deterministic form).
+JAX_PROBLEMS = ("quadratic",)
+
+
+def check(study: Study, errors: Errors) -> None:
+    """Every reason `study` cannot run on its backend, one line each (nothing for `numpy`)."""
+    if study.backend != "jax":
+        return
+    if importlib.util.find_spec("jax") is None:
+        errors.add("backend", "'jax' needs JAX, which is not installed: pip install 'bilevel-sweep[jax]', or use "
+                              "backend 'numpy'")
+    if study.batched == "off":
+        errors.add("backend", "'jax' steps batches of runs, and this study sets batched: off")
+    elif reason := timed_by(study):
+        errors.add("backend", f"'jax' steps batches of runs, and this study times its runs one by one ({reason})")
+    index = {a["label"]: i for i, a in enumerate(study.algorithms)}
+    seen: set[str] = set()
+    for point in study.points:
+        where = f"algorithms[{index.get(point.label, 0)}]"
+        key = json.dumps([point.algorithm, point.algorithm_params, point.problem, point.problem_params,
+                          point.budget, point.divergence], sort_keys=True, default=repr)
+        if key not in seen:
+            seen.add(key)
+            for path, message in _refusals(point, where):
+                errors.add(path, message)
+
+
+def _refusals(point: Point, where: str) -> list[tuple[str, str]]:
+    """(field, why) for each thing of one configuration the JAX engine does not run."""
+    from algorithms import explicit
+
+    out = []
+    if point.algorithm not in jax_algorithms():
+        out.append((f"{where}.name", f"backend 'jax' runs the algorithms with an explicit definition that draw "
+                                     f"nothing ({', '.join(jax_algorithms())}); '{point.algorithm}' is not one"))
+    else:
+        try:
+            explicit.definition(point.algorithm).configs([point.algorithm_params])
+        except ParameterError as exc:
+            why = str(exc).removeprefix("configs[0]").lstrip(".: ")
+            out.append((f"{where}.params", f"backend 'jax': {why}"))
+    if point.problem not in JAX_PROBLEMS or point.problem_params.get("n_samples") is not None:
+        out.append(("backend", f"'jax' runs the deterministic {', '.join(JAX_PROBLEMS)} (no n_samples); "
+                               f"{_named(point)} is not"))
+    if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
+        out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
+    if point.divergence is not None:
+        out.append(("divergence", "backend 'jax' runs the default divergence rule; remove the study's divergence"))
+    return out
+
+
+def jax_algorithms() -> list[str]:
+    """The algorithms a JAX study runs: those defined explicitly that draw nothing (a drawing one, SABA, would
+    draw other samples than on the NumPy engine, from JAX's own streams)."""
+    from algorithms import explicit
+
+    return sorted(n for n in explicit.defined() if not explicit.definition(n).draws)
+
+
+def _named(point: Point) -> str:
+    """'the problem' as a refusal names it."""
+    samples = point.problem_params.get("n_samples") if point.problem in JAX_PROBLEMS else None
+    return f"problem '{point.problem}'" + (f" with n_samples {samples}" if samples is not None else "")
+
+
+def _plain(budget: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in budget.items() if v is not None) or "none"

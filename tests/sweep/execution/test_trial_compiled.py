@@ -1,0 +1,92 @@
+"""A study's `backend: jax` (sweep/study/backend.py, sweep/execution/trial_compiled.py): its batches run as compiled
+JAX programs and give the NumPy engine's records (to 1e-10 on the deterministic quadratic, oracle counts exact),
+stack by stack; a batch it cannot take, or one resumed midway, runs on the NumPy engine; what it cannot run is
+refused at validation."""
+import dataclasses
+import importlib.util
+
+import pytest
+
+from sweep.execution.trial import execute_trial
+from sweep.study import backend as backend_module
+from sweep.study import spec
+from tests.algorithms.test_engines import needs_jax
+
+EXACT = 1e-10
+NOT_NUMBERS = ("iteration", "status", "time", "cpu_time", "eval_time", "time_mode")
+STUDY = {"name": "j", "kind": "comparison", "instance_seed": 0,
+         "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 4}}],
+         "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": [0.05, 0.1]}},
+                        # two stacks in one batch: y_steps may not vary within a stack
+                        {"name": "dtfbo", "params": {"sub_loops": "fixed", "y_steps": [2, 3]}}],
+         "seeds": 2, "budget": {"iterations": 60}, "n_evals": 6, "runs_per_trial": 12}
+
+
+def records_of(study, backend, state=None):
+    out = {}
+
+    def report(result, _):
+        for chunk in result["bisweep"]["runs"]:
+            out.setdefault(chunk["run_key"], []).extend(chunk["records"])
+
+    for trial in study.trials:
+        config = dataclasses.replace(trial.config(0.0, study.imports), batched=True, backend=backend)
+        execute_trial(config, report, state)
+    return out
+
+
+@needs_jax
+def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
+    study = spec.validate({**STUDY, "backend": "jax"})
+    assert study.backend == "jax"
+    numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
+    assert len(jax_records) == 12 and jax_records.keys() == numpy_records.keys()
+    for key, ours in jax_records.items():
+        theirs = numpy_records[key]
+        assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
+        assert ours[-1]["status"] == "finished" and ours[-1]["time_mode"] == "compiled"
+        for a, b in zip(ours, theirs):
+            assert set(a) == set(b)
+            assert all(a[n] == b[n] for n in a if n.startswith(("calls/", "samples/")))  # exact integers
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in NOT_NUMBERS) < EXACT
+
+
+@needs_jax
+def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
+    study = spec.validate({**STUDY, "algorithms": STUDY["algorithms"][:1], "backend": "jax"})
+    config = dataclasses.replace(study.trials[0].config(0.0, ()), batched=True)  # a checkpoint with every report
+    states = []
+    execute_trial(config, lambda result, state: states.append(state) if state and state.get("batch") else None)
+    out = {}
+
+    def report(result, _):
+        for chunk in result["bisweep"]["runs"]:
+            out.setdefault(chunk["run_key"], []).extend(chunk["records"])
+
+    execute_trial(dataclasses.replace(config, backend="jax"), report, states[0])  # both runs midway
+    assert set(out) == set(config.run_keys) and all(r[-1]["time_mode"] == "batched" for r in out.values())
+    assert min(r[0]["iteration"] for r in out.values()) > 0  # continued from the checkpoint, not started again
+
+
+def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
+    def lines(**fields):
+        with pytest.raises(spec.SpecError) as err:
+            spec.validate({**STUDY, "backend": "jax", **fields})
+        return str(err.value)
+
+    assert "a seconds budget" in lines(budget={"iterations": 10, "seconds": 5})
+    assert "budget: backend 'jax' runs iteration budgets only, got iterations: 10, seconds: 5" in \
+        lines(budget={"iterations": 10, "seconds": 5})
+    assert "divergence: backend 'jax' runs the default divergence rule" in lines(divergence={"factor": 1e3})
+    assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
+        "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
+    assert "backend: 'jax' runs the deterministic quadratic (no n_samples); problem 'regularization_selection' is " \
+        "not" in lines(problems=[{"name": "regularization_selection", "params": {"dataset": "breast_cancer"}}])
+    assert "problem 'quadratic' with n_samples 8 is not" in lines(
+        problems=[{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())
+    assert "backend: 'jax' needs JAX, which is not installed" in lines()
+    monkeypatch.undo()
+    assert spec.validate({**STUDY, "backend": "numpy"}).backend == "numpy"
+    assert spec.validate({k: v for k, v in STUDY.items()}).backend == "numpy"  # the default
+    assert backend_module.BACKENDS == ("numpy", "jax")

@@ -101,7 +101,8 @@ def test_the_study_example_validates_as_written():
 def _outcome(st) -> tuple:
     """What a study field can change: the runs (spec hash) and every setting beside them."""
     return (st.spec_hash, st.seeds, vars(st.report), st.resources, st.max_concurrent, st.max_failures,
-            st.checkpoint_seconds, st.report_seconds, tuple(st.imports), st.claim, st.runs_per_trial, st.kind, st.batched)
+            st.checkpoint_seconds, st.report_seconds, tuple(st.imports), st.claim, st.runs_per_trial, st.kind, st.batched,
+            st.backend)
 
 
 def test_every_line_of_the_study_example_marked_default_shows_the_default():
@@ -112,7 +113,7 @@ def test_every_line_of_the_study_example_marked_default_shows_the_default():
         m = re.match(r"^( *)(\w+):.*?# (default|e\.g\.)", line)
         if m and len(m.group(1)) in (0, 2):
             marked[m.group(3)].append(("report",) * (len(m.group(1)) == 2) + (m.group(2),))
-    assert len(marked["default"]) == 19 and len(marked["e.g."]) == 7, marked
+    assert len(marked["default"]) == 20 and len(marked["e.g."]) == 7, marked
     for path in marked["default"]:  # left out, the study is the same
         trimmed = yaml.load(block("study"), Loader=sources._Loader)
         parent = trimmed["report"] if len(path) == 2 else trimmed

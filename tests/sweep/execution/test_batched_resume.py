@@ -27,10 +27,12 @@ def test_a_study_killed_mid_batch_resumes_its_unfinished_runs_only(tmp_path, rep
     study_file.write_text(yaml.safe_dump({
         "name": "batches", "kind": "stepsize_sensitivity", "axis": {"factors": [0.25, 0.5, 0.75]},
         "problems": [{"name": "quadratic", "params": {"dim_x": 40, "dim_y": 40}}], "algorithms": ["soba"],
-        "seeds": 3, "budget": {"iterations": 30000}, "n_evals": 8, "checkpoint_seconds": 0.3,
+        "seeds": 3, "budget": {"iterations": 30000}, "n_evals": 30, "checkpoint_seconds": 0.1,
         "runs_per_trial": 4, "max_concurrent": 1, "batched": "auto"}))  # 3 batches of 4 (a seed each), in turn;
-    # 3×10⁴ iterations keep each batch running for seconds (4.2 s here, 14 checkpoints), so the kill lands
-    # mid-batch on a machine three times as fast too
+    # a batch checkpoints only at evaluation points: 30 log-spaced points (each stretch ≤ 29 % of the run) and 0.1 s
+    # between checkpoints note a batch midway ~0.1 s into it, with ~1 s of it left on a 2-core machine that runs a
+    # batch in 1.1 s (4.2 s on a slower one); with 8 points the last stretch was 74 % of the batch, so a batch of
+    # 1.1 s was never checkpointed midway and the kill found none
     st = spec.load(str(study_file))
     res = tmp_path / "res"
     cmd = [str(venv_bin / "bisweep"), "run", str(study_file), "--results-dir", str(res), "--num-cpus", "1",

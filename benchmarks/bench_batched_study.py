@@ -1,4 +1,4 @@
-"""A batched study against the same study unbatched, whole process (`bisweep run ... --no-report`).
+"""A batched study against the same study unbatched or on the JAX backend, whole process (`bisweep run ... --no-report`).
 
 A step-size study of 1,000 SOBA configurations (the initial step sizes scaled by 999 factors from 0.1 to 2, and
 the reference) x 5,000 iterations on a d = 10 quadratic, 1 seed, once with `batched: auto` and once with
@@ -14,6 +14,7 @@ process (no Ray, no MLflow): K of the runs as one batched trial against the same
     .venv/bin/python benchmarks/bench_batched_study.py                  # 3 repeats (~5 min on 2 cores)
     .venv/bin/python benchmarks/bench_batched_study.py --configs 200 --repeats 1
     .venv/bin/python benchmarks/bench_batched_study.py --trial-body 250       # in process, ~1 min
+    .venv/bin/python benchmarks/bench_batched_study.py --vs jax              # the NumPy engine against the JAX backend
 """
 from __future__ import annotations
 
@@ -38,13 +39,15 @@ VOLATILE = ("time", "cpu_time", "eval_time", "time_mode")
 
 
 def study(configs: int, iterations: int, dim: int, batched: str) -> dict[str, Any]:
-    """The step-size study: `configs` SOBA configurations (the reference among them) on one quadratic."""
+    """The step-size study: `configs` SOBA configurations (the reference among them) on one quadratic; `batched`
+    auto, off, or jax (batched on the JAX backend)."""
     n = configs - 1
     factors = [round(0.1 * 20 ** (i / (n - 1)), 12) for i in range(n)]
     factors = [f if f != 1.0 else 1.0 + 1e-9 for f in factors]  # the reference is the unscaled one
     return {"name": f"batched_{batched}", "kind": "stepsize_sensitivity", "axis": {"factors": factors},
             "problems": [{"name": "quadratic", "params": {"dim_x": dim, "dim_y": dim}}], "algorithms": ["soba"],
-            "seeds": 1, "budget": {"iterations": iterations}, "n_evals": 20, "batched": batched}
+            "seeds": 1, "budget": {"iterations": iterations}, "n_evals": 20,
+            **({"batched": "auto", "backend": "jax"} if batched == "jax" else {"batched": batched})}
 
 
 def run_once(path: Path, results: Path) -> tuple[float, float, float, float]:
@@ -123,11 +126,13 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trial-body", type=int, default=None, metavar="K", help="the trial body alone, K runs")
+    ap.add_argument("--vs", choices=("off", "jax"), default="off",
+                    help="what `batched: auto` (the NumPy engine) is compared with: off, or the JAX backend")
     args = ap.parse_args()
     if args.trial_body:
         trial_body(args.trial_body, args.iterations, args.dim, args.repeats)
         return
-    times: dict[str, list[tuple[float, float, float, float]]] = {"auto": [], "off": []}
+    times: dict[str, list[tuple[float, float, float, float]]] = {"auto": [], args.vs: []}
     with tempfile.TemporaryDirectory(prefix="bench-batched-") as tmp:
         root = Path(tmp)
         for mode in times:
@@ -136,7 +141,7 @@ def main() -> None:
             for mode in times:
                 results = root / f"{mode}-{i}"
                 times[mode].append(run_once(root / f"{mode}.yaml", results))
-        diff = same(finals(root / "auto-0"), finals(root / "off-0"))
+        diff = same(finals(root / "auto-0"), finals(root / f"{args.vs}-0"))
     print(f"\n{args.configs:,} SOBA configurations x {args.iterations:,} iterations, quadratic d = {args.dim}, 1 seed, "
           f"--no-report; whole process, {args.repeats} runs each, in turn")
     print(f"{'batched':8} {'wall s':>14} {'driver CPU s':>14} {'runs CPU s':>14} {'first trial s':>14} "
@@ -145,10 +150,10 @@ def main() -> None:
         cols = [[t[i] for t in ts] for i in range(4)] + [[t[0] / (t[3] + t[2]) for t in ts]]
         print(f"{mode:8} " + " ".join(f"{f'{min(c):.1f} / {statistics.median(c):.1f}':>{w}}"
                                       for c, w in zip(cols, (14, 14, 14, 14, 22))))
-    ratios = [statistics.median(o[i] / a[i] for a, o in zip(times["auto"], times["off"])) for i in range(3)]
-    print(f"off / auto, median of the pairs: wall {ratios[0]:.1f}x, driver CPU {ratios[1]:.1f}x, "
-          f"runs CPU {ratios[2]:.1f}x")
-    print(f"final values, batched against unbatched: largest relative difference {diff:.1e} "
+    ratios = [statistics.median(o[i] / a[i] for a, o in zip(times["auto"], times[args.vs])) for i in range(3)]
+    print(f"{args.vs} / auto, median of the pairs: wall {ratios[0]:.2f}x, driver CPU {ratios[1]:.2f}x, "
+          f"runs CPU {ratios[2]:.2f}x")
+    print(f"final values, auto against {args.vs}: largest relative difference {diff:.1e} "
           f"({'equal to rtol 1e-10' if diff <= 1e-10 else 'NOT EQUAL'})")
 
 

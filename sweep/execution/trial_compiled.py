@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from algorithms import explicit
 from algorithms.base import get
 from algorithms.stacked import group_key
 from problems.shared.errors import ParameterError
@@ -24,8 +25,6 @@ ENDS = ("finished", "diverged")
 def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> bool:
     """Run `todo` (one batch, none started) stack by stack on the JAX engine; False when it cannot take them
     (nothing was sent: the NumPy engine runs them)."""
-    from algorithms import explicit
-
     first = todo[0][1]
     if first.algorithm not in explicit.defined() or explicit.definition(first.algorithm).draws:
         return False

@@ -14,6 +14,7 @@ import importlib.util
 import json
 from typing import Any
 
+from algorithms import explicit
 from problems.shared.errors import ParameterError
 from sweep.study.errors import Errors
 from sweep.study.model import Point, Study
@@ -50,8 +51,6 @@ def check(study: Study, errors: Errors) -> None:
 
 def _refusals(point: Point, where: str) -> list[tuple[str, str]]:
     """(field, why) for each thing of one configuration the JAX engine does not run."""
-    from algorithms import explicit
-
     out = []
     if point.algorithm not in jax_algorithms():
         out.append((f"{where}.name", f"backend 'jax' runs the algorithms with an explicit definition that draw "
@@ -75,8 +74,6 @@ def _refusals(point: Point, where: str) -> list[tuple[str, str]]:
 def jax_algorithms() -> list[str]:
     """The algorithms a JAX study runs: those defined explicitly that draw nothing (a drawing one, SABA, would
     draw other samples than on the NumPy engine, from JAX's own streams)."""
-    from algorithms import explicit
-
     return sorted(n for n in explicit.defined() if not explicit.definition(n).draws)
 
 

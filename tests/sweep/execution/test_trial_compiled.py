@@ -7,9 +7,11 @@ import importlib.util
 
 import pytest
 
+from sweep.execution import trial_compiled
 from sweep.execution.trial import execute_trial
 from sweep.study import backend as backend_module
 from sweep.study import spec
+from sweep.study.model import RunSpec, TrialConfig
 from tests.algorithms.test_engines import needs_jax
 
 EXACT = 1e-10
@@ -19,19 +21,19 @@ STUDY = {"name": "j", "kind": "comparison", "instance_seed": 0,
          "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": [0.05, 0.1]}},
                         # two stacks in one batch: y_steps may not vary within a stack
                         {"name": "dtfbo", "params": {"sub_loops": "fixed", "y_steps": [2, 3]}}],
-         "seeds": 2, "budget": {"iterations": 60}, "n_evals": 6, "runs_per_trial": 12}
+         "seeds": 3, "budget": {"iterations": 60}, "n_evals": 6}  # stacks of 12 (SOBA) and 3 runs: 16 and 4 rows
 
 
-def records_of(study, backend, state=None):
+def records_of(study, backend):
+    """Every run of the study as one trial (each algorithm's runs one batch)."""
     out = {}
 
     def report(result, _):
         for chunk in result["bisweep"]["runs"]:
             out.setdefault(chunk["run_key"], []).extend(chunk["records"])
 
-    for trial in study.trials:
-        config = dataclasses.replace(trial.config(0.0, study.imports), batched=True, backend=backend)
-        execute_trial(config, report, state)
+    runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
+    execute_trial(TrialConfig("all", runs, 0.0, batched=True, backend=backend), report)
     return out
 
 
@@ -40,7 +42,7 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
     study = spec.validate({**STUDY, "backend": "jax"})
     assert study.backend == "jax"
     numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
-    assert len(jax_records) == 12 and jax_records.keys() == numpy_records.keys()
+    assert len(jax_records) == 18 and jax_records.keys() == numpy_records.keys()
     for key, ours in jax_records.items():
         theirs = numpy_records[key]
         assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
@@ -66,6 +68,10 @@ def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
     execute_trial(dataclasses.replace(config, backend="jax"), report, states[0])  # both runs midway
     assert set(out) == set(config.run_keys) and all(r[-1]["time_mode"] == "batched" for r in out.values())
     assert min(r[0]["iteration"] for r in out.values()) > 0  # continued from the checkpoint, not started again
+
+
+def test_a_stack_is_padded_to_a_power_of_two_rows():
+    assert [trial_compiled.padded(k) for k in (1, 2, 3, 4, 5, 12, 16, 17)] == [1, 2, 4, 4, 8, 16, 16, 32]
 
 
 def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):

@@ -18,10 +18,10 @@ EXACT = 1e-10
 NOT_NUMBERS = ("iteration", "status", "time", "cpu_time", "eval_time", "time_mode")
 STUDY = {"name": "j", "kind": "comparison", "instance_seed": 0,
          "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 4}}],
-         "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": [0.05, 0.1]}},
+         "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1, 0.2], "gamma": 0.05}},
                         # two stacks in one batch: y_steps may not vary within a stack
                         {"name": "dtfbo", "params": {"sub_loops": "fixed", "y_steps": [2, 3]}}],
-         "seeds": 3, "budget": {"iterations": 60}, "n_evals": 6}  # stacks of 12 (SOBA) and 3 runs: 16 and 4 rows
+         "seeds": 3, "budget": {"iterations": 60}, "n_evals": 6}  # stacks of 9 (SOBA: 10 rows, one padding) and 3 runs
 
 
 def records_of(study, backend):
@@ -42,7 +42,7 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
     study = spec.validate({**STUDY, "backend": "jax"})
     assert study.backend == "jax"
     numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
-    assert len(jax_records) == 18 and jax_records.keys() == numpy_records.keys()
+    assert len(jax_records) == 15 and jax_records.keys() == numpy_records.keys()
     for key, ours in jax_records.items():
         theirs = numpy_records[key]
         assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
@@ -70,8 +70,10 @@ def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
     assert min(r[0]["iteration"] for r in out.values()) > 0  # continued from the checkpoint, not started again
 
 
-def test_a_stack_is_padded_to_a_power_of_two_rows():
-    assert [trial_compiled.padded(k) for k in (1, 2, 3, 4, 5, 12, 16, 17)] == [1, 2, 4, 4, 8, 16, 16, 32]
+def test_a_stack_is_padded_to_one_of_four_sizes_per_doubling():
+    sizes = [trial_compiled.padded(k) for k in range(1, 2049)]
+    assert sizes[:17] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 10, 12, 12, 14, 14, 16, 16, 20]
+    assert all(k <= s <= 1.25 * k for k, s in enumerate(sizes, 1)) and len(set(sizes[1024:])) == 4  # 1025..2048
 
 
 def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):

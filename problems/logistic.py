@@ -44,6 +44,7 @@ class LogisticBilevel(TwoSetFiniteSum):
         self._memo_grad: Array | None = None
         self._warm: Array | None = None
         self.last_inner_residual = float("nan")
+        self._at_y: tuple = (None, None, None, None)  # regularization selection's margins at the last y (_margins)
 
     def solve_yy(self, x: Array, y: Array, rhs: Array) -> Array:
         """[∇²yy g(x, y)]⁻¹ rhs (full batch)."""
@@ -111,16 +112,33 @@ class RegularizationSelection(LogisticBilevel):
         return np.zeros(self.dim_x), self.grad_y_f(x, y, batch)
 
     def grad_y_g(self, x: Array, y: Array, batch: Batch = None) -> Array:
-        D, b = self._train(inner_index(batch))
-        return D.T @ (-b * expit(-b * (D @ y))) / len(b) + np.exp(x) * y
+        idx = inner_index(batch)
+        D, b = self._train(idx)
+        s = expit(-b * (D @ y)) if idx is not None else self._margins(y)[1]
+        return D.T @ (-b * s) / len(b) + np.exp(x) * y
 
     def grad_g(self, x: Array, y: Array, batch: Batch = None) -> tuple[Array, Array]:
         return 0.5 * np.exp(x) * y * y, self.grad_y_g(x, y, batch)
 
     def _curvature(self, y: Array, idx: Array | None) -> tuple[Array, Array]:
         D, b = self._train(idx)
-        z = b * (D @ y)
-        return D, expit(z) * expit(-z)
+        if idx is not None:
+            z = b * (D @ y)
+            return D, expit(z) * expit(-z)
+        z, s, w = self._margins(y)
+        if w is None:  # the weights once per y: D-TFBO's v-loop and the CG solves ask them again and again
+            w = expit(z) * s
+            self._at_y = (*self._at_y[:3], w)
+        return D, w
+
+    def _margins(self, y: Array) -> tuple[Array, Array, Array | None]:
+        """(z = b ⊙ Dy, expit(−z), the Hessian weights expit(z) expit(−z) or None) on the whole training set, kept
+        for the last y: a step asks the gradient and Hessian-vector products at one y (the same numbers, made once)."""
+        key = y.tobytes()
+        if self._at_y[0] != key:
+            z = self.b * (self.D @ y)
+            self._at_y = (key, z, expit(-z), None)
+        return self._at_y[1:]
 
     def hvp_yy_g(self, x: Array, y: Array, v: Array, batch: Batch = None) -> Array:
         D, w = self._curvature(y, inner_index(batch))

@@ -194,3 +194,25 @@ def test_malformed_file_through_make(tmp_path):
     bad.write_text("not a libsvm line\n")
     with pytest.raises(ParameterError, match="problem 'regularization_selection': 'data_path' .* is not a LIBSVM"):
         problems.make("regularization_selection", dataset="svmlight", data_path=str(bad))
+
+
+def test_regularization_selection_reuses_its_margins_at_one_y_with_the_same_numbers():
+    """The full-batch gradient and Hessian-vector products at one y share b ⊙ Dy and its sigmoids (computed once
+    per y): equal bit for bit to the formulas, and made afresh when y changes, in place too."""
+    from scipy.special import expit
+
+    p = problems.make("regularization_selection", seed=1, max_samples=200)
+    rng = np.random.default_rng(3)
+    x, y = point(p, rng)
+    v = rng.normal(size=p.dim_y)
+
+    def by_formula(y):
+        z = p.b * (p.D @ y)
+        grad = p.D.T @ (-p.b * expit(-p.b * (p.D @ y))) / len(p.b) + np.exp(x) * y
+        return grad, p.D.T @ ((expit(z) * expit(-z)) * (p.D @ v)) / len(p.b) + np.exp(x) * v
+
+    for _ in range(2):
+        for fresh in (True, False):  # the first call at y fills the memo, the second reads it
+            grad, hvp = p.grad_y_g(x, y), p.hvp_yy_g(x, y, v)
+            assert all(np.array_equal(a, b) for a, b in zip((grad, hvp), by_formula(y))), fresh
+        y += 0.1  # in place: the same array, other numbers

@@ -125,7 +125,7 @@ def ray_session(repo):
 
     saved = os.getcwd()
     os.chdir(repo)  # trials import tests.sweep.toy_algorithms from here
-    started = start_ray(None, 2)
+    started = start_ray(None, 1)  # one trial worker: no test here is about concurrency
     os.chdir(saved)
     yield
     if started:
@@ -313,7 +313,7 @@ def test_study_against_an_mlflow_server(tmp_path, repo, venv_bin, free_port, eva
     server, uri = serve(lambda port: subprocess.Popen(
         [str(venv_bin / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination", str(tmp_path / "art"),
-         "--gunicorn-opts", "--workers 2"],
+         "--gunicorn-opts", "--workers 1"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True), free_port, stop=stop_group)
     try:
         study_file = tmp_path / "served.yaml"

@@ -93,7 +93,7 @@ def mlflow_server(postgres, free_port, venv_bin, tmp_path_factory):
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     server = subprocess.Popen([str(venv_bin / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
                                "--backend-store-uri", postgres, "--artifacts-destination", str(art),
-                               "--gunicorn-opts", "--workers 2"],
+                               "--gunicorn-opts", "--workers 1"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -116,7 +116,7 @@ def run_study(tmp_path, repo, venv_bin, name, uri):
         "algorithms": [{"name": "toy_aid"}], "seeds": 2, "budget": {"iterations": 20}, "n_evals": 5}))
     res = tmp_path / f"res-{name}"
     proc = subprocess.run([str(venv_bin / "bisweep"), "run", str(study), "--tracking-uri", uri, "--results-dir",
-                           str(res), "--num-cpus", "2"], cwd=repo, capture_output=True, text=True, timeout=600)
+                           str(res), "--num-cpus", "1"], cwd=repo, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (res / "mlflow.db").exists()  # nothing went to the local default store
     return res

@@ -5,7 +5,8 @@ and each stack runs whole through `algorithms.explicit`'s JAX engine: one `vmap`
 stack shape (compiled once per process and reused by later trials of the same shape; a stack is padded to a
 few sizes (at most 25 % more rows) so that there are few shapes). Its records are sent
 as the NumPy batch sends them, each run's end with its share of the stack's wall time; nothing is checkpointed
-midway, so a trial stopped during a stack runs that stack again.
+midway, so a trial stopped during a stack runs that stack again. Should a stack's program raise, its runs run one
+after another on the NumPy run loop, so that a run that fails fails alone.
 """
 from __future__ import annotations
 
@@ -41,8 +42,14 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
         started, clock = time.time(), time.monotonic()
         size = padded(len(stack))
         runs = [s for _, s in stack] + [stack[-1][1]] * (size - len(stack))
-        result = explicit.run(first.algorithm, problem, [s.algorithm_params for s in runs],
-                              first.budget["iterations"], first.n_evals, engine="jax", seeds=[s.seed for s in runs])
+        try:
+            result = explicit.run(first.algorithm, problem, [s.algorithm_params for s in runs],
+                                  first.budget["iterations"], first.n_evals, engine="jax",
+                                  seeds=[s.seed for s in runs])
+        except Exception:  # noqa: BLE001  (nothing of the stack was sent) its runs one after another: one that
+            for index, spec in stack:  # raises fails alone, as when a NumPy batch raises
+                body.run_one(index, spec)
+            continue
         share = (time.monotonic() - clock) / len(stack)  # the stack's wall time, divided among its runs
         ended = []
         for k, record in result.records():

@@ -98,3 +98,17 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert spec.validate({**STUDY, "backend": "numpy"}).backend == "numpy"
     assert spec.validate({k: v for k, v in STUDY.items()}).backend == "numpy"  # the default
     assert backend_module.BACKENDS == ("numpy", "jax")
+
+
+@needs_jax
+def test_a_stack_whose_program_raises_runs_one_run_after_another(monkeypatch):
+    from algorithms import explicit
+
+    study = spec.validate({**STUDY, "algorithms": STUDY["algorithms"][:1], "backend": "jax"})
+
+    def broken(*args, **kwargs):
+        raise MemoryError("the device ran out of memory")
+
+    monkeypatch.setattr(explicit, "run", broken)
+    out = records_of(study, "jax")
+    assert len(out) == 9 and all(r[-1]["status"] == "finished" and "time_mode" not in r[-1] for r in out.values())

@@ -41,8 +41,11 @@ def _target(t_b, ok_b, t_s, ok_s):
 @given(t_s=pos, ratio=st.floats(0.05, 80.0), reached=st.booleans())
 def test_time_to_target_censored_either_way_gives_mirrored_labels(t_s, ratio, reached):
     """F2CSA stopped before the target with DS-BLO at `ratio` × its seconds (ratio ≤ r), against DS-BLO stopped
-    with F2CSA reaching it (ratio ≥ θ²/r, the mirror about θ = 2 in log): the labels swap; both reached: a point."""
+    with F2CSA reaching it (ratio ≥ θ²/r, the mirror about θ = 2 in log): the labels swap; both reached: a point.
+    A bound exactly at θ is left out, as in the test above: 'at least θ' admits θ itself, so [0, θ] is partly and
+    [θ, inf) agrees (hypothesis found ratio = 2.0)."""
     theta = f2csa.SPEEDUP
+    assume(ratio != theta)
     one = _target(ratio * t_s, True, t_s, reached)
     other = _target(theta ** 2 / ratio * t_s, reached, t_s, True)
     assert other.status == SWAP[one.status], (one.measured, other.measured)
@@ -52,6 +55,13 @@ def test_time_to_target_censored_either_way_gives_mirrored_labels(t_s, ratio, re
         assert one.status in ("disagrees", "partly")
     both = _target(t_s, False, t_s, False)
     assert both.status == "not measured"
+
+
+def test_a_one_sided_time_ratio_ending_exactly_at_the_threshold():
+    """'At least θ' admits θ: DS-BLO/F2CSA in [0, θ] is partly (θ agrees, below disagrees), in [θ, inf) agrees."""
+    theta = f2csa.SPEEDUP
+    assert _target(theta, True, 1.0, False).status == "partly"
+    assert _target(theta, False, 1.0, True).status == "agrees"
 
 
 def test_ratio_bounds_and_estimates():

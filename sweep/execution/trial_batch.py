@@ -10,7 +10,6 @@ raises fails alone and no other run loses what it measured.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from algorithms.batched import BatchedRuns, batchable
 from sweep.execution.trial_compiled import run_compiled

@@ -19,7 +19,6 @@ alike (`_cg_rows`); FSLA/MRBO configs whose ρ_t = 1 at some later steps only ar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -57,7 +56,8 @@ _CACHE: dict[tuple, Counts] = {}
 
 def counts(name: str, problem: Any, config: AlgorithmConfig) -> Counts:
     """The counts of a run of algorithm `name` with `config` on `problem`, measured once per shared config and
-    problem sizes (the counts depend on the problem only through its type, dimensions and sample counts)."""
+    problem sizes (the counts depend on the problem only through its type, dimensions and sample counts). A
+    stack's runs share them: the engines take only configs whose shared fields are equal (`Definition.configs`)."""
     sizes = (type(problem).__name__, problem.dim_x, problem.dim_y,
              *(getattr(problem, n, None) for n in ("n_samples", "n_outer", "n_inner")))
     key = (name, group_key(get(name), config), sizes)
@@ -66,12 +66,6 @@ def counts(name: str, problem: Any, config: AlgorithmConfig) -> Counts:
             _CACHE.clear()
         _CACHE[key] = measure(name, problem, config)
     return _CACHE[key]
-
-
-def counts_per_run(name: str, problem: Any, configs: Sequence[AlgorithmConfig]) -> list[Counts]:
-    """Each run's counts: one object for all, since the engines take only configs whose shared fields are equal
-    (`Definition.configs`), and the counts depend on nothing else (a thousand configs: measured and keyed once)."""
-    return [counts(name, problem, configs[0])] * len(configs)
 
 
 def measure(name: str, problem: Any, config: AlgorithmConfig) -> Counts:

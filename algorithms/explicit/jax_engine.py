@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
-from algorithms.explicit.counts import counts_per_run
+from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import Result, shared_clock
@@ -116,5 +116,5 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     # One program makes every point: its seconds are shared out by steps done (evaluations included in `time`).
     share = np.asarray(points, dtype=float) / max(points[-1], 1)
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
-                  failed=np.asarray(failed).ravel(), counts=counts_per_run(defn.name, problem, configs),
-                  clock=shared_clock(wall * share, cpu * share, 0.0 * share, len(configs)), time_mode="compiled")
+                  failed=np.asarray(failed).ravel(), counts=counts(defn.name, problem, configs[0]),
+                  clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled")

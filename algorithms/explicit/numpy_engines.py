@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.counts import counts_per_run
+from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.result import CLOCKS, Result, collect, shared_clock
@@ -94,7 +94,7 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run", seconds,
-                  failed=np.concatenate(failures), counts=counts_per_run(defn.name, problem, configs), clock=own)
+                  failed=np.concatenate(failures), counts=counts(defn.name, problem, configs[0]), clock=own)
 
 
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
@@ -108,5 +108,5 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     state, failed, values, clock = _run(defn, oracles, state, hyper, config, points)
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
-                  failed=failed.ravel(), counts=counts_per_run(defn.name, problem, configs),
+                  failed=failed.ravel(), counts=counts(defn.name, problem, configs[0]),
                   clock=shared_clock(*clock, len(configs)), time_mode="batched")

@@ -45,9 +45,9 @@ class Result:
 
     #: Per run, the iteration at which its x or y went out of bounds (divergence.NEVER: never).
     failed: np.ndarray | None = None
-    #: Per run, its oracle counts (algorithms.explicit.counts; one object, as a stack's runs share their loop counts):
+    #: The runs' oracle counts (algorithms.explicit.counts; one for all, as a stack's runs share their loop counts):
     #: the records' `calls/*` and `samples/*`, as the run loop counts them. None: records without them.
-    counts: list[Counts] | None = None
+    counts: Counts | None = None
     #: The records' `time`, `cpu_time` and `eval_time` at each point, (len(points), K) each (CLOCKS), and their
     #: `time_mode` (None: a run's own seconds, as `algorithms.run` measures them). None: records without seconds.
     clock: dict[str, np.ndarray] | None = None
@@ -76,20 +76,26 @@ class Result:
                 out[k] = rec["diverged_at"]
         return out
 
-    def _counted(self, iteration: int) -> list[list[int]]:
-        """Per count name, every run's count after `iteration` steps (none without `counts`)."""
-        if not self.counts:
-            return []
-        return [[v] * len(self.counts) for v in self.counts[0].at(iteration)]  # one stack: one shared config
+    def _extras(self) -> tuple[list[str], Callable[[int, int], list[list[Any]]]]:
+        """The record fields beside the metrics (oracle counts, seconds, time_mode) and, for point i at iteration
+        it, their values as one list of every run's per field."""
+        k = len(self.configs)
+        clocks = [c.tolist() for c in self.clock.values()] if self.clock else []
+        mode = [[self.time_mode] * k] if clocks and self.time_mode else []
+        names = [*(self.counts.names if self.counts else ()), *(self.clock or ()), *(["time_mode"] if mode else [])]
+
+        def values(i: int, it: int) -> list[list[Any]]:
+            counted = [[v] * k for v in self.counts.at(it)] if self.counts else []
+            return counted + [c[i] for c in clocks] + mode
+
+        return names, values
 
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
-        counted = list(self.counts[0].names) if self.counts else []
-        timed = [*self.clock, *(["time_mode"] if self.time_mode else [])] if self.clock else []
-        clocks = [self.clock[n].tolist() for n in self.clock] if self.clock else []
-        every = ["iteration", "status", *self.values, *counted, *timed]
+        extra, extra_values = self._extras()
+        every = ["iteration", "status", *self.values, *extra]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
         diagnostics_from = definition(self.algorithm).diagnostics_from
         metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
@@ -103,10 +109,9 @@ class Result:
             if it >= diagnostics_from:
                 names, shown = every, [col[i] for col in columns]
             else:  # no diagnostics yet (an algorithm whose numbers exist only after a step)
-                names = every[:2] + [every[2 + j] for j in metrics] + counted + timed
+                names = every[:2] + [every[2 + j] for j in metrics] + extra
                 shown = [columns[j][i] for j in metrics]
-            shown += self._counted(it) + [c[i] for c in clocks] + ([[self.time_mode] * k_runs] if clocks and
-                                                                     self.time_mode else [])
+            shown += extra_values(i, it)
             if i < first_end:
                 previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
                 yield from enumerate(previous)

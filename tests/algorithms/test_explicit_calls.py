@@ -112,7 +112,7 @@ def test_numpy_engines_count_as_the_run_loop(quadratic, finite_sum, algorithm, l
     assert_counts_equal(alone, today[-1:])
 
 
-#: The JAX engine takes its counts from the same `counts_per_run` as the NumPy engines (they do not depend on the
+#: The JAX engine takes its counts from the same `counts.counts` as the NumPy engines (they do not depend on the
 #: engine); a compile costs ~1 s, so it is checked on the cases whose counts differ at the first step (FSLA, MRBO,
 #: SABA) or come from loop lengths (ITD, D-TFBO), not on all 28.
 JAX_CASES = [c for c in CASES if c.id in ("fsla-defaults", "mrbo-loops", "saba-loops", "itd-loops", "dtfbo-loops")]

@@ -18,6 +18,7 @@ from algorithms.base import get
 from algorithms.stacked import group_key
 from problems.shared.errors import ParameterError
 from sweep.execution.trial_runs import Body
+from sweep.study.backend import jax_algorithms
 from sweep.study.model import RunSpec
 
 #: The statuses that end a run's records.
@@ -28,26 +29,24 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
     """Run `todo` (one batch, none started) stack by stack on the JAX engine; False when it cannot take them
     (nothing was sent: the NumPy engine runs them)."""
     first = todo[0][1]
-    if first.algorithm not in explicit.defined() or explicit.definition(first.algorithm).draws:
+    if first.algorithm not in jax_algorithms():
         return False
-    cls, defn = get(first.algorithm), explicit.definition(first.algorithm)
-    stacks = _stacks(cls, todo)
+    defn = explicit.definition(first.algorithm)
     try:
         defn.oracles_of(problem)  # the problem's arrays for the engine (the deterministic quadratic)
-        for stack in stacks.values():
-            defn.configs([s.algorithm_params for _, s in stack])
+        stacks = [(stack, defn.configs([c for _, _, c in stack])) for stack in _stacks(first.algorithm, todo)]
     except ParameterError:  # a config the engine refuses (validation names it): the NumPy engine runs the batch
         return False
-    for stack in stacks.values():
+    for stack, configs in stacks:
         started, clock = time.time(), time.monotonic()
         size = padded(len(stack))
-        runs = [s for _, s in stack] + [stack[-1][1]] * (size - len(stack))
+        seeds = [spec.seed for _, spec, _ in stack]
         try:
-            result = explicit.run(first.algorithm, problem, [s.algorithm_params for s in runs],
+            result = explicit.run(first.algorithm, problem, configs + configs[-1:] * (size - len(stack)),
                                   first.budget["iterations"], first.n_evals, engine="jax",
-                                  seeds=[s.seed for s in runs])
+                                  seeds=seeds + seeds[-1:] * (size - len(stack)))
         except Exception:  # noqa: BLE001  (nothing of the stack was sent) its runs one after another: one that
-            for index, spec in stack:  # raises fails alone, as when a NumPy batch raises
+            for index, spec, _ in stack:  # raises fails alone, as when a NumPy batch raises
                 body.run_one(index, spec)
             continue
         share = (time.monotonic() - clock) / len(stack)  # the stack's wall time, divided among its runs
@@ -55,7 +54,7 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
         for k, record in result.records():
             if k >= len(stack):  # a padding row
                 continue
-            index, spec = stack[k]
+            index, spec, _ = stack[k]
             for name in ("time", "cpu_time"):  # the program's seconds among the stack's runs, not its rows
                 record[name] *= size / len(stack)
             end = record["status"] in ENDS
@@ -75,9 +74,12 @@ def padded(k: int) -> int:
     return -(-k // step) * step
 
 
-def _stacks(cls: type, todo: list[tuple[int, RunSpec]]) -> dict[tuple, list[tuple[int, RunSpec]]]:
-    """The batch's runs by the fields a stack shares (in the order they first appear)."""
-    out: dict[tuple, list[tuple[int, RunSpec]]] = {}
+def _stacks(algorithm: str, todo: list[tuple[int, RunSpec]]) -> list[list[tuple[int, RunSpec, Any]]]:
+    """The batch's runs, each with its parsed config, by the fields a stack shares (in the order they first
+    appear)."""
+    cls = get(algorithm)
+    out: dict[tuple, list[tuple[int, RunSpec, Any]]] = {}
     for index, spec in todo:
-        out.setdefault(group_key(cls, cls.Config.from_dict(spec.algorithm_params)), []).append((index, spec))
-    return out
+        config = cls.Config.from_dict(spec.algorithm_params)
+        out.setdefault(group_key(cls, config), []).append((index, spec, config))
+    return list(out.values())

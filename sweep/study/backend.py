@@ -20,8 +20,6 @@ from sweep.study.errors import Errors
 from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
-#: The values of the study field `backend`.
-BACKENDS = ("numpy", "jax")
 #: The problem the JAX engine runs (problems/pure.py: its deterministic form).
 JAX_PROBLEMS = ("quadratic",)
 
@@ -38,6 +36,7 @@ def check(study: Study, errors: Errors) -> None:
     elif reason := timed_by(study):
         errors.add("backend", f"'jax' steps batches of runs, and this study times its runs one by one ({reason})")
     index = {a["label"]: i for i, a in enumerate(study.algorithms)}
+    allowed = jax_algorithms()
     seen: set[str] = set()
     for point in study.points:
         where = f"algorithms[{index.get(point.label, 0)}]"
@@ -45,16 +44,16 @@ def check(study: Study, errors: Errors) -> None:
                           point.budget, point.divergence], sort_keys=True, default=repr)
         if key not in seen:
             seen.add(key)
-            for path, message in _refusals(point, where):
+            for path, message in _refusals(point, where, allowed):
                 errors.add(path, message)
 
 
-def _refusals(point: Point, where: str) -> list[tuple[str, str]]:
-    """(field, why) for each thing of one configuration the JAX engine does not run."""
+def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, str]]:
+    """(field, why) for each thing of one configuration the JAX engine does not run (`allowed`: its algorithms)."""
     out = []
-    if point.algorithm not in jax_algorithms():
+    if point.algorithm not in allowed:
         out.append((f"{where}.name", f"backend 'jax' runs the algorithms with an explicit definition that draw "
-                                     f"nothing ({', '.join(jax_algorithms())}); '{point.algorithm}' is not one"))
+                                     f"nothing ({', '.join(allowed)}); '{point.algorithm}' is not one"))
     else:
         try:
             explicit.definition(point.algorithm).configs([point.algorithm_params])

@@ -228,7 +228,9 @@ ClaimName = checked("a claim name or null", lambda v: v is None or isinstance(v,
 MlflowChildren = checked("a positive integer or all", lambda v: v == "all" or (is_int(v) and v >= 1))
 BatchedMode = checked("one of auto, off", lambda v: v is False or v in ("auto", "off"),
                       lambda v: "off" if v is False else v)
-Backend = checked("one of numpy, jax", lambda v: v in ("numpy", "jax"))
+#: The values of the study field `backend` (sweep/study/backend.py says what each runs).
+BACKENDS = ("numpy", "jax")
+Backend = checked(f"one of {', '.join(BACKENDS)}", lambda v: v in BACKENDS)
 
 
 class StudyBase(Block):

@@ -125,6 +125,37 @@ class RunColumns:
             out[self._missing[rows, k]] = np.nan
         return out
 
+    def ends(self, keys: Sequence[str]) -> tuple[list[str | None], np.ndarray]:
+        """For each run whose summary is a shard's end row read from these columns: its status and the row of its
+        last record (-1: it has none), its final record; (None, -1) for any other run (read it by `summary`)."""
+        status_of = getattr(self.summaries, "column_status", None)  # a plain mapping holds whole summaries
+        statuses: list[str | None] = [None] * len(keys)
+        rows = np.full(len(keys), -1, dtype=np.int64)
+        if status_of is None:
+            return statuses, rows
+        for i, key in enumerate(keys):
+            if key not in self._fallback and (status := status_of(key)) is not None:
+                statuses[i] = status
+                start, stop = self.spans.get(key)
+                if stop > start:
+                    rows[i] = stop - 1
+        return statuses, rows
+
+    def flag_and_number_columns(self, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each field holding numbers or flags at the given rows (-1: no record) as (floats, whether the record
+        has it), for the fields some of these records have."""
+        out = {}
+        valid = rows >= 0
+        at = np.where(valid, rows, 0)
+        for k, (name, (b, j)) in enumerate(zip(self.names, self._where)):
+            block = self._blocks[b]
+            if block.dtype.kind not in "fiub":
+                continue
+            present = valid if self._missing is None else valid & ~self._missing[at, k]
+            if present.any():
+                out[name] = (np.where(present, block[at, j].astype(float), np.nan), present)
+        return out
+
     def number_names(self) -> list[str]:
         """The fields holding numbers (ints or floats, not booleans), in stored order."""
         return [n for n, (b, _) in zip(self.names, self._where) if self._blocks[b].dtype.kind in "fiu"]

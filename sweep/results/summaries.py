@@ -58,6 +58,15 @@ class Summaries(MutableMapping):
     def __len__(self) -> int:
         return len(self._dicts) + len(self._rows)
 
+    def column_status(self, key: str) -> str | None:
+        """The status of a run whose summary is a shard's end row (it has no final record of its own: its last
+        record is), or None for any other run."""
+        at = self._rows.get(key)
+        if at is None:
+            return None
+        cols, i = self._row(at)
+        return cols["status"][i]
+
     def brief(self, key: str) -> tuple[str, dict[str, Any], str | None, Any] | None:
         """(status, where, error, final) of a run without making its summary (final: `MISSING` when the summary
         has none, the run's last record then being its final one); None when it has not ended."""

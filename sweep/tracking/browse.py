@@ -21,14 +21,17 @@ from __future__ import annotations
 import math
 import statistics
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sweep.results import run_columns
 from sweep.results.store import DONE_STATUSES, ResultStore
-from sweep.study.model import Point, Study
-from sweep.tracking.tracker import Tracker, child_params
+from sweep.study.model import Study
+from sweep.tracking import run_table
+from sweep.tracking.run_table import Outcomes
+from sweep.tracking.tracker import Tracker
 
 #: The tag that says why a seed was browsed (best or worst of its configuration).
 SEED_TAG = "bisweep.seed_rank"
@@ -42,53 +45,57 @@ def browsing(study: Study) -> bool:
     return study.mlflow_children is not None and len(study.run_keys) > study.mlflow_children
 
 
-def rank(summary: Mapping[str, Any], metric: str, goal: str) -> tuple[int, float]:
-    """A run's place, smaller is better: finished before diverged before failed, then the metric by the goal
-    (a missing or NaN value last within its status)."""
-    value = (summary.get("final") or {}).get(metric)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
-    signed = (value if goal == "min" else -value) if ok else math.inf
-    return STATUS_RANK.get(summary.get("status"), 2), signed
+def signed_values(outcomes: Outcomes, goal: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's place, smaller is better: (finished 0, diverged 1, anything else 2; then the metric by the goal,
+    a missing or NaN value last within its status)."""
+    status = np.array([STATUS_RANK.get(s, 2) for s in outcomes.status], dtype=np.int64)
+    signed = outcomes.value if goal == "min" else -outcomes.value
+    return status, np.where(np.isnan(signed), np.inf, signed)
 
 
-def seed_order(point: Point, seeds: list[int], summaries: Mapping[str, Mapping[str, Any]], metric: str,
-               goal: str) -> list[str]:
-    """The run keys of a configuration's ended runs, best first."""
-    keys = [point.run_key(s) for s in seeds if point.run_key(s) in summaries]
-    return sorted(keys, key=lambda k: rank(summaries[k], metric, goal))
-
-
-def select(study: Study, summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+def select(study: Study, outcomes: Outcomes) -> dict[str, list[str]]:
     """Point key -> the run keys that get children (best seed first, then the worst), for the configurations
-    chosen; `summaries`: run key -> summary of the ended runs."""
-    metric, goal = study.report.metric, study.report.goal
-    ordered = {p.key: seed_order(p, study.seeds, summaries, metric, goal) for p in study.points}
-    browsed = {k: (keys[:1] + keys[-1:]) if len(keys) > 1 else keys for k, keys in ordered.items() if keys}
+    chosen among the ended runs `outcomes`."""
+    if not outcomes.keys:
+        return {}
+    status, signed = signed_values(outcomes, study.report.goal)
+    order = np.lexsort((outcomes.seed, signed, status, outcomes.point))  # by configuration, best seed first
+    point = outcomes.point[order]
+    starts = np.flatnonzero(np.r_[True, point[1:] != point[:-1]])
+    stops = np.r_[starts[1:], len(order)]
+    keys = outcomes.keys
+
+    def browsed(c: int) -> list[str]:  # configuration c's best seed, then its worst
+        first, last = keys[order[starts[c]]], keys[order[stops[c] - 1]]
+        return [first, last] if stops[c] - starts[c] > 1 else [first]
+
+    points = study.points
     per = 1 if len(study.seeds) == 1 else 3  # the summary and two seeds
     most = study.mlflow_children or math.inf
-    if len(browsed) * per <= most:
-        return browsed
-    groups: dict[tuple[str, str], list[str]] = {}
-    for p in study.points:
-        if p.key in browsed:
-            groups.setdefault((p.label, p.problem), []).append(p.key)
+    if len(starts) * per <= most:
+        return {points[point[a]].key: browsed(c) for c, a in enumerate(starts.tolist())}
+    groups: dict[tuple[str, str], int] = {}  # (label, problem) -> its index, in the order first met
+    group = np.array([groups.setdefault((points[i].label, points[i].problem), len(groups))
+                      for i in point[starts].tolist()], dtype=np.int64)
+    median = order[starts + (stops - starts) // 2]  # each configuration's median seed ranks it
+    ranked = np.lexsort((signed[median], status[median], group))  # by group, then best first (stable)
     quota = max(2, int(most // per) // len(groups))
+    best, worst = (quota + 1) // 2, quota // 2
     chosen: dict[str, list[str]] = {}
-    for keys in groups.values():
-        keys.sort(key=lambda k: rank(summaries[ordered[k][len(ordered[k]) // 2]], metric, goal))  # the median seed
-        best, worst = (quota + 1) // 2, quota // 2
-        for k in keys[:best] + keys[max(best, len(keys) - worst):]:
-            chosen[k] = browsed[k]
+    bounds = np.flatnonzero(np.r_[True, group[ranked][1:] != group[ranked][:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        mine = ranked[a:b].tolist()
+        for c in mine[:best] + mine[max(best, len(mine) - worst):]:
+            chosen[points[point[starts[c]]].key] = browsed(c)
     return chosen
 
 
-def summary_metrics(runs: list[Mapping[str, Any]], metric: str, goal: str) -> dict[str, float]:
-    """A configuration summary child's metrics: its seeds' final metric (median, best, worst among the finished
-    ones) and how many runs ended each way."""
-    out: dict[str, float] = {f"Seeds/{s}": float(sum(r.get("status") == s for r in runs))
+def summary_metrics(runs: list[tuple[str, float]], metric: str, goal: str) -> dict[str, float]:
+    """A configuration summary child's metrics from its ended runs' (status, final metric): its seeds' final
+    metric (median, best, worst among the finished ones) and how many runs ended each way."""
+    out: dict[str, float] = {f"Seeds/{s}": float(sum(status == s for status, _ in runs))
                              for s in ("finished", "diverged", "failed")}
-    values = sorted(v for r in runs if r.get("status") == "finished"
-                    and isinstance(v := (r.get("final") or {}).get(metric), (int, float)) and not math.isnan(v))
+    values = sorted(v for status, v in runs if status == "finished" and not math.isnan(v))
     if values:
         best, worst = (values[0], values[-1]) if goal == "min" else (values[-1], values[0])
         out.update({f"Seeds/{metric}/median": statistics.median(values), f"Seeds/{metric}/best": best,
@@ -96,76 +103,51 @@ def summary_metrics(runs: list[Mapping[str, Any]], metric: str, goal: str) -> di
     return out
 
 
-class Table:
-    """The table of every ended run, column by column (10⁵ rows as dicts took ~5x the memory): its identity,
-    parameters, status, error and final values (numbers and flags; the rest stays in the results directory)."""
-
-    def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {}
-        self.rows = 0
-        self._fields: tuple[str, ...] = ()  # the columns' names in order, when the last row had them all
-
-    def add(self, point: Point, seed: int, axis_name: str | None, summary: Mapping[str, Any]) -> None:
-        """A run's row."""
-        params = {k: str(v) for k, v in child_params(point, seed, axis_name).items() if k != "seed"}
-        final = {f"final.{k}": float(v) for k, v in (summary.get("final") or {}).items() if isinstance(v, (int, float))}
-        row = {"run_key": point.run_key(seed), "configuration": point.key, "label": point.label, "seed": seed,
-               **params, "status": summary.get("status"), "error": (summary.get("error") or "")[:500], **final}
-        if tuple(row) == self._fields:  # the usual row: every column, in order (no column to find or pad)
-            for column, v in zip(self.columns.values(), row.values()):
-                column.append(v)
-            self.rows += 1
-            return
-        for k, v in row.items():
-            column = self.columns.get(k)
-            if column is None:
-                column = self.columns[k] = [None] * self.rows
-            column.append(v)
-        self.rows += 1
-        for column in self.columns.values():
-            if len(column) < self.rows:
-                column.append(None)
-        self._fields = tuple(row) if len(row) == len(self.columns) and tuple(row) == tuple(self.columns) else ()
-
-
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
     """Write the children a reader browses (`select`) of a study larger than its `mlflow_children`, then the
     table of every run on the parent; the done runs (each now reachable from the parent). `synced`: runs an
     earlier session sent already: their children are not written again, a configuration's summary is rewritten
     (as a new step) only when one of its runs ended since."""
-    index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
     ended = store.ended()
     metric, goal = study.report.metric, study.report.goal
-    summaries, table = {}, Table()  # run key -> what ranks it (a whole summary holds its point: 10⁵ of them, GBs)
     stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
     tracker.answers.mark()  # work here is not the store's silence (at 10⁵ runs on a busy machine: over a minute)
-    for i, key in enumerate(ended):
-        if key in index and (whole := stored.summary(key)) is not None:
-            summaries[key] = {"status": whole.get("status"), "final": {metric: (whole.get("final") or {}).get(metric)}}
-            table.add(*index[key], study.axis_name, whole)
-        if i % 10_000 == 9_999:
-            tracker.answers.mark()
-    chosen = select(study, summaries)
+    runs = run_table.gather(study, stored, ended)
+    outcomes = runs.outcomes
+    chosen = select(study, outcomes)
     tracker.answers.mark()
     points = {p.key: p for p in study.points}
-    several = len(study.seeds) > 1
+    at = {k: i for i, k in enumerate(outcomes.keys)}
     step = int(len(synced))  # a later session's summary is a later point of the same curves
-    if several:
+    if len(study.seeds) > 1:
         for pkey in chosen:
-            mine = [k for k in (points[pkey].run_key(s) for s in study.seeds) if k in summaries]
-            if all(k in synced for k in mine):
+            mine = [at[k] for k in (points[pkey].run_key(s) for s in study.seeds) if k in at]
+            if all(outcomes.keys[i] in synced for i in mine):
                 continue
-            point, key = points[pkey], pkey + SUMMARY_SUFFIX
-            tracker.add_points(key, point, None, step, list(summary_metrics([summaries[k] for k in mine],
-                                                                           metric, goal).items()))
-            tracker.finish(key, "finished")
+            ends = [(outcomes.status[i], float(outcomes.value[i])) for i in mine]
+            tracker.add_points(pkey + SUMMARY_SUFFIX, points[pkey], None, step,
+                               list(summary_metrics(ends, metric, goal).items()))
+            tracker.finish(pkey + SUMMARY_SUFFIX, "finished")
         tracker.flush(force=True)
+    seeds = {k: study.seeds[j] for k, j in zip(outcomes.keys, outcomes.seed.tolist())}
+    write_children(tracker, stored, study, chosen, seeds, synced)
+    log_table(tracker, run_table.table(study, runs))
+    return {k for k, status in ended.items() if k in at and status in DONE_STATUSES}
+
+
+def write_children(tracker: Tracker, stored: run_columns.RunColumns, study: Study, chosen: dict[str, list[str]],
+                   seeds: dict[str, int], synced: set[str]) -> None:
+    """A child per chosen seed (its records as its curves), nested under its configuration's summary when the
+    study has several seeds; none again for a run an earlier session wrote."""
+    several = len(study.seeds) > 1
+    points = {p.key: p for p in study.points}
     ids = tracker.children()
     for pkey, keys in chosen.items():
+        point = points[pkey]
         for seed_rank, key in zip(("best", "worst"), keys):
             if key in synced and key in ids:
                 continue
-            point, seed = index[key]
+            seed = seeds[key]
             summary = stored.summary(key) or {}
             where = summary.get("where")
             tracker.child(key, point, seed, where, ids.get(pkey + SUMMARY_SUFFIX),
@@ -175,17 +157,14 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
             tracker.finish(key, summary["status"], summary.get("error"), summary.get("span"))
             tracker.flush()
     tracker.flush(force=True)
-    log_table(tracker, table)
-    return {k for k, status in ended.items() if k in index and status in DONE_STATUSES}
 
 
-def log_table(tracker: Tracker, table: Table) -> None:
+def log_table(tracker: Tracker, table: Any) -> None:
     """The table of every ended run as the parent's artifact runs/runs.parquet (replacing an earlier session's)."""
-    import pyarrow as pa  # already loaded by Tune's storage layer: pandas would add ~100 MB to the driver
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # pyarrow is loaded by Tune's storage layer: pandas would add ~100 MB to the driver
 
     with tempfile.TemporaryDirectory(prefix="bisweep-runs-") as tmp:
         path = Path(tmp) / "runs.parquet"
-        pq.write_table(pa.table(table.columns), path)
+        pq.write_table(table, path)
         tracker.client.log_artifact(tracker.parent_id, str(path), "runs")
     tracker.answers.mark()

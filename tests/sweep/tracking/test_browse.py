@@ -4,6 +4,9 @@ import contextlib
 import io
 import os
 
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -13,6 +16,7 @@ from sweep import cli
 from sweep.execution import options
 from sweep.results.store import ResultStore
 from sweep.tracking import browse
+from sweep.tracking.run_table import Outcomes
 from sweep.tracking.tracker import ROLE, RUN_KEY, Tracker, default_tracking_uri, local_artifact_location
 
 LRS = [0.1, 0.2, 0.3, 0.4, 0.5]
@@ -41,6 +45,34 @@ def stored(root, study, status=lambda i, s: "finished"):
             ended.append((key, {"status": status(i, s), "final": recs[-1], "span": [1.0, 2.0]}))
     store.finish_many(ended)
     return store
+
+
+def outcomes(study, ends):
+    """Outcomes of the runs {(configuration index, seed index): (status, final F)}, in that order."""
+    keys = list(ends)
+    return Outcomes([study.points[i].run_key(study.seeds[j]) for i, j in keys], np.array([i for i, _ in keys]),
+                    np.array([j for _, j in keys]), [ends[k][0] for k in keys], np.array([ends[k][1] for k in keys]))
+
+
+def test_a_configuration_ranks_by_its_median_seed_and_its_children_are_its_best_and_worst(toy_study):
+    study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": LRS}}], seeds=3, mlflow_children=6,
+                      report={"metric": "F"})
+    ends = {(i, s): ("finished", FINAL[i, s]) for i in range(5) for s in range(3)}
+    ends[4, 0] = ("diverged", 0.0)  # after every finished seed, whatever its value
+    ends[2, 1] = ("failed", math.nan)
+    ends[1, 2] = ("finished", math.nan)  # no value: last among the finished
+    ends[3, 0] = ("finished", FINAL[3, 2])  # a tie: the earlier seed first
+    chosen = browse.select(study, outcomes(study, dict(reversed(list(ends.items())))))
+    p = study.points
+    assert chosen == {p[0].key: [p[0].run_key(0), p[0].run_key(2)], p[4].key: [p[4].run_key(1), p[4].run_key(0)]}
+    everything = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": LRS}}], seeds=3, mlflow_children=15,
+                           report={"metric": "F"})
+    chosen = browse.select(everything, outcomes(everything, ends))
+    assert list(chosen) == [q.key for q in p]
+    assert chosen[p[1].key] == [p[1].run_key(0), p[1].run_key(2)]
+    assert chosen[p[2].key] == [p[2].run_key(0), p[2].run_key(1)]
+    assert chosen[p[3].key] == [p[3].run_key(1), p[3].run_key(2)]
+    assert browse.select(everything, outcomes(everything, {})) == {}
 
 
 def tracker_of(root, study):
@@ -97,7 +129,7 @@ def test_children_are_the_best_and_worst_configurations_summaries_and_their_best
 def test_one_seed_a_configuration_is_its_run_and_the_limit_bounds_them(toy_study):
     study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": LRS}}], seeds=1, mlflow_children=2,
                       report={"metric": "F"})
-    summaries = {p.run_key(0): {"status": "finished", "final": {"F": 10.0 - i}} for i, p in enumerate(study.points)}
+    summaries = outcomes(study, {(i, 0): ("finished", 10.0 - i) for i in range(5)})
     chosen = browse.select(study, summaries)
     assert chosen == {study.points[4].key: [study.points[4].run_key(0)],  # the best (F = 6)
                       study.points[0].key: [study.points[0].run_key(0)]}  # and the worst (F = 10)
@@ -134,17 +166,3 @@ def test_the_option_overrides_the_study_field_and_a_bad_field_names_itself(toy_s
     assert options.with_mlflow_children(study, None).mlflow_children == 5
     with pytest.raises(ParameterError, match="mlflow_children: .*a positive integer or all"):
         toy_study(mlflow_children=0)
-
-
-def test_the_table_of_every_run_pads_what_a_row_lacks_whatever_the_order_of_shapes(grid):
-    points = grid.points
-    finals = [{"F": 1.5, "iteration": 4}, {"F": 2.5, "iteration": 4}, {"F": 3.0, "G": 1, "iteration": 4}, {},
-              {"F": 0.5, "iteration": 4}]
-    table = browse.Table()
-    for i, final in enumerate(finals):
-        table.add(points[i], 0, None, {"status": "finished", "final": final, **({"error": "x"} if i == 3 else {})})
-    cols = table.columns
-    assert table.rows == 5 and all(len(c) == 5 for c in cols.values())
-    assert cols["final.F"] == [1.5, 2.5, 3.0, None, 0.5] and cols["final.G"] == [None, None, 1.0, None, None]
-    assert cols["error"] == ["", "", "", "x", ""] and cols["run_key"] == [p.run_key(0) for p in points]
-    assert cols["alg.lr"] == [str(lr) for lr in LRS]

@@ -1,0 +1,100 @@
+"""The table of every ended run and what ranks each run, read column by column from the store: checked against
+each run's summary read whole (`RunColumns.summary`), for runs of every kind a store holds."""
+import math
+
+import numpy as np
+import pytest
+
+from sweep.results import run_columns
+from sweep.results.shards import shard_lines
+from sweep.results.store import ResultStore
+from sweep.tracking import run_table
+from sweep.tracking.tracker import child_params
+
+LRS = [0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+@pytest.fixture()
+def study(toy_study):
+    return toy_study(name="tbl", algorithms=[{"name": "toy_aid", "params": {"lr": LRS}}], seeds=2,
+                     budget={"iterations": 4}, n_evals=3, report={"metric": "F"})
+
+
+def records(i, s, status="finished", extra=None):
+    out = [{"iteration": it, "status": "running", "F": 1.0 + i + 0.1 * s + 4 - it, "flag": it > 0} for it in (0, 4)]
+    out[-1].update({"status": status, **(extra or {})})
+    return out
+
+
+def summary(key, seed, recs, trial="t"):
+    return {"run_key": key, "trial_key": trial, "seed": seed, "status": recs[-1]["status"], "final": recs[-1],
+            "where": {"node": "n", "host": "h"}, "span": [1.0, 2.0], "point": {"key": key.rsplit(".s", 1)[0]}}
+
+
+def mixed_store(root, study):
+    """Runs of every kind: ended in Parquet shards (one with a field the others lack, one diverged, one that
+    repeats an iteration), ended in a JSON shard, a failed run's file with an error, an older driver's files, and
+    a run still running (no row)."""
+    store = ResultStore(root)
+    store.ensure()
+    p = study.points
+    shard = {p[0].run_key(0): records(0, 0), p[0].run_key(1): records(0, 1, extra={"G": 7}),
+             p[1].run_key(0): records(1, 0, "diverged"), p[1].run_key(1): records(1, 1)}
+    store.write_shard([(k, r, None) for k, r in shard.items()],
+                      [(k, summary(k, int(k[-1]), r)) for k, r in shard.items()])
+    again = p[2].run_key(0)  # its iteration 4 stored as running, then again as finished: read whole
+    store.write_shard([(again, records(2, 0)[:1] + [{**records(2, 0)[1], "status": "running"}], None)], [])
+    store.write_shard([(again, records(2, 0)[1:], None)], [(again, summary(again, 0, records(2, 0)))])
+    js = p[2].run_key(1)
+    store.write_shard([(js, records(2, 1), shard_lines(js, records(2, 1)))],
+                      [(js, {"run_key": js, "status": "finished", "final": records(2, 1)[-1], "where": {}})])
+    failed = p[3].run_key(0)
+    store.finish(failed, {"run_key": failed, "status": "failed", "final": None, "error": "boom " * 200, "where": {}})
+    old = p[3].run_key(1)
+    store.append_many(old, records(3, 1))
+    store.finish_many([(old, {"status": "finished", "final": records(3, 1)[-1], "span": [1.0, 2.0]})])
+    store.write_shard([(p[4].run_key(0), records(4, 0)[:1], None)], [])  # running
+    return store
+
+
+def expected_rows(study, stored, ended):
+    """Each ended run's row made the plain way: its summary read whole."""
+    where = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+    rows = []
+    for key in (k for k in ended if k in where):
+        point, seed = where[key]
+        whole = stored.summary(key)
+        final = whole.get("final") or {}
+        rows.append({"run_key": key, "configuration": point.key, "label": point.label, "seed": seed,
+                     **{k: str(v) for k, v in child_params(point, None, study.axis_name).items()},
+                     "status": whole["status"], "error": (whole.get("error") or "")[:500],
+                     **{f"final.{k}": float(v) for k, v in final.items() if isinstance(v, (int, float))}})
+    return rows
+
+
+def test_the_table_and_outcomes_equal_each_run_read_whole(tmp_path, study):
+    store = mixed_store(tmp_path, study)
+    stored = run_columns.load(store)
+    ended = store.ended()
+    got = run_table.gather(study, stored, ended)
+    table = run_table.table(study, got).to_pylist()
+    want = expected_rows(study, stored, ended)
+    assert len(want) == 8 and [r["run_key"] for r in table] == [r["run_key"] for r in want]
+    for row, expect in zip(table, want):
+        assert {k: v for k, v in row.items() if v is not None} == expect
+    assert table[1]["final.G"] == 7.0 and table[0]["final.G"] is None and table[0]["final.flag"] == 1.0
+    failed = next(r for r in table if r["status"] == "failed")
+    assert failed["error"] == ("boom " * 200)[:500] and failed["final.F"] is None
+    runs = got.outcomes
+    assert runs.keys == [r["run_key"] for r in want] and runs.status == [r["status"] for r in want]
+    values = [r.get("final.F", math.nan) for r in want]
+    np.testing.assert_array_equal(runs.value, values)
+    points = [study.points.index(next(p for p in study.points if p.key == r["configuration"])) for r in want]
+    assert runs.point.tolist() == points and runs.seed.tolist() == [study.seeds.index(r["seed"]) for r in want]
+
+
+def test_no_ended_run_is_an_empty_table(tmp_path, study):
+    store = ResultStore(tmp_path)
+    store.ensure()
+    got = run_table.gather(study, run_columns.load(store), {})
+    assert got.outcomes.keys == [] and run_table.table(study, got).num_rows == 0

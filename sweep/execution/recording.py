@@ -12,6 +12,7 @@ from ray.tune import Callback
 from sweep.execution.dispatch import RunQueue
 from sweep.execution.progress import trial_error
 from sweep.execution.trainable import META, chunks
+from sweep.execution.trial_runs import SHARD
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point
 
@@ -48,15 +49,18 @@ class StoreCallback(Callback):
         if meta is None:
             return
         where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
+        table = meta.pop(SHARD, None)  # the report as the trial encoded it (kept only while it is written)
         if any(self.store.status(c["run_key"]) in DONE_STATUSES for c in meta["runs"]):
             # A trial that could not ask the registry (its node lost) ran again runs that had ended: their
             # records go nowhere, here nor in MLflow (this callback runs first; Tune lets it change the result).
             meta["runs"] = type(meta["runs"])(c for c in meta["runs"]
                                                if self.store.status(c["run_key"]) not in DONE_STATUSES)
+            table = None
         ended = [(c["run_key"], self._summary(c["run_key"], c, meta["trial_key"], where))
                  for c in chunks(result) if c["done"]]
         # The report as one shard (records and summaries), committed by one index line, then ended.txt in one write.
-        self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended)
+        self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended,
+                               table if isinstance(table, bytes) else None)
         if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
             self._current[trial.trial_id] = meta.get("checkpointed") or [c["run_key"] for c in chunks(result)[-1:]]
 
@@ -129,6 +133,8 @@ class Slim(Callback):
 def slim(result: dict[str, Any]) -> None:
     """A result's runs as their keys only (in place: Tune keeps other references to this dict)."""
     meta = result.get(META)
+    if meta is not None:
+        meta.pop(SHARD, None)
     if meta is not None and meta.get("runs") and "records" in meta["runs"][0]:
         meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
 

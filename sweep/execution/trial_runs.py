@@ -18,11 +18,14 @@ from typing import Any
 
 import problems
 from algorithms.run import Run
+from sweep.results import columns
 from sweep.study.model import RunSpec, TrialConfig
 from sweep.tracking.metric_points import points_text
 
 #: Key of the run metadata in every reported result.
 META = "bisweep"
+#: Key, in the run metadata, of the report's records encoded as a shard of the store.
+SHARD = "shard"
 
 Report = Callable[[dict[str, Any], "dict[str, Any] | None"], None]
 #: skip(run_keys) -> the run keys among them already finished elsewhere (a resumed study, a retried trial).
@@ -120,12 +123,23 @@ class Reporter:
             return
         for chunk in self.pending.values():  # the MLflow points, encoded here rather than on the driver
             chunk["points"] = points_text(chunk["records"])
-        meta = {"trial_key": self.config.key, "runs": Chunks(self.pending.values()), **self.where}
+        meta = {"trial_key": self.config.key, "runs": Chunks(self.pending.values()), **self.where,
+                SHARD: shard(self.pending.values(), self.config.key, self.where)}
         if checkpoint is not None:
             meta["checkpointed"] = checkpointed(checkpoint)
         self.pending = {}
         self.last_report = time.monotonic()
         self.report({**self.last, META: meta}, checkpoint)
+
+
+def shard(chunks: Collection[Mapping[str, Any]], trial_key: str, where: Mapping[str, str]) -> bytes | None:
+    """The report as the store's shard (`columns.encode`), encoded here rather than on the driver, for the summaries
+    the driver makes of the runs it ends (`StoreCallback`); None when it does not fit the columns."""
+    place = {"node": where.get("node", ""), "host": where.get("host", "")}
+    ended = [(c["run_key"], {"run_key": c["run_key"], "trial_key": trial_key, "seed": c["seed"],
+                             "status": c["records"][-1]["status"], "final": c["records"][-1], "where": place,
+                             "span": c.get("span")}) for c in chunks if c["done"]]
+    return columns.encode([(c["run_key"], c["records"]) for c in chunks if c["records"]], ended)
 
 
 def checkpointed(state: Mapping[str, Any]) -> list[str]:

@@ -144,19 +144,21 @@ class ResultStore:
         return self._prior.get(run_key, set())
 
     def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
-                    ended: list[tuple[str, dict[str, Any]]]) -> int:
+                    ended: list[tuple[str, dict[str, Any]]], encoded: bytes | None = None) -> int:
         """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None)) and
         the summaries of the runs it ended, as one shard (a Parquet table, or JSON lines if it does not fit the
         columns: sweep/results/columns.py) committed by one index line, then the ended runs in ended.txt in one
-        write; how many records were new. A kill before the commit loses the whole report (its runs run again on
-        resume); one between the commit and ended.txt is repaired from the shard (`repair`)."""
+        write; how many records were new. `encoded`: the table `columns.encode` makes of all these records and
+        summaries (a trial encodes it, off the driver), used when every record is new. A kill before the commit
+        loses the whole report (its runs run again on resume); one between the commit and ended.txt is repaired
+        from the shard (`repair`)."""
         fresh, new_count = [], 0
         for key, records, lines in runs:
             seen = self._seen_for(plain(key, "run key"))
             idents = [(int(r["iteration"]), str(r["status"])) for r in records]
             if seen.intersection(idents) or len(set(idents)) < len(idents):
                 new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
-                lines = None
+                lines = encoded = None
             else:
                 new = list(records)
                 seen.update(idents)
@@ -168,7 +170,7 @@ class ResultStore:
             return 0
         for key, _ in ended:
             plain(key, "run key")
-        table = columns.encode([(key, new) for key, new, _ in fresh if new], ended)
+        table = encoded if encoded is not None else columns.encode([(key, new) for key, new, _ in fresh if new], ended)
         text = "" if table is not None else "".join(lines if lines is not None else shard_lines(key, new)
                                                     for key, new, lines in fresh)
         self.shards.commit(text, ended, table)

@@ -9,12 +9,11 @@ and a claim whose verdicts read compute seconds.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import algorithms
-from sweep.study.model import Point, Study
+from sweep.study.model import Point, Study, encoded_list
 from sweep.study.timing import timed_by
 
 #: The values of the study field `batched`.
@@ -54,9 +53,9 @@ def batch_key(point: Point, seed: int) -> str | None:
     if part is None:
         if len(_PARTS) >= _PARTS_MAX:
             _PARTS.clear()
-        part = _PARTS[point.key] = "" if not algorithm_batchable(point.algorithm) else json.dumps(
+        part = _PARTS[point.key] = "" if not algorithm_batchable(point.algorithm) else encoded_list(
             [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals, point.divergence,
-             point.blas_threads], sort_keys=True, default=repr)
+             point.blas_threads])
     return f"{part}|{instance_seed(point, seed)}" if part else None
 
 

@@ -1,0 +1,26 @@
+"""The text a configuration's key and a run's batch key are hashed from: `json.dumps(parts, sort_keys=True,
+default=repr)` exactly (a point's key names its runs' results, so one character more would orphan them)."""
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sweep.study.model import encoded_list
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text())
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                       st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+                      max_leaves=8)
+
+
+@given(st.lists(values, max_size=8))
+def test_the_encoding_is_json_dumps_of_the_list(parts):
+    assert encoded_list(parts) == json.dumps(parts, sort_keys=True, default=repr)
+
+
+def test_a_mapping_shared_by_points_encodes_as_its_copy_and_scalars_as_json_does():
+    shared = {"b": 1, "a": "é"}
+    assert encoded_list(["soba", shared, 3, None, True]) == '["soba", {"a": "\\u00e9", "b": 1}, 3, null, true]'
+    assert encoded_list([shared]) == encoded_list([dict(shared)])
+    fresh = {"b": 2}
+    assert encoded_list([fresh, 1.5, "x\\n"]) == json.dumps([fresh, 1.5, "x\\n"], sort_keys=True)

@@ -110,8 +110,8 @@ class StoreCallback(Callback):
 
 class Slim(Callback):
     """The last callback: Tune keeps every trial's last result for the whole session, so once the records it
-    carries are on disk and queued for MLflow, it keeps only the runs' keys (a trial's report may carry the
-    records of hundreds of runs; Tune lets callbacks change a result in place).
+    carries are on disk and queued for MLflow, it keeps only how many runs it reported and ended (a trial's report
+    may carry the records of thousands of runs; Tune lets callbacks change a result in place).
 
     A report with a checkpoint comes twice: Tune asks the trial for the checkpoint with another call, whose answer
     is the same report deserialized again, and keeps it (up to `num_to_keep` per trial, for the whole session)
@@ -131,12 +131,16 @@ class Slim(Callback):
 
 
 def slim(result: dict[str, Any]) -> None:
-    """A result's runs as their keys only (in place: Tune keeps other references to this dict)."""
+    """A result's runs as how many it reported and ended (in place: Tune keeps other references to this dict).
+    Their keys are in the trial's config; as a list of 10⁴ run keys in each trial's last result, Tune encoded them
+    into its experiment state at every save (~0.7 s of the driver's CPU at 10⁵ runs)."""
     meta = result.get(META)
-    if meta is not None:
-        meta.pop(SHARD, None)
-    if meta is not None and meta.get("runs") and "records" in meta["runs"][0]:
-        meta["runs"] = [{"run_key": c["run_key"], "done": c["done"]} for c in meta["runs"]]
+    if meta is None:
+        return
+    meta.pop(SHARD, None)
+    runs = meta.get("runs")
+    if isinstance(runs, list):
+        meta["runs"] = {"reported": len(runs), "ended": sum(bool(c["done"]) for c in runs)}
 
 
 def on_driver_node() -> dict[str, Any]:

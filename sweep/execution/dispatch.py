@@ -17,13 +17,12 @@ the searcher says FINISHED only once no trial is in flight.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ray.tune.search import Searcher
 
-from sweep.study.model import Point, RunSpec, TrialConfig
+from sweep.study.model import Point, RunSpec, TrialConfig, encoded_list
 
 #: Wall time a trial of automatically grouped runs aims at: Tune's per-trial cost (~0.1 s) stays small
 #: against it, and the study's tail (the last trials) stays short.
@@ -61,7 +60,6 @@ class RunQueue:
         self.slots = max(1, slots)
         self.trials_made = 0
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
-        self._shapes: dict[tuple, str] = {}  # what makes a shape -> its key
         self.batch_key = batch_key
 
     @property
@@ -90,14 +88,8 @@ class RunQueue:
 
     def shape(self, point: Point) -> str:
         """Runs of one shape take about the same time (the algorithm's hyperparameters aside)."""
-        # Keyed by what makes the shape (reprs are ~4x cheaper than the sorted JSON): few entries at any N.
-        ident = (point.algorithm, point.problem, repr(point.problem_params), repr(point.budget), point.n_evals)
-        shape = self._shapes.get(ident)
-        if shape is None:
-            shape = self._shapes[ident] = json.dumps(
-                [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals],
-                sort_keys=True, default=repr)
-        return shape
+        # the points of a grid share their problem's and budget's mappings: each encoded once (`encoded_list`)
+        return encoded_list([point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals])
 
     def observe(self, point: Point, seconds: float) -> None:
         """A run of `point` took `seconds` of wall time (fed by the driver as runs end)."""

@@ -7,7 +7,8 @@ every product multiplies from the right, every reduction is over the last axis. 
 is a JAX pytree: the arrays pass through `jit` as arguments, not as constants baked into the program.
 
 Ground truth that needs a solve (y*(x) = A⁻¹(Cx − a), ∇F) uses matrices solved once here with NumPy, so
-its cost per evaluation is two products. `pure` gives the deterministic quadratic's form;
+its cost per evaluation is two products. `pure` gives the deterministic quadratic's form and the closed-form
+toys' (`nonunique_toy`, `minimax_toy`: problems/toys.py, their metrics those the run loop records for them);
 `pure_finite_sum` the finite-sum quadratic's, with each sample's oracles (for algorithms that keep a
 memory per sample, SABA). Any other problem is refused with one line naming it.
 """
@@ -22,6 +23,7 @@ import scipy.linalg as sla
 from problems.base import Array
 from problems.quadratic import Quadratic
 from problems.shared.errors import ParameterError
+from problems.toys import MinimaxToy, NonuniqueToy
 
 
 class PureQuadratic(NamedTuple):
@@ -86,11 +88,172 @@ class PureQuadratic(NamedTuple):
         return {"F": F, "F_gap": F - self.f_opt, "grad_F_sq": (grad_F * grad_F).sum(-1), "y_err_sq": (d * d).sum(-1)}
 
 
-def pure(problem: Any) -> PureQuadratic:
+class PureNonunique(NamedTuple):
+    """f = ½(x − y₂)² + ½(y₁ − 1)², g = ½y₁² − x y₁, y*(x) = (x, x) (problems/toys.py, NonuniqueToy).
+
+    A coordinate is a slice (`y[..., :1]`, a per-run column) and a vector is put together from columns by
+    products with the unit rows `e1`, `e2` ((1, 2)), so that one run's (d,) and a stack's (K, d) take the same code.
+    """
+
+    x_start: Any  # (1,)
+    y_start: Any  # (2,)
+    e1: Any  # [[1, 0]]: a column s as the vector (s, 0)
+    e2: Any  # [[0, 1]]: a column s as the vector (0, s)
+    x_opt: Any
+    y_opt: Any
+    f_opt: Any
+
+    def initial_point(self, zeros: Any) -> tuple[Any, Any]:
+        """The instance's (x_start, y_start), as new arrays of the caller's namespace."""
+        return zeros(self.x_start.shape[-1]) + self.x_start, zeros(self.y_start.shape[-1]) + self.y_start
+
+    def f(self, x: Any, y: Any) -> Any:
+        """f(x, y), a per-run number of shape (1,) ((K, 1) for a stack)."""
+        return 0.5 * (x - y[..., 1:]) ** 2 + 0.5 * (y[..., :1] - 1.0) ** 2
+
+    def g(self, x: Any, y: Any) -> Any:
+        y1 = y[..., :1]
+        return 0.5 * y1 ** 2 - x * y1
+
+    def grad_y_g(self, x: Any, y: Any) -> Any:
+        return (y[..., :1] - x) @ self.e1
+
+    def grad_x_g(self, x: Any, y: Any) -> Any:
+        return -y[..., :1]
+
+    def hvp_yy_g(self, x: Any, y: Any, v: Any) -> Any:
+        return v[..., :1] @ self.e1
+
+    def cross_xy_g(self, x: Any, y: Any, v: Any) -> Any:
+        return -v[..., :1]
+
+    def grad_x_f(self, x: Any, y: Any) -> Any:
+        return x - y[..., 1:]
+
+    def grad_y_f(self, x: Any, y: Any) -> Any:
+        return (y[..., :1] - 1.0) @ self.e1 + (y[..., 1:] - x) @ self.e2
+
+    def project_x(self, x: Any) -> Any:
+        return x
+
+    def project_y(self, y: Any) -> Any:
+        return y
+
+    def y_star(self, x: Any) -> Any:
+        """The optimistic selection (x, x) from the solution set {(x, t)}."""
+        return x @ (self.e1 + self.e2)
+
+    def metrics(self, x: Any, y: Any) -> dict[str, Any]:
+        """The run loop's record for this toy: F, F_gap, ‖∇F‖² (∇F = x − 1), ‖y − y*‖², opt_dist."""
+        ys = self.y_star(x)
+        F = self.f(x, ys)[..., 0]
+        return {"F": F, "F_gap": F - self.f_opt, "grad_F_sq": _sq(x - 1.0), "y_err_sq": _sq(y - ys),
+                "opt_dist": _opt_dist(self, x, y)}
+
+
+class PureMinimax(NamedTuple):
+    """f = x·y, g = −x·y, x and y projected on [−b, b] (problems/toys.py, MinimaxToy); y*(x) = b·sign(x)."""
+
+    x_start: Any  # (1,)
+    y_start: Any  # (1,)
+    b: Any
+    cA: Any  # the lower-level constraints h = A x − B y − b ≤ 0 (|y| ≤ b), for constraint_violation
+    cB: Any
+    cb: Any
+    x_opt: Any
+    y_opt: Any
+    f_opt: Any
+
+    def initial_point(self, zeros: Any) -> tuple[Any, Any]:
+        """The instance's (x_start, y_start), as new arrays of the caller's namespace."""
+        return zeros(self.x_start.shape[-1]) + self.x_start, zeros(self.y_start.shape[-1]) + self.y_start
+
+    def f(self, x: Any, y: Any) -> Any:
+        """f(x, y), a per-run number of shape (1,) ((K, 1) for a stack)."""
+        return (x * y).sum(-1, keepdims=True)
+
+    def g(self, x: Any, y: Any) -> Any:
+        return -(x * y).sum(-1, keepdims=True)
+
+    def grad_y_g(self, x: Any, y: Any) -> Any:
+        return -x
+
+    def grad_x_g(self, x: Any, y: Any) -> Any:
+        return -y
+
+    def hvp_yy_g(self, x: Any, y: Any, v: Any) -> Any:
+        return 0.0 * v  # g is linear in y
+
+    def cross_xy_g(self, x: Any, y: Any, v: Any) -> Any:
+        return -v
+
+    def grad_x_f(self, x: Any, y: Any) -> Any:
+        return y
+
+    def grad_y_f(self, x: Any, y: Any) -> Any:
+        return x
+
+    def project_x(self, x: Any) -> Any:
+        return x.clip(-self.b, self.b)
+
+    def project_y(self, y: Any) -> Any:
+        return y.clip(-self.b, self.b)
+
+    def y_star(self, x: Any) -> Any:
+        """b·sign(x), sign by comparisons (no array method): 0 at x = 0, the toy's selection there (and at NaN,
+        where F is NaN all the same)."""
+        return self.b * (x > 0) - self.b * (x < 0)
+
+    def metrics(self, x: Any, y: Any) -> dict[str, Any]:
+        """The run loop's record for this toy: F, F_gap, ‖∇F‖² (∇F = b·sign(x)), ‖y − y*‖², the violation of
+        |y| ≤ b (y steps that are not projected leave the box), opt_dist."""
+        ys = self.y_star(x)
+        F = self.f(x, ys)[..., 0]
+        h = (x @ self.cA.T - y @ self.cB.T - self.cb).clip(0.0, None)
+        return {"F": F, "F_gap": F - self.f_opt, "grad_F_sq": _sq(ys), "y_err_sq": _sq(y - ys),
+                "constraint_violation": _sq(h) ** 0.5, "opt_dist": _opt_dist(self, x, y)}
+
+
+def _sq(v: Any) -> Any:
+    """‖v‖² over the last axis: a number for one run, (K,) for a stack."""
+    return (v * v).sum(-1)
+
+
+def _opt_dist(form: Any, x: Any, y: Any) -> Any:
+    """‖(x, y) − (x_opt, y_opt)‖, the toys' `opt_dist`."""
+    return (_sq(x - form.x_opt) + _sq(y - form.y_opt)) ** 0.5
+
+
+def _toy_arrays(problem: NonuniqueToy | MinimaxToy) -> tuple[Any, ...]:
+    """(x_start, y_start, x_opt, y_opt, f_opt) of a toy; f_opt = F(x_opt) as the run loop computes its gap."""
+    x_opt = problem.x_opt()
+    return (*(np.asarray(a, dtype=float) for a in (*problem.start, x_opt, problem.y_opt)), float(problem.F(x_opt)))
+
+
+def _nonunique(problem: NonuniqueToy) -> PureNonunique:
+    x_start, y_start, x_opt, y_opt, f_opt = _toy_arrays(problem)
+    return PureNonunique(x_start, y_start, np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), x_opt, y_opt, f_opt)
+
+
+def _minimax(problem: MinimaxToy) -> PureMinimax:
+    x_start, y_start, x_opt, y_opt, f_opt = _toy_arrays(problem)
+    c = problem.constraints
+    return PureMinimax(x_start, y_start, float(problem.b), *(np.asarray(a, dtype=float) for a in (c.A, c.B, c.b)),
+                       x_opt, y_opt, f_opt)
+
+
+#: The problems with a pure form besides the deterministic quadratic, by class.
+_TOYS = {NonuniqueToy: _nonunique, MinimaxToy: _minimax}
+
+
+def pure(problem: Any) -> PureQuadratic | PureNonunique | PureMinimax:
     """The pure form of `problem` (NumPy arrays; an engine converts them to its own)."""
+    if type(problem) in _TOYS:
+        return _TOYS[type(problem)](problem)
     if not isinstance(problem, Quadratic) or problem.stochastic:
         what = "the stochastic quadratic" if isinstance(problem, Quadratic) else f"'{problem.name}'"
-        raise ParameterError(f"problem: {what} has no pure-array form yet; allowed: the deterministic 'quadratic'")
+        raise ParameterError(f"problem: {what} has no pure-array form yet; allowed: the deterministic 'quadratic', "
+                             f"'nonunique_toy', 'minimax_toy'")
     return _full_batch(problem)
 
 
@@ -179,4 +342,5 @@ def as_arrays(oracles: Any, asarray: Any) -> Any:
     return type(oracles)(*(as_arrays(v, asarray) if isinstance(v, tuple) else asarray(v) for v in oracles))
 
 
-__all__ = ["PureFiniteSum", "PureQuadratic", "pure", "pure_finite_sum", "as_arrays", "Array"]
+__all__ = ["PureFiniteSum", "PureMinimax", "PureNonunique", "PureQuadratic", "pure", "pure_finite_sum", "as_arrays",
+           "Array"]

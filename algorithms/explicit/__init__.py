@@ -24,12 +24,14 @@ The design, in the style of optax's `init`/`update`:
   `run_batched` stacks.
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants; a definition names the form it
-  needs (`Definition.oracles_of`: the full-batch quadratic, or the finite-sum one with per-sample oracles).
+  needs (`Definition.oracles_of`: the full-batch quadratic or the closed-form toys `nonunique_toy` and
+  `minimax_toy`, or the finite-sum quadratic with per-sample oracles).
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
   (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
   `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
   rounding (1e-10 in tests/algorithms/test_engines.py), and the same as `algorithms.run` and
-  `algorithms.run_batched` on the deterministic quadratic.
+  `algorithms.run_batched` on the deterministic quadratic and the two toys (but AID-CG on `nonunique_toy`,
+  whose lower-level Hessian is singular: CG there follows rounding, in the run loop as in the engines).
 * Randomness: a definition that draws (`Definition.draws`, SABA) takes its draws from a per-run stream in its
   state, made from the run's seed: on the NumPy engines the generator `algorithms.run` gives that run (the
   same draws, the same iterates), under JAX `jax.random` keys (its own streams: on a stochastic problem its
@@ -49,7 +51,7 @@ The design, in the style of optax's `init`/`update`:
   shared out by steps done, evaluations included in `time` (`eval_time` 0), `time_mode: compiled`.
 
 What the engines do not do (yet): minibatches but SABA's (other definitions refuse stochastic problems),
-problems other than the quadratic, oracle-call and seconds budgets,
+problems other than the quadratic and the two toys, oracle-call and seconds budgets,
 divergence settings other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations

@@ -25,8 +25,8 @@ from algorithms.stacked import group_key
 from problems.pure import as_arrays
 from problems.shared.errors import ParameterError
 
-#: Compiled programs by (algorithm, the stack's shared config fields, K, the arrays' shapes, stretches, which
-#: hyperparameters the stack shares, device).
+#: Compiled programs by (algorithm, the stack's shared config fields, K, the problem's pure form and its arrays'
+#: shapes, stretches, which hyperparameters the stack shares, device).
 _COMPILED: dict[tuple, Any] = {}
 
 
@@ -97,8 +97,9 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         hyper = type(hyper)(*(v[0] if np.all(v == v[0]) else v for v in hyper))  # shared by the stack: a scalar
         lengths = np.diff(np.asarray(points, dtype=np.int64))
         seeds = np.arange(len(configs)) if seeds is None else np.asarray(seeds, dtype=np.int64)
-        key = (defn.name, group_key(get(defn.name), config), len(configs), tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)),
-               len(lengths), tuple(np.ndim(v) for v in hyper), device())
+        key = (defn.name, group_key(get(defn.name), config), len(configs), type(oracles),
+               tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)), len(lengths),
+               tuple(np.ndim(v) for v in hyper), device())
         compile_seconds = 0.0
         if key not in _COMPILED:
             start = time.perf_counter()

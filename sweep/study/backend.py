@@ -3,10 +3,11 @@
 `numpy` (the default): the stacked NumPy engine (`algorithms.run_batched`), for every batchable algorithm and
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
-before any work: algorithms with an explicit definition on the deterministic quadratic, iteration budgets, the
-default divergence rule, batched runs. A batch runs whole (no checkpoint midway: a killed trial runs its batch
-again), its records' seconds are its program's shared out by steps (`time_mode: compiled`), and on these
-deterministic problems its iterates are those of the NumPy engine to 1e-10.
+before any work: algorithms with an explicit definition on the deterministic quadratic or the closed-form toys
+(nonunique_toy, minimax_toy), iteration budgets, the default divergence rule, batched runs. A batch runs whole
+(no checkpoint midway: a killed trial runs its batch again), its records' seconds are its program's shared out by
+steps (`time_mode: compiled`), and on these deterministic problems its iterates are those of the NumPy engine to
+1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding).
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from sweep.study.errors import Errors
 from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
-#: The problem the JAX engine runs (problems/pure.py: its deterministic form).
-JAX_PROBLEMS = ("quadratic",)
+#: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys').
+JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy")
 
 
 def check(study: Study, errors: Errors) -> None:

@@ -239,7 +239,11 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
     (lambda p: explicit.run("soba", p, [{"rho": -1.0}], 10), "rho"),
     (lambda p: explicit.run("soba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
-                            [{}], 10), "problem: the stochastic quadratic has no pure-array form yet"),
+                            [{}], 10), "problem: the stochastic quadratic has no pure-array form yet; allowed: the "
+                                       "deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
+    (lambda p: explicit.run("soba", problems.make("coreset_toy", seed=0), [{}], 10),
+     "problem: 'coreset_toy' has no pure-array form yet; allowed: the deterministic 'quadratic', 'nonunique_toy', "
+     "'minimax_toy'"),
 ])
 def test_bad_input_is_one_line_before_any_work(problem, call, message):
     with pytest.raises(ParameterError) as err:

@@ -53,6 +53,23 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
 
 
 @needs_jax
+def test_a_jax_study_of_the_toys_gives_the_numpy_engines_records():
+    """The closed-form toys run on the JAX backend too (problems/pure.py), a diverging run included."""
+    study = spec.validate({**STUDY, "problems": [{"name": "nonunique_toy"}, {"name": "minimax_toy"}], "backend": "jax",
+                           "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": [0.05, 400.0]}}]})
+    numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
+    assert len(jax_records) == 24 and jax_records.keys() == numpy_records.keys()
+    assert {r[-1]["status"] for r in jax_records.values()} == {"finished", "diverged"}
+    for key, ours in jax_records.items():
+        theirs = numpy_records[key]
+        assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
+        for a, b in zip(ours, theirs):
+            assert set(a) == set(b)
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a
+                       if n not in (*NOT_NUMBERS, "diverged_metric")) < EXACT
+
+
+@needs_jax
 def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
     study = spec.validate({**STUDY, "algorithms": STUDY["algorithms"][:1], "backend": "jax"})
     config = dataclasses.replace(study.trials[0].config(0.0, ()), batched=True)  # a checkpoint with every report
@@ -87,14 +104,17 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "divergence: backend 'jax' runs the default divergence rule" in lines(divergence={"factor": 1e3})
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
-    assert "backend: 'jax' runs the deterministic quadratic (no n_samples); problem 'regularization_selection' is " \
-        "not" in lines(problems=[{"name": "regularization_selection", "params": {"dataset": "breast_cancer"}}])
+    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy (no n_samples); problem " \
+        "'regularization_selection' is not" in lines(
+            problems=[{"name": "regularization_selection", "params": {"dataset": "breast_cancer"}}])
     assert "problem 'quadratic' with n_samples 8 is not" in lines(
         problems=[{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}])
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())
     assert "backend: 'jax' needs JAX, which is not installed" in lines()
     monkeypatch.undo()
     assert spec.validate({**STUDY, "backend": "numpy"}).backend == "numpy"
+    toys = [{"name": "nonunique_toy"}, {"name": "minimax_toy", "params": {"bound": 5.0}}]  # the toys' pure forms
+    assert spec.validate({**STUDY, "problems": toys, "backend": "jax"}).backend == "jax"
     assert spec.validate({k: v for k, v in STUDY.items()}).backend == "numpy"  # the default
 
 

@@ -116,7 +116,8 @@ CASES = [
     Case("backend-value", "backend: must be one of numpy, jax", with_(backend="torch")),
     Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing",
          with_(backend="jax", algorithms=["penalty"])),
-    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic (no n_samples)",
+    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy "
+                                   "(no n_samples)",
          with_(backend="jax", problems=quadratic(n_samples=8))),
     Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),

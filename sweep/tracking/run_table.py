@@ -68,9 +68,13 @@ def gather(study: Study, stored: RunColumns, ended: Mapping[str, Any]) -> Ended:
     for name, (values, present) in stored.flag_and_number_columns(rows).items():
         finals[f"final.{name}"], has[f"final.{name}"] = values, present
     errors = [""] * n
+    unread = []  # listed as ended, but no summary to read (a torn file): left out, as from the ranking
     for i in (i for i, s in enumerate(statuses) if s is None):  # read whole (files, JSON shards, repeats): its
         # row of `finals` is NaN and absent, as `ends` gave no record for it
-        whole = stored.summary(keys[i]) or {}
+        whole = stored.summary(keys[i])
+        if whole is None:
+            unread.append(i)
+            continue
         statuses[i] = whole.get("status")
         errors[i] = (whole.get("error") or "")[:ERROR_CHARS]
         final = whole.get("final") or {}
@@ -82,7 +86,19 @@ def gather(study: Study, stored: RunColumns, ended: Mapping[str, Any]) -> Ended:
                     finals[column], has[column] = np.full(n, np.nan), np.zeros(n, bool)
                 finals[column][i], has[column][i] = float(v), True
     outcomes = Outcomes(keys, np.array(points, dtype=np.int64), np.array(seeds, dtype=np.int64), statuses, value)
-    return Ended(outcomes, finals, has, errors)
+    return _without(Ended(outcomes, finals, has, errors), unread) if unread else Ended(outcomes, finals, has, errors)
+
+
+def _without(ended: Ended, drop: list[int]) -> Ended:
+    """`ended` without the runs at positions `drop`."""
+    keep = np.ones(len(ended.outcomes.keys), bool)
+    keep[drop] = False
+    at = np.flatnonzero(keep).tolist()
+    runs = ended.outcomes
+    outcomes = Outcomes([runs.keys[i] for i in at], runs.point[keep], runs.seed[keep], [runs.status[i] for i in at],
+                        runs.value[keep])
+    return Ended(outcomes, {k: v[keep] for k, v in ended.finals.items()},
+                 {k: v[keep] for k, v in ended.has_final.items()}, [ended.errors[i] for i in at])
 
 
 def table(study: Study, ended: Ended) -> Any:

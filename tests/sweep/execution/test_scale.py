@@ -1,7 +1,6 @@
 """10⁴ tiny runs: trials group many runs, and after a SIGKILL of the driver the next session hands Tune nothing that
 had finished (exactly once, run by run, in the store and in MLflow); and a trial's BLAS computes with as many
 threads as the trial has CPUs. (Unbatched runs killed and resumed, with a trace of every construction: test_resume.)"""
-from tests.sweep import stored
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from sweep.study import spec
+from tests.sweep import stored
 from tests.sweep import toy_algorithms  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -58,10 +58,6 @@ def kill_session(sid, timeout=60):
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
-
-
-
-
 
 
 @pytest.mark.parametrize("cpu", [1, 2])

@@ -16,14 +16,13 @@ EXACT = 1e-10
 ITERATIONS, N_EVALS = 200, 8
 TOYS = ("nonunique_toy", "minimax_toy")
 #: (toy, algorithm) pairs whose run-loop records are rounding noise, not compared with the engines' (per run and
-#: stacked still are), with the reason. The non-unique toy's ∇²yy g = diag(1, 0) is singular, so AID-CG's linear
+#: stacked still are against each other). The non-unique toy's ∇²yy g = diag(1, 0) is singular, so AID-CG's linear
 #: system has no solution: exact CG breaks down at its second iteration (its direction is conjugate to the first,
 #: so the curvature along it is 0), and there the run loop's `r @ r` (BLAS, fused multiply-add) and the engines'
 #: sums round one ulp apart, leaving a curvature of ~1e-33 where the engines have 0, then a step of ~1e31 (x at 1e77
 #: at iteration 2 for CONFIGS' first config); with one CG iteration the warm-started v grows along the null
 #: direction (to ~1e5) until the runs part the same way.
-ILL_POSED = {("nonunique_toy", "aid_cg"): "AID-CG on a singular lower-level Hessian: the run loop's iterates are "
-                                           "rounding noise (see ILL_POSED)"}
+ILL_POSED = {("nonunique_toy", "aid_cg")}
 
 
 @pytest.fixture(scope="module", params=TOYS)
@@ -129,8 +128,8 @@ def test_per_run_and_stacked_equal_the_run_loop_on_the_toys(toy, algorithm):
     np.testing.assert_array_equal(per_run.failed, stacked.failed)
     for name, values in per_run.values.items():
         np.testing.assert_allclose(values, stacked.values[name], rtol=EXACT, atol=EXACT)
-    if (toy.name, algorithm) in ILL_POSED:
-        pytest.skip(ILL_POSED[toy.name, algorithm])
+    if (toy.name, algorithm) in ILL_POSED:  # per run = stacked is what holds there (checked above)
+        return
     for k, config in enumerate(configs):
         run = Run(algorithm, toy, config, 0, {"iterations": ITERATIONS}, N_EVALS)
         records = list(run.records())

@@ -337,10 +337,18 @@ def pure_finite_sum(problem: Any) -> PureFiniteSum:
                          float(problem.mu0), float(problem.p0))
 
 
+def pure_minibatched(problem: Any) -> Any:
+    """The form of an algorithm that takes minibatches of a finite sum: the finite-sum quadratic's (its per-sample
+    oracles, and the full-batch ones through it) for a stochastic quadratic, else `pure`."""
+    if isinstance(problem, Quadratic) and problem.stochastic:
+        return pure_finite_sum(problem)
+    return pure(problem)
+
+
 def as_arrays(oracles: Any, asarray: Any) -> Any:
     """The same oracles with every array converted by `asarray` (e.g. jax.numpy.asarray), nested records too."""
     return type(oracles)(*(as_arrays(v, asarray) if isinstance(v, tuple) else asarray(v) for v in oracles))
 
 
-__all__ = ["PureFiniteSum", "PureMinimax", "PureNonunique", "PureQuadratic", "pure", "pure_finite_sum", "as_arrays",
-           "Array"]
+__all__ = ["PureFiniteSum", "PureMinimax", "PureNonunique", "PureQuadratic", "pure", "pure_finite_sum",
+           "pure_minibatched", "as_arrays", "Array"]

@@ -53,9 +53,14 @@ class Definition:
     refuses: Callable[[AlgorithmConfig], str | None] = lambda config: None
     #: The problem's pure form the definition steps on: the full-batch oracles, or with per-sample ones (SABA).
     oracles_of: Callable[[Any], Any] = pure
-    #: Whether its step draws random numbers (`choose`) from the key in its state: the engines then give run k a
-    #: stream from its seed (NumPy: the generator `algorithms.run` gives the run's algorithm; JAX: its own key).
-    draws: bool = False
+    #: Whether its step draws random numbers (`choose`, `draw_integers`) from the key in its state, always or for
+    #: the configs this says (SOBA: those with minibatches): the engines then give run k a stream from its seed
+    #: (NumPy: the generator `algorithms.run` gives the run's algorithm; JAX: its own key).
+    draws: bool | Callable[[AlgorithmConfig], bool] = False
+
+    def draws_for(self, config: AlgorithmConfig) -> bool:
+        """Whether runs of `config` get a random stream (`draws`)."""
+        return self.draws(config) if callable(self.draws) else self.draws
 
     @property
     def hyper_fields(self) -> tuple[str, ...]:
@@ -174,6 +179,19 @@ def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: A
         carry, outs[i] = body(carry, None if xs is None else xs[i])
     stacked = None if n == 0 or outs[0] is None else np.stack(outs)
     return carry, stacked
+
+
+def draw_integers(key: Any, n: int, size: int, xp: Any) -> tuple[Any, Any]:
+    """(key, `size` indices in [0, n) drawn with replacement) per run, as `rng.integers(0, n, size)` draws them:
+    a minibatch of a finite sum (`BilevelProblem.sample_batches`). `key` as in `choose`."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        key, sub = jax.random.split(key)
+        return key, jax.random.randint(sub, (size,), 0, n)
+    if isinstance(key, np.random.Generator):
+        return key, key.integers(0, n, size=size)
+    return key, np.stack([g.integers(0, n, size=size) for g in key])
 
 
 def choose(key: Any, n: int, size: int, xp: Any, skip: Any = None) -> tuple[Any, Any]:

@@ -53,7 +53,8 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
 
     def program(oracles: Any, hyper: Any, lengths: Any, seeds: Any) -> tuple[Any, Any, Any, Any]:
         def start(h: Any, seed: Any) -> Any:  # a run's key from its seed, when the definition draws
-            return defn.init(oracles, h, config, jax.random.PRNGKey(seed) if defn.draws else None, jnp)
+            return defn.init(oracles, h, config, jax.random.PRNGKey(seed) if defn.draws_for(config) else None,
+                             jnp)
 
         # Not mapped: the iteration count t (the stack's runs step together) and a hyperparameter the whole stack
         # shares (a scalar here), so that a schedule's (t + 1)^e is computed once a step, not once per run.

@@ -67,10 +67,10 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
     return state, failed, values, clock
 
 
-def keys(defn: Definition, seeds: Sequence[int] | None, k: int) -> list[Any]:
+def keys(defn: Definition, config: AlgorithmConfig, seeds: Sequence[int] | None, k: int) -> list[Any]:
     """Each run's random stream: the generator `algorithms.run` gives run k's algorithm for seeds[k] (the
-    same draws), or None for a definition that draws nothing."""
-    if not defn.draws:
+    same draws), or None for a definition that draws nothing with the stack's `config`."""
+    if not defn.draws_for(config):
         return [None] * k
     return [generator(s) for s in (range(k) if seeds is None else seeds)]
 
@@ -80,7 +80,7 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
     oracles, start = defn.oracles_of(problem), time.perf_counter()
     finals, failures, per_run, clocks = [], [], [], []
-    for config, key in zip(configs, keys(defn, seeds, len(configs))):
+    for config, key in zip(configs, keys(defn, configs[0], seeds, len(configs))):
         hyper = defn.hyper(config)
         state, failed, values, clock = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config,
                                             points)
@@ -104,7 +104,7 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     oracles, start = defn.oracles_of(problem), time.perf_counter()
     hyper, config = defn.hyper_columns(configs), configs[0]
     state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
-                          for c, key in zip(configs, keys(defn, seeds, len(configs)))])
+                          for c, key in zip(configs, keys(defn, configs[0], seeds, len(configs)))])
     state, failed, values, clock = _run(defn, oracles, state, hyper, config, points)
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,

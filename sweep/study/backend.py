@@ -72,9 +72,10 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
 
 
 def jax_algorithms() -> list[str]:
-    """The algorithms a JAX study runs: those defined explicitly that draw nothing (a drawing one, SABA, would
-    draw other samples than on the NumPy engine, from JAX's own streams)."""
-    return sorted(n for n in explicit.defined() if not explicit.definition(n).draws)
+    """The algorithms a JAX study runs: those defined explicitly that draw nothing on its deterministic problems
+    (one that always draws, SABA, would draw other samples than on the NumPy engine, from JAX's own streams;
+    SOBA draws only minibatches of a finite sum)."""
+    return sorted(n for n in explicit.defined() if explicit.definition(n).draws is not True)
 
 
 def _named(point: Point) -> str:

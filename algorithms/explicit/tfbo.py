@@ -3,7 +3,8 @@ sub-loops.
 
 The recursion of `algorithms.tfbo.STFBO`: from (x, y, v) and the accumulators α, β, γ (per-run numbers,
 starting at α0, β0, γ0): β ← √(β² + ‖∇y g‖²), γ ← √(γ² + ‖Hv − ∇y f‖²), φ = max(β, γ),
-α ← √(α² + ‖∇x f − Jv‖²); y −= (η_y/β) ∇y g, v −= (η_v/φ)(Hv − ∇y f), x −= (η_x/(αφ))(∇x f − Jv).
+α ← √(α² + ‖∇x f − Jv‖²); y −= (η_y/β) ∇y g, v −= (η_v/φ)(Hv − ∇y f), x −= (η_x/(αφ))(∇x f − Jv); with a
+`batch_size` on a finite sum, g's oracles at one minibatch and f's at another (algorithms/explicit/minibatch.py).
 D-TFBO (`algorithms.tfbo.DTFBO`, `sub_loops: fixed`): y_steps adaptive steps on y (z −= (η_y/s)∇, s² += ‖∇‖²
 from s = β0), then v_steps on v for Hv − ∇y f (from γ0), then α ← √(α² + ‖h‖²), x −= (η_x/α) h. Its
 tolerance sub-loops (a loop length per run, decided by the data) cannot stack, as in algorithms.batched.
@@ -14,6 +15,8 @@ from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, define, number, repeat
+from algorithms.explicit.minibatch import drawing, values
+from problems.pure import pure_minibatched
 
 
 class TFBOState(NamedTuple):
@@ -43,15 +46,14 @@ def _accumulate(s: Any, d: Any, xp: Any) -> Any:
 
 def step(state: TFBOState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> TFBOState:
     x, y, v = state.x, state.y, state.v
-    grad_y_g = oracles.grad_y_g(x, y)
-    residual = oracles.hvp_yy_g(x, y, v) - oracles.grad_y_f(x, y)
-    hypergrad = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
+    key, o = values(oracles, x, y, v, state.key, config, xp)  # full batch, or S-TFBO's two minibatches
+    grad_y_g, residual, hypergrad = o.grad_y_g, o.hvp - o.grad_y_f, o.grad_x_f - o.cross
     beta, gamma = _accumulate(state.beta, grad_y_g, xp), _accumulate(state.gamma, residual, xp)
     phi = xp.maximum(beta, gamma)
     alpha = _accumulate(state.alpha, hypergrad, xp)
     eta_x, eta_y, eta_v = (number(f"eta_{n}", hyper, config) for n in "xyv")
     return TFBOState(oracles.project_x(x - (eta_x / (alpha * phi)) * hypergrad), y - (eta_y / beta) * grad_y_g,
-                     v - (eta_v / phi) * residual, alpha, beta, gamma, state.t + 1, state.key)
+                     v - (eta_v / phi) * residual, alpha, beta, gamma, state.t + 1, key)
 
 
 def diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp: Any) 
             "phi": xp.maximum(state.beta, state.gamma)}
 
 
-STFBO = define(Definition("stfbo", init, step, diagnostics))
+STFBO = define(Definition("stfbo", init, step, diagnostics, oracles_of=pure_minibatched, draws=drawing))
 
 
 def adaptive_loop(grad: Any, z: Any, s0: Any, eta: Any, steps: int, xp: Any) -> tuple[Any, Any]:

@@ -1,4 +1,4 @@
-"""SOBA with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
+"""SOBA and S-TFBO with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
 from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
@@ -11,8 +11,10 @@ from algorithms.run import Run
 from tests.algorithms.test_engines import NOT_NUMBERS, needs_jax
 
 ITERATIONS, N_EVALS, RTOL = 120, 6, 1e-10
-CONFIGS = [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size": 2, "rho": 0.3, "gamma": 0.02},
-           {"batch_size": 2, "rho": 0.05, "gamma": 0.1, "rho_decay": 0.0}]
+CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size": 2, "rho": 0.3, "gamma": 0.02},
+                    {"batch_size": 2, "rho": 0.05, "gamma": 0.1, "rho_decay": 0.0}],
+           "stfbo": [{"batch_size": 2}, {"batch_size": 2, "alpha0": 1.5, "beta0": 2.0},
+                     {"batch_size": 2, "alpha0": 3.0, "gamma0": 0.5}]}
 SEEDS = [0, 7, 123]
 
 
@@ -26,11 +28,12 @@ def close(a, b):
     return abs(a - b) <= RTOL * max(1.0, abs(b))
 
 
+@pytest.mark.parametrize("algorithm", sorted(CONFIGS))
 @pytest.mark.parametrize("engine", ["per_run", "stacked"])
-def test_minibatched_soba_equals_the_run_loop_seed_by_seed(finite_sum, engine):
-    got = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, engine=engine, seeds=SEEDS)
-    for k, (config, seed) in enumerate(zip(CONFIGS, SEEDS)):
-        run = Run("soba", finite_sum, config, seed, {"iterations": ITERATIONS}, N_EVALS)
+def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, algorithm):
+    got = explicit.run(algorithm, finite_sum, CONFIGS[algorithm], ITERATIONS, N_EVALS, engine=engine, seeds=SEEDS)
+    for k, (config, seed) in enumerate(zip(CONFIGS[algorithm], SEEDS)):
+        run = Run(algorithm, finite_sum, config, seed, {"iterations": ITERATIONS}, N_EVALS)
         theirs = list(run.records())
         mine = [r for j, r in got.records() if j == k]
         assert [(r["iteration"], r["status"]) for r in mine] == [(r["iteration"], r["status"]) for r in theirs]
@@ -41,13 +44,15 @@ def test_minibatched_soba_equals_the_run_loop_seed_by_seed(finite_sum, engine):
         np.testing.assert_allclose(np.atleast_2d(got.state.x)[k], run.algorithm.x, rtol=RTOL, atol=RTOL)
 
 
-def test_the_minibatches_matter_and_follow_the_seed(finite_sum):
-    full = explicit.run("soba", finite_sum, [{**c, "batch_size": None} for c in CONFIGS], ITERATIONS, N_EVALS)
-    drawn = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, seeds=SEEDS)
-    other = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, seeds=[1, 2, 3])
+@pytest.mark.parametrize("algorithm", sorted(CONFIGS))
+def test_the_minibatches_matter_and_follow_the_seed(finite_sum, algorithm):
+    configs = CONFIGS[algorithm]
+    full = explicit.run(algorithm, finite_sum, [{**c, "batch_size": None} for c in configs], ITERATIONS, N_EVALS)
+    drawn = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=SEEDS)
+    other = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=[1, 2, 3])
     assert np.all(np.abs(drawn.values["F"][-1] - full.values["F"][-1]) > 1e-6)
     assert np.all(np.abs(drawn.values["F"][-1] - other.values["F"][-1]) > 1e-6)
-    run = list(Run("soba", finite_sum, {**CONFIGS[0], "batch_size": None}, 0, {"iterations": ITERATIONS},
+    run = list(Run(algorithm, finite_sum, {**configs[0], "batch_size": None}, 0, {"iterations": ITERATIONS},
                    N_EVALS).records())  # the full batch of the finite sum: its mean, the run loop's too
     assert close(full.values["F"][-1, 0], run[-1]["F"])
     assert list(drawn.records())[-1][1]["samples/total"] == run[-1]["samples/total"] // 3  # 2 of 6 per oracle
@@ -55,9 +60,10 @@ def test_the_minibatches_matter_and_follow_the_seed(finite_sum):
 
 @needs_jax
 def test_jax_draws_its_own_minibatches_deterministically_per_seed(finite_sum):
-    first = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
-    again = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
-    numpy = explicit.run("soba", finite_sum, CONFIGS, ITERATIONS, N_EVALS, seeds=SEEDS)
+    configs = CONFIGS["soba"]
+    first = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    again = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    numpy = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, seeds=SEEDS)
     np.testing.assert_array_equal(first.values["F"], again.values["F"])
     assert np.all(np.isfinite(first.values["F"])) and not np.allclose(first.values["F"], numpy.values["F"])
     assert first.values["F"][-1].max() < first.values["F"][0].min()  # it optimises, as the NumPy runs do

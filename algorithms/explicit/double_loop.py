@@ -6,7 +6,9 @@ v ≈ H⁻¹∇y f by the solve; x −= γ_t (∇x f − J v). The solves (algor
 AmIGO and AID-FP take K steps v −= η(H v − ∇y f) from the previous v (AID-FP from 0 without `warm_start`);
 StocBiO sums the Neumann series η Σ_{q=0}^{Q} (I − ηH)^q ∇y f; AID-CG takes K conjugate-gradient
 iterations. T, K and Q are loop counts of the stack's
-shared config (`repeat`). Full batch only for now.
+shared config (`repeat`). With a `batch_size` on a finite sum, each step draws its minibatches together from the
+run's stream, in the per-run algorithm's order: one per inner step, f's, one per HVP of the solve (AID-CG's K
+iterations share one: CG needs a fixed operator), J v's (algorithms/explicit/minibatch.py).
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import Definition, decaying, define, repeat
+from algorithms.explicit.definition import Definition, decaying, define, repeat, scan
+from algorithms.explicit.minibatch import at, chunks, drawing, minibatched
+from problems.pure import pure_minibatched
 
 
 class DoubleLoopState(NamedTuple):
@@ -27,7 +31,8 @@ class DoubleLoopState(NamedTuple):
     key: Any = None
 
 
-Solve = Callable[[Callable[[Any], Any], Any, Any, Any, AlgorithmConfig, Any], Any]  # (hvp, b, v, η, config, xp)
+#: (hvp(u, minibatch), b, v, η, config, the solve's minibatches (None: full batch), xp) -> v
+Solve = Callable[[Callable[[Any, Any], Any], Any, Any, Any, AlgorithmConfig, Any, Any], Any]
 
 
 def init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: Any) -> DoubleLoopState:
@@ -45,16 +50,33 @@ def steps(state: DoubleLoopState, hyper: Any) -> tuple[Any, Any]:
     return decaying(hyper.alpha, hyper.alpha_decay, state.t), decaying(hyper.gamma, hyper.gamma_decay, state.t)
 
 
-def double_loop(solve: Solve) -> Callable[..., DoubleLoopState]:
-    """The step of a double loop with this solve."""
+def loop(n: int, body: Callable[[Any, Any], Any], carry: Any, batches: Any, xp: Any) -> Any:
+    """`body(carry, minibatch)` n times: on the full batch (`batches` None, `repeat`), or once per minibatch of
+    `batches` in turn (`scan`)."""
+    if batches is None:
+        return repeat(n, lambda c: body(c, None), carry, xp)
+    return scan(lambda c, idx: (body(c, idx), None), carry, batches, xp)[0]
+
+
+def double_loop(solve: Solve, solve_batches: Callable[[AlgorithmConfig], int]) -> Callable[..., DoubleLoopState]:
+    """The step of a double loop with this solve, which takes `solve_batches(config)` minibatches."""
 
     def step(state: DoubleLoopState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> DoubleLoopState:
-        x = state.x
+        x, key, o = state.x, state.key, oracles
         alpha, gamma = steps(state, hyper)
-        y = repeat(config.inner_steps, lambda y: y - alpha * oracles.grad_y_g(x, y), state.y, xp)
-        v = solve(lambda u: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), state.v, _eta(hyper), config, xp)
-        hypergrad = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
-        return DoubleLoopState(oracles.project_x(x - gamma * hypergrad), y, v, state.t + 1, state.key)
+        inner = f_idx = solving = j_idx = None
+        if minibatched(o, config):  # T inner steps' minibatches, f's, the solve's, J v's, drawn together
+            t, k = config.inner_steps, solve_batches(config)
+            key, drawn = chunks(o, key, config, t + k + 2, xp)
+            inner, f_idx, solving, j_idx = drawn[:t], drawn[t], drawn[t + 1:t + 1 + k], drawn[t + 1 + k]
+        y = loop(config.inner_steps, lambda y, i: y - alpha * at(o, "grad_y_g", i, x, y),
+                 state.y, inner, xp)
+        gx, gy = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
+            tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+        v = solve(lambda u, i: at(o, "hvp_yy_g", i, x, y, u), gy, state.v, _eta(hyper), config,
+                  solving, xp)
+        hypergrad = gx - at(o, "cross_xy_g", j_idx, x, y, v)
+        return DoubleLoopState(o.project_x(x - gamma * hypergrad), y, v, state.t + 1, key)
 
     return step
 
@@ -62,33 +84,37 @@ def double_loop(solve: Solve) -> Callable[..., DoubleLoopState]:
 def fixed_point(steps_field: str, warm: Callable[[AlgorithmConfig], bool]) -> Solve:
     """K = config.<steps_field> steps v −= η(H v − b), from the previous v when `warm(config)`, else from 0."""
 
-    def solve(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
+    def solve(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, batches: Any, xp: Any) -> Any:
         start = v if warm(config) else xp.zeros_like(b)
-        return repeat(getattr(config, steps_field), lambda u: u - eta * (hvp(u) - b), start, xp)
+        return loop(getattr(config, steps_field), lambda u, i: u - eta * (hvp(u, i) - b), start, batches, xp)
 
     return solve
 
 
-def neumann_sum(hvp: Callable, b: Any, eta: Any, terms: int, xp: Any) -> Any:
-    """η Σ_{q=0}^{Q} (I − ηH)^q b with Q = `terms`, in the order of `algorithms.hypergradient.neumann_series`."""
+def neumann_sum(hvp: Callable, b: Any, eta: Any, terms: int, xp: Any, batches: Any = None) -> Any:
+    """η Σ_{q=0}^{Q} (I − ηH)^q b with Q = `terms`, in the order of `algorithms.hypergradient.neumann_series`
+    (`hvp(u, minibatch)`: each term's HVP on its own minibatch of `batches`, or the full batch)."""
 
-    def term(carry: tuple[Any, Any]) -> tuple[Any, Any]:
+    def term(carry: tuple[Any, Any], idx: Any) -> tuple[Any, Any]:
         u, total = carry
-        u = u - eta * hvp(u)
+        u = u - eta * hvp(u, idx)
         return u, total + u
 
-    return eta * repeat(terms, term, (b, b), xp)[1]
+    return eta * loop(terms, term, (b, b), batches, xp)[1]
 
 
-def neumann(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
+def neumann(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, batches: Any, xp: Any) -> Any:
     """η Σ_{q=0}^{Q} (I − ηH)^q b, Q = config.neumann_terms (the previous v unused)."""
-    return neumann_sum(hvp, b, eta, config.neumann_terms, xp)
+    return neumann_sum(hvp, b, eta, config.neumann_terms, xp, batches)
 
 
-def conjugate_gradient(hvp: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
-    """K = config.cg_steps CG iterations on H v = b from the previous v (`warm_start`) or 0 (η unused). A run
-    whose residual is exactly zero or whose curvature along p is not positive keeps its iterate, as
-    `algorithms.hypergradient.cg_solve` stops there (masked, since the loop cannot stop per run)."""
+def conjugate_gradient(hvp_at: Callable, b: Any, v: Any, eta: Any, config: AlgorithmConfig, batches: Any,
+                       xp: Any) -> Any:
+    """K = config.cg_steps CG iterations on H v = b from the previous v (`warm_start`) or 0 (η unused), every
+    HVP on the solve's one minibatch (or the full batch). A run whose residual is exactly zero or whose curvature
+    along p is not positive keeps its iterate, as `algorithms.hypergradient.cg_solve` stops there (masked, since
+    the loop cannot stop per run)."""
+    hvp = (lambda u: hvp_at(u, None)) if batches is None else (lambda u: hvp_at(u, batches[0]))  # noqa: E731
     v = v if config.warm_start else xp.zeros_like(b)
     r = b - hvp(v) if config.warm_start else b
     dot = lambda a, c: (a * c).sum(-1, keepdims=True)  # noqa: E731  a per-run number, kept as a column
@@ -114,8 +140,12 @@ def diagnostics(state: DoubleLoopState, hyper: Any, config: AlgorithmConfig, xp:
     return {"alpha": alpha, "gamma": gamma}
 
 
-AMIGO = define(Definition("amigo", init, double_loop(fixed_point("v_steps", lambda c: True)), diagnostics))
-STOCBIO = define(Definition("stocbio", init, double_loop(neumann), diagnostics))
-AID_CG = define(Definition("aid_cg", init, double_loop(conjugate_gradient), diagnostics))
-AID_FP = define(Definition("aid_fp", init, double_loop(fixed_point("fp_steps", lambda c: c.warm_start)),
-                           diagnostics))
+def _defined(name: str, solve: Solve, solve_batches: Callable[[AlgorithmConfig], int]) -> Definition:
+    return define(Definition(name, init, double_loop(solve, solve_batches), diagnostics, oracles_of=pure_minibatched,
+                             draws=drawing))
+
+
+AMIGO = _defined("amigo", fixed_point("v_steps", lambda c: True), lambda c: c.v_steps)
+STOCBIO = _defined("stocbio", neumann, lambda c: c.neumann_terms)
+AID_CG = _defined("aid_cg", conjugate_gradient, lambda c: 1)
+AID_FP = _defined("aid_fp", fixed_point("fp_steps", lambda c: c.warm_start), lambda c: c.fp_steps)

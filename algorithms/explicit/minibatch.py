@@ -1,5 +1,9 @@
-"""The five oracle values of a single-loop step (SOBA, S-TFBO) at (x, y, v): ∇y g, H v and J v at g's minibatch,
-∇x f and ∇y f at f's, as the per-run algorithms' `batches(2)` takes them.
+"""Minibatches of a finite sum in the explicit definitions, drawn in the per-run algorithms' order.
+
+`values`: the five oracle values of a single-loop step (SOBA, S-TFBO) at (x, y, v): ∇y g, H v and J v at g's
+minibatch, ∇x f and ∇y f at f's, as the per-run algorithms' `batches(2)` takes them. `chunks`: a step's
+minibatches drawn together (a double loop's inner steps, f's, its solve's, J v's, as `batch_source` draws them),
+one per leading index, and `at`, an oracle's value at one of them (or the full batch).
 
 Full batch unless the config has a `batch_size` and the oracles are a finite sum's (`pure_finite_sum`, which has
 per-sample oracles): then each step draws 2b indices with replacement from the run's stream in the state
@@ -30,10 +34,31 @@ def drawing(config: AlgorithmConfig) -> bool:
     return config.batch_size is not None
 
 
+def minibatched(oracles: Any, config: AlgorithmConfig) -> bool:
+    """Whether a step of `config` on these oracles takes minibatches (a batch size, and a finite sum's oracles)."""
+    return config.batch_size is not None and hasattr(oracles, "grad_y_g_samples")
+
+
+def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any) -> tuple[Any, Any]:
+    """(key, `count` minibatches of `batch_size` indices drawn together from the run's stream, stacked on a new
+    leading axis: (count, b) for a run, (count, K, b) for a stack)."""
+    b = config.batch_size
+    key, idx = draw_integers(key, oracles.sample_counts()[0], count * b, xp)
+    return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, b)), -2, 0)
+
+
+def at(oracles: Any, name: str, idx: Any, *args: Any) -> Any:
+    """Oracle `name` at a minibatch: the mean of its per-sample terms (`<name>_samples`) at `idx`, or the full
+    batch when idx is None."""
+    if idx is None:
+        return getattr(oracles, name)(*args)
+    return getattr(oracles, f"{name}_samples")(*args, idx).mean(axis=-2)
+
+
 def values(oracles: Any, x: Any, y: Any, v: Any, key: Any, config: AlgorithmConfig, xp: Any) -> tuple[Any, Values]:
     """(the key after the step's draws, the oracle values at the step's minibatches or the full batch)."""
     b = config.batch_size
-    if b is None or not hasattr(oracles, "grad_y_g_samples"):
+    if not minibatched(oracles, config):
         return key, Values(oracles.grad_y_g(x, y), oracles.hvp_yy_g(x, y, v), oracles.cross_xy_g(x, y, v),
                            oracles.grad_x_f(x, y), oracles.grad_y_f(x, y))
     key, idx = draw_integers(key, oracles.sample_counts()[0], 2 * b, xp)

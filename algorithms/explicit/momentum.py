@@ -92,7 +92,7 @@ def mrbo_init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: A
 
 def neumann_hypergradient(oracles: Any, x: Any, y: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
     """∇x f − ∇²xy g · η Σ_{q=0}^{Q} (I − ηH)^q ∇y f at (x, y)."""
-    v = neumann(lambda u: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), None, eta, config, xp)
+    v = neumann(lambda u, _: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), None, eta, config, None, xp)
     return oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
 
 

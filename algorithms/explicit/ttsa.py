@@ -38,7 +38,7 @@ def step(state: TTSAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
     x = state.x
     alpha, gamma = steps(state, hyper)
     y = state.y - alpha * oracles.grad_y_g(x, state.y)
-    v = neumann_sum(lambda u: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), hyper.eta, config.hia_terms - 1, xp)
+    v = neumann_sum(lambda u, _: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), hyper.eta, config.hia_terms - 1, xp)
     hypergrad = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
     length = xp.zeros_like(state.hia_length) + (config.hia_terms - 1)
     return TTSAState(oracles.project_x(x - gamma * hypergrad), y, length, state.t + 1, state.key)

@@ -1,4 +1,4 @@
-"""SOBA and S-TFBO with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
+"""SOBA, S-TFBO and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
 from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
@@ -14,7 +14,15 @@ ITERATIONS, N_EVALS, RTOL = 120, 6, 1e-10
 CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size": 2, "rho": 0.3, "gamma": 0.02},
                     {"batch_size": 2, "rho": 0.05, "gamma": 0.1, "rho_decay": 0.0}],
            "stfbo": [{"batch_size": 2}, {"batch_size": 2, "alpha0": 1.5, "beta0": 2.0},
-                     {"batch_size": 2, "alpha0": 3.0, "gamma0": 0.5}]}
+                     {"batch_size": 2, "alpha0": 3.0, "gamma0": 0.5}],
+           "amigo": [{"batch_size": 2, "inner_steps": 3, "v_steps": 2}, {"batch_size": 2, "inner_steps": 3,
+                                                                          "v_steps": 2, "eta": 0.05, "alpha": 0.2}],
+           "stocbio": [{"batch_size": 2, "inner_steps": 2, "neumann_terms": 3},
+                       {"batch_size": 2, "inner_steps": 2, "neumann_terms": 3, "gamma": 0.05}],
+           "aid_fp": [{"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False},
+                      {"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False, "eta": 0.2}],
+           "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,
+                                                                           "cg_steps": 3, "alpha": 0.05}]}
 SEEDS = [0, 7, 123]
 
 
@@ -31,8 +39,9 @@ def close(a, b):
 @pytest.mark.parametrize("algorithm", sorted(CONFIGS))
 @pytest.mark.parametrize("engine", ["per_run", "stacked"])
 def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, algorithm):
-    got = explicit.run(algorithm, finite_sum, CONFIGS[algorithm], ITERATIONS, N_EVALS, engine=engine, seeds=SEEDS)
-    for k, (config, seed) in enumerate(zip(CONFIGS[algorithm], SEEDS)):
+    seeds = SEEDS[:len(CONFIGS[algorithm])]
+    got = explicit.run(algorithm, finite_sum, CONFIGS[algorithm], ITERATIONS, N_EVALS, engine=engine, seeds=seeds)
+    for k, (config, seed) in enumerate(zip(CONFIGS[algorithm], seeds)):
         run = Run(algorithm, finite_sum, config, seed, {"iterations": ITERATIONS}, N_EVALS)
         theirs = list(run.records())
         mine = [r for j, r in got.records() if j == k]
@@ -48,8 +57,8 @@ def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, al
 def test_the_minibatches_matter_and_follow_the_seed(finite_sum, algorithm):
     configs = CONFIGS[algorithm]
     full = explicit.run(algorithm, finite_sum, [{**c, "batch_size": None} for c in configs], ITERATIONS, N_EVALS)
-    drawn = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=SEEDS)
-    other = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=[1, 2, 3])
+    drawn = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=SEEDS[:len(configs)])
+    other = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=[1, 2, 3][:len(configs)])
     assert np.all(np.abs(drawn.values["F"][-1] - full.values["F"][-1]) > 1e-6)
     assert np.all(np.abs(drawn.values["F"][-1] - other.values["F"][-1]) > 1e-6)
     run = list(Run(algorithm, finite_sum, {**configs[0], "batch_size": None}, 0, {"iterations": ITERATIONS},
@@ -59,11 +68,13 @@ def test_the_minibatches_matter_and_follow_the_seed(finite_sum, algorithm):
 
 
 @needs_jax
-def test_jax_draws_its_own_minibatches_deterministically_per_seed(finite_sum):
-    configs = CONFIGS["soba"]
-    first = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
-    again = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
-    numpy = explicit.run("soba", finite_sum, configs, ITERATIONS, N_EVALS, seeds=SEEDS)
+@pytest.mark.parametrize("algorithm", ["soba", "stocbio", "aid_cg"])
+def test_jax_draws_its_own_minibatches_deterministically_per_seed(finite_sum, algorithm):
+    configs, seeds = CONFIGS[algorithm], SEEDS[:len(CONFIGS[algorithm])]
+    first = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=seeds)
+    again = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=seeds)
+    numpy = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, seeds=seeds)
     np.testing.assert_array_equal(first.values["F"], again.values["F"])
     assert np.all(np.isfinite(first.values["F"])) and not np.allclose(first.values["F"], numpy.values["F"])
-    assert first.values["F"][-1].max() < first.values["F"][0].min()  # it optimises, as the NumPy runs do
+    if algorithm == "soba":  # it optimises, as the NumPy runs do (StocBiO's and AID-CG's 2-of-6 minibatches are
+        assert first.values["F"][-1].max() < first.values["F"][0].min()  # noisy enough to rise, on NumPy too)

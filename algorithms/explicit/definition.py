@@ -165,18 +165,19 @@ def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: A
          reverse: bool = False) -> tuple[Any, Any]:
     """`lax.scan`'s contract on either namespace: (final carry, the outputs stacked on a new first axis).
 
-    `body(carry, x) -> (carry, out)` over the leading axis of `xs` (or `length` times with x None), from the
-    end when `reverse` (the outputs still in the order of `xs`). A tape of iterates (ITD's reverse pass) is
+    `body(carry, x) -> (carry, out)` over the leading axis of `xs` (a tuple of arrays: x a tuple of their rows; or
+    `length` times with x None), from the end when `reverse` (the outputs still in the order of `xs`). A tape of iterates (ITD's reverse pass) is
     kept this way: on NumPy a stack of the per-step arrays, under JAX one preallocated buffer."""
     if getattr(xp, "__name__", "").startswith("jax"):
         import jax
 
         return jax.lax.scan(body, carry, xs, length=length, reverse=reverse)
-    n = len(xs) if xs is not None else int(length or 0)
+    n = int(length or 0) if xs is None else len(xs[0]) if isinstance(xs, tuple) else len(xs)
     order = range(n - 1, -1, -1) if reverse else range(n)
     outs: list[Any] = [None] * n
     for i in order:
-        carry, outs[i] = body(carry, None if xs is None else xs[i])
+        x = None if xs is None else tuple(a[i] for a in xs) if isinstance(xs, tuple) else xs[i]
+        carry, outs[i] = body(carry, x)
     stacked = None if n == 0 or outs[0] is None else np.stack(outs)
     return carry, stacked
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import Definition, decaying, define, repeat, scan
-from algorithms.explicit.minibatch import at, chunks, drawing, minibatched
+from algorithms.explicit.definition import Definition, decaying, define, repeat
+from algorithms.explicit.minibatch import at, chunks, drawing, loop, minibatched
 from problems.pure import pure_minibatched
 
 
@@ -48,14 +48,6 @@ def _eta(hyper: Any) -> Any:
 def steps(state: DoubleLoopState, hyper: Any) -> tuple[Any, Any]:
     """(α_t, γ_t)."""
     return decaying(hyper.alpha, hyper.alpha_decay, state.t), decaying(hyper.gamma, hyper.gamma_decay, state.t)
-
-
-def loop(n: int, body: Callable[[Any, Any], Any], carry: Any, batches: Any, xp: Any) -> Any:
-    """`body(carry, minibatch)` n times: on the full batch (`batches` None, `repeat`), or once per minibatch of
-    `batches` in turn (`scan`)."""
-    if batches is None:
-        return repeat(n, lambda c: body(c, None), carry, xp)
-    return scan(lambda c, idx: (body(c, idx), None), carry, batches, xp)[0]
 
 
 def double_loop(solve: Solve, solve_batches: Callable[[AlgorithmConfig], int]) -> Callable[..., DoubleLoopState]:

@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import draw_integers
+from collections.abc import Callable
+
+from algorithms.explicit.definition import draw_integers, repeat, scan
 
 
 class Values(NamedTuple):
@@ -67,3 +69,11 @@ def values(oracles: Any, x: Any, y: Any, v: Any, key: Any, config: AlgorithmConf
     return key, Values(oracles.grad_y_g_samples(x, y, idx_g).mean(axis=-2),
                        oracles.hvp_yy_g_samples(x, y, v, idx_g).mean(axis=-2),
                        oracles.cross_xy_g_samples(x, y, v, idx_g).mean(axis=-2), gx.mean(axis=-2), gy.mean(axis=-2))
+
+
+def loop(n: int, body: Callable[[Any, Any], Any], carry: Any, batches: Any, xp: Any) -> Any:
+    """`body(carry, minibatch)` n times: on the full batch (`batches` None, `repeat`), or once per minibatch of
+    `batches` in turn (`scan`)."""
+    if batches is None:
+        return repeat(n, lambda c: body(c, None), carry, xp)
+    return scan(lambda c, idx: (body(c, idx), None), carry, batches, xp)[0]

@@ -1,4 +1,4 @@
-"""SOBA, S-TFBO and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
+"""SOBA, S-TFBO, ITD and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
 from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
@@ -21,6 +21,8 @@ CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size":
                        {"batch_size": 2, "inner_steps": 2, "neumann_terms": 3, "gamma": 0.05}],
            "aid_fp": [{"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False},
                       {"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False, "eta": 0.2}],
+           "itd": [{"batch_size": 2, "inner_steps": 4, "truncate": 2},  # two steps untaped, two taped
+                   {"batch_size": 2, "inner_steps": 4, "truncate": 2, "alpha": 0.2, "gamma": 0.05}],
            "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,
                                                                            "cg_steps": 3, "alpha": 0.05}]}
 SEEDS = [0, 7, 123]
@@ -39,9 +41,19 @@ def close(a, b):
 @pytest.mark.parametrize("algorithm", sorted(CONFIGS))
 @pytest.mark.parametrize("engine", ["per_run", "stacked"])
 def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, algorithm):
-    seeds = SEEDS[:len(CONFIGS[algorithm])]
-    got = explicit.run(algorithm, finite_sum, CONFIGS[algorithm], ITERATIONS, N_EVALS, engine=engine, seeds=seeds)
-    for k, (config, seed) in enumerate(zip(CONFIGS[algorithm], seeds)):
+    check_equal(finite_sum, algorithm, CONFIGS[algorithm], engine)
+
+
+@pytest.mark.parametrize("variant", [{"truncate": None}, {"warm_start": False}])
+def test_itd_taping_every_step_or_cold_started_equals_the_run_loop(finite_sum, variant):
+    check_equal(finite_sum, "itd", [{**c, **variant} for c in CONFIGS["itd"]], "stacked")
+
+
+def check_equal(finite_sum, algorithm, configs, engine):
+    """Each run's records (every number, to RTOL) and final x equal the run loop's for its seed."""
+    seeds = SEEDS[:len(configs)]
+    got = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, engine=engine, seeds=seeds)
+    for k, (config, seed) in enumerate(zip(configs, seeds)):
         run = Run(algorithm, finite_sum, config, seed, {"iterations": ITERATIONS}, N_EVALS)
         theirs = list(run.records())
         mine = [r for j, r in got.records() if j == k]
@@ -68,7 +80,7 @@ def test_the_minibatches_matter_and_follow_the_seed(finite_sum, algorithm):
 
 
 @needs_jax
-@pytest.mark.parametrize("algorithm", ["soba", "stocbio", "aid_cg"])
+@pytest.mark.parametrize("algorithm", ["soba", "stocbio", "aid_cg", "itd"])
 def test_jax_draws_its_own_minibatches_deterministically_per_seed(finite_sum, algorithm):
     configs, seeds = CONFIGS[algorithm], SEEDS[:len(CONFIGS[algorithm])]
     first = explicit.run(algorithm, finite_sum, configs, ITERATIONS, N_EVALS, engine="jax", seeds=seeds)

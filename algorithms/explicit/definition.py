@@ -166,7 +166,8 @@ def scan(body: Callable[[Any, Any], tuple[Any, Any]], carry: Any, xs: Any, xp: A
     """`lax.scan`'s contract on either namespace: (final carry, the outputs stacked on a new first axis).
 
     `body(carry, x) -> (carry, out)` over the leading axis of `xs` (a tuple of arrays: x a tuple of their rows; or
-    `length` times with x None), from the end when `reverse` (the outputs still in the order of `xs`). A tape of iterates (ITD's reverse pass) is
+    `length` times with x None), from the end when `reverse` (the outputs still in the order of `xs`). A tape of
+    iterates (ITD's reverse pass) is
     kept this way: on NumPy a stack of the per-step arrays, under JAX one preallocated buffer."""
     if getattr(xp, "__name__", "").startswith("jax"):
         import jax

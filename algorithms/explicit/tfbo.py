@@ -7,15 +7,17 @@ starting at α0, β0, γ0): β ← √(β² + ‖∇y g‖²), γ ← √(γ² +
 `batch_size` on a finite sum, g's oracles at one minibatch and f's at another (algorithms/explicit/minibatch.py).
 D-TFBO (`algorithms.tfbo.DTFBO`, `sub_loops: fixed`): y_steps adaptive steps on y (z −= (η_y/s)∇, s² += ‖∇‖²
 from s = β0), then v_steps on v for Hv − ∇y f (from γ0), then α ← √(α² + ‖h‖²), x −= (η_x/α) h. Its
-tolerance sub-loops (a loop length per run, decided by the data) cannot stack, as in algorithms.batched.
+tolerance sub-loops (a loop length per run, decided by the data) cannot stack, as in algorithms.batched. With a
+`batch_size` on a finite sum, D-TFBO's minibatches (each y step's, f's, each v step's, J v's) are drawn together
+in that order, as the per-run D-TFBO draws them.
 """
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.definition import Definition, define, number, repeat
-from algorithms.explicit.minibatch import drawing, values
+from algorithms.explicit.definition import Definition, define, number
+from algorithms.explicit.minibatch import at, chunks, drawing, loop, minibatched, values
 from problems.pure import pure_minibatched
 
 
@@ -64,29 +66,37 @@ def diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp: Any) 
 STFBO = define(Definition("stfbo", init, step, diagnostics, oracles_of=pure_minibatched, draws=drawing))
 
 
-def adaptive_loop(grad: Any, z: Any, s0: Any, eta: Any, steps: int, xp: Any) -> tuple[Any, Any]:
-    """`steps` steps z −= (η/s) ∇(z) with s ← √(s² + ‖∇(z)‖²) first, from s = s0: (z, s)."""
+def adaptive_loop(grad: Any, z: Any, s0: Any, eta: Any, steps: int, xp: Any,
+                  batches: Any = None) -> tuple[Any, Any]:
+    """`steps` steps z −= (η/s) ∇(z) with s ← √(s² + ‖∇(z)‖²) first, from s = s0: (z, s); `grad(z, minibatch)`,
+    each step on its own minibatch of `batches` (None: the full batch)."""
 
-    def one(carry: tuple[Any, Any]) -> tuple[Any, Any]:
+    def one(carry: tuple[Any, Any], idx: Any) -> tuple[Any, Any]:
         z, s = carry
-        g = grad(z)
+        g = grad(z, idx)
         s = _accumulate(s, g, xp)
         return z - (eta / s) * g, s
 
-    return repeat(steps, one, (z, s0 * xp.ones(1)), xp)
+    return loop(steps, one, (z, s0 * xp.ones(1)), batches, xp)
 
 
 def dtfbo_step(state: TFBOState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> TFBOState:
-    x = state.x
+    x, key, o = state.x, state.key, oracles
     eta_x, eta_y, eta_v = (number(f"eta_{n}", hyper, config) for n in "xyv")
-    y, beta = adaptive_loop(lambda y: oracles.grad_y_g(x, y), state.y, hyper.beta0, eta_y, config.y_steps, xp)
-    grad_y_f = oracles.grad_y_f(x, y)
-    v, gamma = adaptive_loop(lambda v: oracles.hvp_yy_g(x, y, v) - grad_y_f, state.v, hyper.gamma0, eta_v,
-                             config.v_steps, xp)
-    hypergrad = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
+    ys = f_idx = vs = j_idx = None
+    if minibatched(o, config):  # the y loop's minibatches, f's, the v loop's, J v's, drawn together
+        ny, nv = config.y_steps, config.v_steps
+        key, drawn = chunks(o, key, config, ny + nv + 2, xp)
+        ys, f_idx, vs, j_idx = drawn[:ny], drawn[ny], drawn[ny + 1:ny + 1 + nv], drawn[ny + 1 + nv]
+    y, beta = adaptive_loop(lambda y, i: at(o, "grad_y_g", i, x, y), state.y, hyper.beta0, eta_y, config.y_steps,
+                            xp, ys)
+    grad_x_f, grad_y_f = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
+        tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+    v, gamma = adaptive_loop(lambda v, i: at(o, "hvp_yy_g", i, x, y, v) - grad_y_f, state.v, hyper.gamma0, eta_v,
+                             config.v_steps, xp, vs)
+    hypergrad = grad_x_f - at(o, "cross_xy_g", j_idx, x, y, v)
     alpha = _accumulate(state.alpha, hypergrad, xp)
-    return TFBOState(oracles.project_x(x - (eta_x / alpha) * hypergrad), y, v, alpha, beta, gamma, state.t + 1,
-                     state.key)
+    return TFBOState(o.project_x(x - (eta_x / alpha) * hypergrad), y, v, alpha, beta, gamma, state.t + 1, key)
 
 
 def dtfbo_diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
@@ -98,4 +108,4 @@ def dtfbo_diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp:
             "y_cap_hits": zero, "v_cap_hits": zero}
 
 
-DTFBO = define(Definition("dtfbo", init, dtfbo_step, dtfbo_diagnostics))
+DTFBO = define(Definition("dtfbo", init, dtfbo_step, dtfbo_diagnostics, oracles_of=pure_minibatched, draws=drawing))

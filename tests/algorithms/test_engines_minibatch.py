@@ -1,5 +1,5 @@
-"""SOBA, S-TFBO, ITD and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite sum on the explicit engines: per run and stacked draw each run's minibatches
-from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
+"""SOBA, S-TFBO, D-TFBO, ITD and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite
+sum on the explicit engines: per run and stacked draw each run's minibatches from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
 import numpy as np
@@ -21,6 +21,8 @@ CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size":
                        {"batch_size": 2, "inner_steps": 2, "neumann_terms": 3, "gamma": 0.05}],
            "aid_fp": [{"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False},
                       {"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False, "eta": 0.2}],
+           "dtfbo": [{"batch_size": 2, "sub_loops": "fixed", "y_steps": 3, "v_steps": 2},
+                     {"batch_size": 2, "sub_loops": "fixed", "y_steps": 3, "v_steps": 2, "beta0": 2.0}],
            "itd": [{"batch_size": 2, "inner_steps": 4, "truncate": 2},  # two steps untaped, two taped
                    {"batch_size": 2, "inner_steps": 4, "truncate": 2, "alpha": 0.2, "gamma": 0.05}],
            "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,

@@ -3,7 +3,9 @@
 The recursion of `algorithms.neumann_sa.TTSA` with `hia_mode: expected`: y ← y − α_t ∇y g(x, y); at the new
 y, v = η Σ_{j=0}^{N−1} (I − ηH)^j ∇y f (the HIA's mean over its length p, N − 1 HVPs);
 x ← Proj_X(x − γ_t (∇x f − J v)). The sampled mode draws p per run and iteration from the run's generator:
-the explicit engines carry no such stream yet, so they refuse it (it runs per run and in `run_batched`).
+the explicit engines carry no such stream yet, so they refuse it (it runs per run and in `run_batched`). With a
+`batch_size` on a finite sum, y's and f's minibatches, the N − 1 factors' and the cross term's (or y's again with
+`reuse_y_batch`) are drawn together in that order, as the per-run TTSA draws them (algorithms/explicit/minibatch.py).
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any, NamedTuple
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, decaying, define
 from algorithms.explicit.double_loop import neumann_sum
+from algorithms.explicit.minibatch import at, chunks, drawing, minibatched
+from problems.pure import pure_minibatched
 
 
 class TTSAState(NamedTuple):
@@ -35,13 +39,21 @@ def steps(state: TTSAState, hyper: Any) -> tuple[Any, Any]:
 
 
 def step(state: TTSAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> TTSAState:
-    x = state.x
+    x, key, o, factors = state.x, state.key, oracles, config.hia_terms - 1
     alpha, gamma = steps(state, hyper)
-    y = state.y - alpha * oracles.grad_y_g(x, state.y)
-    v = neumann_sum(lambda u, _: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), hyper.eta, config.hia_terms - 1, xp)
-    hypergrad = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
-    length = xp.zeros_like(state.hia_length) + (config.hia_terms - 1)
-    return TTSAState(oracles.project_x(x - gamma * hypergrad), y, length, state.t + 1, state.key)
+    y_idx = f_idx = hvps = c_idx = None
+    if minibatched(o, config):  # y's and f's minibatches, the HIA's factors', the cross term's, drawn together
+        fresh = 0 if config.reuse_y_batch else 1
+        key, drawn = chunks(o, key, config, 2 + factors + fresh, xp)
+        y_idx, f_idx, hvps = drawn[0], drawn[1], drawn[2:2 + factors]
+        c_idx = y_idx if config.reuse_y_batch else drawn[2 + factors]
+    y = state.y - alpha * at(o, "grad_y_g", y_idx, x, state.y)
+    grad_x_f, grad_y_f = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
+        tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+    v = neumann_sum(lambda u, i: at(o, "hvp_yy_g", i, x, y, u), grad_y_f, hyper.eta, factors, xp, hvps)
+    hypergrad = grad_x_f - at(o, "cross_xy_g", c_idx, x, y, v)
+    length = xp.zeros_like(state.hia_length) + factors
+    return TTSAState(o.project_x(x - gamma * hypergrad), y, length, state.t + 1, key)
 
 
 def diagnostics(state: TTSAState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
@@ -57,4 +69,5 @@ def refuses(config: AlgorithmConfig) -> str | None:
     return None
 
 
-TTSA = define(Definition("ttsa", init, step, diagnostics, refuses=refuses))
+TTSA = define(Definition("ttsa", init, step, diagnostics, refuses=refuses, oracles_of=pure_minibatched,
+                         draws=drawing))

@@ -1,4 +1,4 @@
-"""SOBA, S-TFBO, D-TFBO, ITD and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite
+"""SOBA, S-TFBO, D-TFBO, ITD, TTSA and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite
 sum on the explicit engines: per run and stacked draw each run's minibatches from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
@@ -23,6 +23,8 @@ CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size":
                       {"batch_size": 2, "inner_steps": 2, "fp_steps": 3, "warm_start": False, "eta": 0.2}],
            "dtfbo": [{"batch_size": 2, "sub_loops": "fixed", "y_steps": 3, "v_steps": 2},
                      {"batch_size": 2, "sub_loops": "fixed", "y_steps": 3, "v_steps": 2, "beta0": 2.0}],
+           "ttsa": [{"batch_size": 2, "hia_mode": "expected", "hia_terms": 4},
+                    {"batch_size": 2, "hia_mode": "expected", "hia_terms": 4, "eta": 0.2, "alpha": 0.05}],
            "itd": [{"batch_size": 2, "inner_steps": 4, "truncate": 2},  # two steps untaped, two taped
                    {"batch_size": 2, "inner_steps": 4, "truncate": 2, "alpha": 0.2, "gamma": 0.05}],
            "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,
@@ -46,9 +48,11 @@ def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, al
     check_equal(finite_sum, algorithm, CONFIGS[algorithm], engine)
 
 
-@pytest.mark.parametrize("variant", [{"truncate": None}, {"warm_start": False}])
-def test_itd_taping_every_step_or_cold_started_equals_the_run_loop(finite_sum, variant):
-    check_equal(finite_sum, "itd", [{**c, **variant} for c in CONFIGS["itd"]], "stacked")
+@pytest.mark.parametrize("algorithm, variant", [("itd", {"truncate": None}), ("itd", {"warm_start": False}),
+                                                ("ttsa", {"reuse_y_batch": True}), ("ttsa", {"hia_terms": 1})])
+def test_the_other_draw_orders_equal_the_run_loop(finite_sum, algorithm, variant):
+    """ITD taping every step or cold-started; TTSA's cross term on y's minibatch, or an HIA of no factor."""
+    check_equal(finite_sum, algorithm, [{**c, **variant} for c in CONFIGS[algorithm]], "stacked")
 
 
 def check_equal(finite_sum, algorithm, configs, engine):

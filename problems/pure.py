@@ -311,6 +311,16 @@ class PureFiniteSum(NamedTuple):
         gy = self.p0 * r[..., None, :] + _combined(_rank_products(r, S), S)
         return self.full.grad_x_f(x, y)[..., None, :], gy
 
+    def g_samples(self, x: Any, y: Any, idx: Any = None) -> Any:
+        """g_i = ½μ₀‖y‖² + ½‖U_i y‖² − (U_i y)·(V_i x) + a_i·y per sample, (..., n, 1)."""
+        uy, vx = _rank_products(y, _picked(self.U, idx)), _rank_products(x, _picked(self.V, idx))
+        per = 0.5 * (uy * uy).sum(-1) - (uy * vx).sum(-1) + (_picked(self.a_i, idx) * y[..., None, :]).sum(-1)
+        return (0.5 * self.mu0 * (y * y).sum(-1, keepdims=True) + per)[..., None]
+
+    def grad_x_g_samples(self, x: Any, y: Any, idx: Any = None) -> Any:
+        """∇x g_i = −V_iᵀU_i y per sample: g is bilinear in (x, y), so ∇x g_i = ∇²xy g_i · y."""
+        return self.cross_xy_g_samples(x, y, y, idx)
+
 
 def _picked(rows: Any, idx: Any) -> Any:
     """The samples `idx` of a per-sample array (all of them when idx is None)."""

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, decaying, define, repeat
-from algorithms.explicit.minibatch import at, chunks, drawing, loop, minibatched
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, loop, minibatched
 from problems.pure import pure_minibatched
 
 
@@ -63,8 +63,7 @@ def double_loop(solve: Solve, solve_batches: Callable[[AlgorithmConfig], int]) -
             inner, f_idx, solving, j_idx = drawn[:t], drawn[t], drawn[t + 1:t + 1 + k], drawn[t + 1 + k]
         y = loop(config.inner_steps, lambda y, i: y - alpha * at(o, "grad_y_g", i, x, y),
                  state.y, inner, xp)
-        gx, gy = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
-            tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+        gx, gy = grad_f_at(o, f_idx, x, y)
         v = solve(lambda u, i: at(o, "hvp_yy_g", i, x, y, u), gy, state.v, _eta(hyper), config,
                   solving, xp)
         hypergrad = gx - at(o, "cross_xy_g", j_idx, x, y, v)

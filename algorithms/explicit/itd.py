@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, define, scan
 from algorithms.explicit.double_loop import diagnostics, steps
-from algorithms.explicit.minibatch import at, chunks, drawing, loop, minibatched
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, loop, minibatched
 from problems.pure import pure_minibatched
 
 
@@ -56,8 +56,7 @@ def step(state: ITDState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp:
         (d, a), (y_k, i) = carry, (taped if late is not None else (taped, None))
         return (d - alpha * at(o, "cross_xy_g", i, x, y_k, a), a - alpha * at(o, "hvp_yy_g", i, x, y_k, a)), None
 
-    grad_x_f, grad_y_f = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
-        tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+    grad_x_f, grad_y_f = grad_f_at(o, f_idx, x, y)
     (d, _), _ = scan(backward, (xp.zeros_like(grad_x_f), grad_y_f), tape if late is None else (tape, late), xp,
                      reverse=True)
     return ITDState(o.project_x(x - gamma * (grad_x_f + d)), y, state.v, state.y_start, state.t + 1, key)

@@ -49,6 +49,14 @@ def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any)
     return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, b)), -2, 0)
 
 
+def grad_f_at(oracles: Any, idx: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    """(∇x f, ∇y f) at f's minibatch `idx` (means of the per-sample terms), or the full batch when idx is None."""
+    if idx is None:
+        return oracles.grad_x_f(x, y), oracles.grad_y_f(x, y)
+    gx, gy = oracles.grad_f_samples(x, y, idx)
+    return gx.mean(axis=-2), gy.mean(axis=-2)
+
+
 def at(oracles: Any, name: str, idx: Any, *args: Any) -> Any:
     """Oracle `name` at a minibatch: the mean of its per-sample terms (`<name>_samples`) at `idx`, or the full
     batch when idx is None."""
@@ -65,10 +73,8 @@ def values(oracles: Any, x: Any, y: Any, v: Any, key: Any, config: AlgorithmConf
                            oracles.grad_x_f(x, y), oracles.grad_y_f(x, y))
     key, idx = draw_integers(key, oracles.sample_counts()[0], 2 * b, xp)
     idx_g, idx_f = idx[..., :b], idx[..., b:]
-    gx, gy = oracles.grad_f_samples(x, y, idx_f)
-    return key, Values(oracles.grad_y_g_samples(x, y, idx_g).mean(axis=-2),
-                       oracles.hvp_yy_g_samples(x, y, v, idx_g).mean(axis=-2),
-                       oracles.cross_xy_g_samples(x, y, v, idx_g).mean(axis=-2), gx.mean(axis=-2), gy.mean(axis=-2))
+    return key, Values(at(oracles, "grad_y_g", idx_g, x, y), at(oracles, "hvp_yy_g", idx_g, x, y, v),
+                       at(oracles, "cross_xy_g", idx_g, x, y, v), *grad_f_at(oracles, idx_f, x, y))
 
 
 def loop(n: int, body: Callable[[Any, Any], Any], carry: Any, batches: Any, xp: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, define, number
-from algorithms.explicit.minibatch import at, chunks, drawing, loop, minibatched, values
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, loop, minibatched, values
 from problems.pure import pure_minibatched
 
 
@@ -90,8 +90,7 @@ def dtfbo_step(state: TFBOState, oracles: Any, hyper: Any, config: AlgorithmConf
         ys, f_idx, vs, j_idx = drawn[:ny], drawn[ny], drawn[ny + 1:ny + 1 + nv], drawn[ny + 1 + nv]
     y, beta = adaptive_loop(lambda y, i: at(o, "grad_y_g", i, x, y), state.y, hyper.beta0, eta_y, config.y_steps,
                             xp, ys)
-    grad_x_f, grad_y_f = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
-        tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+    grad_x_f, grad_y_f = grad_f_at(o, f_idx, x, y)
     v, gamma = adaptive_loop(lambda v, i: at(o, "hvp_yy_g", i, x, y, v) - grad_y_f, state.v, hyper.gamma0, eta_v,
                              config.v_steps, xp, vs)
     hypergrad = grad_x_f - at(o, "cross_xy_g", j_idx, x, y, v)

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, decaying, define
 from algorithms.explicit.double_loop import neumann_sum
-from algorithms.explicit.minibatch import at, chunks, drawing, minibatched
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, minibatched
 from problems.pure import pure_minibatched
 
 
@@ -48,8 +48,7 @@ def step(state: TTSAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
         y_idx, f_idx, hvps = drawn[0], drawn[1], drawn[2:2 + factors]
         c_idx = y_idx if config.reuse_y_batch else drawn[2 + factors]
     y = state.y - alpha * at(o, "grad_y_g", y_idx, x, state.y)
-    grad_x_f, grad_y_f = (o.grad_x_f(x, y), o.grad_y_f(x, y)) if f_idx is None else \
-        tuple(g.mean(axis=-2) for g in o.grad_f_samples(x, y, f_idx))
+    grad_x_f, grad_y_f = grad_f_at(o, f_idx, x, y)
     v = neumann_sum(lambda u, i: at(o, "hvp_yy_g", i, x, y, u), grad_y_f, hyper.eta, factors, xp, hvps)
     hypergrad = grad_x_f - at(o, "cross_xy_g", c_idx, x, y, v)
     length = xp.zeros_like(state.hia_length) + factors

@@ -1,4 +1,4 @@
-"""SOBA, S-TFBO, D-TFBO, ITD, TTSA and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite
+"""SOBA, S-TFBO, D-TFBO, ITD, TTSA, BOME and the double loops (AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite
 sum on the explicit engines: per run and stacked draw each run's minibatches from the generator `algorithms.run` gives it, so their records equal the run loop's (to rounding: the minibatch
 oracles are means of per-sample terms, the problem's own are sums divided once); the JAX engine draws from its
 own keys (deterministic per seed, other samples)."""
@@ -8,6 +8,7 @@ import pytest
 import problems
 from algorithms import explicit
 from algorithms.run import Run
+from problems.pure import pure_finite_sum
 from tests.algorithms.test_engines import NOT_NUMBERS, needs_jax
 
 ITERATIONS, N_EVALS, RTOL = 120, 6, 1e-10
@@ -25,6 +26,7 @@ CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size":
                      {"batch_size": 2, "sub_loops": "fixed", "y_steps": 3, "v_steps": 2, "beta0": 2.0}],
            "ttsa": [{"batch_size": 2, "hia_mode": "expected", "hia_terms": 4},
                     {"batch_size": 2, "hia_mode": "expected", "hia_terms": 4, "eta": 0.2, "alpha": 0.05}],
+           "bome": [{"batch_size": 2, "T": 3}, {"batch_size": 2, "T": 3, "xi": 0.05, "alpha": 0.2}],
            "itd": [{"batch_size": 2, "inner_steps": 4, "truncate": 2},  # two steps untaped, two taped
                    {"batch_size": 2, "inner_steps": 4, "truncate": 2, "alpha": 0.2, "gamma": 0.05}],
            "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,
@@ -49,9 +51,11 @@ def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, al
 
 
 @pytest.mark.parametrize("algorithm, variant", [("itd", {"truncate": None}), ("itd", {"warm_start": False}),
-                                                ("ttsa", {"reuse_y_batch": True}), ("ttsa", {"hia_terms": 1})])
+                                                ("ttsa", {"reuse_y_batch": True}), ("ttsa", {"hia_terms": 1}),
+                                                ("bome", {"phi": "value"}), ("bome", {"track_q": True})])
 def test_the_other_draw_orders_equal_the_run_loop(finite_sum, algorithm, variant):
-    """ITD taping every step or cold-started; TTSA's cross term on y's minibatch, or an HIA of no factor."""
+    """ITD taping every step or cold-started; TTSA's cross term on y's minibatch, or an HIA of no factor; BOME's
+    φ = η q̂ (the minibatch's g at y and ŷ), or q̂ recorded."""
     check_equal(finite_sum, algorithm, [{**c, **variant} for c in CONFIGS[algorithm]], "stacked")
 
 
@@ -96,3 +100,19 @@ def test_jax_draws_its_own_minibatches_deterministically_per_seed(finite_sum, al
     assert np.all(np.isfinite(first.values["F"])) and not np.allclose(first.values["F"], numpy.values["F"])
     if algorithm == "soba":  # it optimises, as the NumPy runs do (StocBiO's and AID-CG's 2-of-6 minibatches are
         assert first.values["F"][-1].max() < first.values["F"][0].min()  # noisy enough to rise, on NumPy too)
+
+
+def test_the_per_sample_g_and_its_x_gradient_are_the_problems_and_its_derivative(finite_sum):
+    q = pure_finite_sum(finite_sum)
+    rng = np.random.default_rng(5)
+    x, y, idx = rng.standard_normal(4), rng.standard_normal(5), np.array([0, 3, 3, 5])
+    assert q.g_samples(x, y, idx).mean(axis=-2)[0] == pytest.approx(finite_sum.g(x, y, idx), rel=1e-13)
+    np.testing.assert_allclose(q.grad_x_g_samples(x, y, idx).mean(axis=-2), finite_sum.grad_g(x, y, idx)[0],
+                               rtol=1e-13)
+    h = 1e-5  # g_i is quadratic: central differences are exact to rounding
+    for i in range(len(idx)):
+        for j, e in enumerate(np.eye(4)):
+            fd = (q.g_samples(x + h * e, y, idx)[i, 0] - q.g_samples(x - h * e, y, idx)[i, 0]) / (2 * h)
+            assert fd == pytest.approx(q.grad_x_g_samples(x, y, idx)[i, j], abs=1e-8)
+        np.testing.assert_allclose([(q.g_samples(x, y + h * e, idx)[i, 0] - q.g_samples(x, y - h * e, idx)[i, 0])
+                                    / (2 * h) for e in np.eye(5)], q.grad_y_g_samples(x, y, idx)[i], atol=1e-8)

@@ -6,7 +6,9 @@ The recursion of `algorithms.recursive_momentum.FSLA`: y⁺ = y − α_t ∇y g(
 first step or where ρ_t = 1 (selected per run with `xp.where`, the other branch computed and dropped);
 x⁺ = x − γ_t d. MRBO (`algorithms.recursive_momentum.MRBO`): u = ∇y g + (1 − ρ_t)(u − ∇y g(x_prev, y_prev)),
 w = ∇̂Φ + (1 − ρ_t)(w − ∇̂Φ(x_prev, y_prev)) with ∇̂Φ the Neumann hypergradient (Q HVPs), the plain estimates
-likewise at the first step or where ρ_t = 1; y⁺ = y − α_t u, x⁺ = x − γ_t w. Full batch only for now.
+likewise at the first step or where ρ_t = 1; y⁺ = y − α_t u, x⁺ = x − γ_t w. With a `batch_size` on a finite
+sum, each step's minibatches are drawn together in the per-run algorithm's order, those of the direction (FSLA) or
+of both estimates (MRBO) shared by the current and the previous point (algorithms/explicit/minibatch.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from typing import Any, NamedTuple
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, decaying, define, number
 from algorithms.explicit.double_loop import neumann
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, minibatched
+from problems.pure import pure_minibatched
 
 
 class FSLAState(NamedTuple):
@@ -42,15 +46,22 @@ def steps(state: FSLAState, hyper: Any, config: AlgorithmConfig) -> tuple[Any, A
 
 
 def step(state: FSLAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> FSLAState:
-    x, y_prev, v_prev = state.x, state.y, state.v
+    x, y_prev, v_prev, key, o = state.x, state.y, state.v, state.key, oracles
     alpha, gamma, rho = steps(state, hyper, config)
-    y = y_prev - alpha * oracles.grad_y_g(x, y_prev)
-    v = v_prev - alpha * (oracles.hvp_yy_g(x, y, v_prev) - oracles.grad_y_f(x, y))
-    new = oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
-    old = oracles.grad_x_f(state.x_prev, y_prev) - oracles.cross_xy_g(state.x_prev, y_prev, v_prev)
+    b_y = b_hvp = b_f = s_f = s_g = None
+    if minibatched(o, config):  # y's, the HVP's, ∇y f's, then (f's, g's) shared by both points: drawn together
+        key, drawn = chunks(o, key, config, 5, xp)
+        b_y, b_hvp, b_f, s_f, s_g = (drawn[k] for k in range(5))
+    y = y_prev - alpha * at(o, "grad_y_g", b_y, x, y_prev)
+    v = v_prev - alpha * (at(o, "hvp_yy_g", b_hvp, x, y, v_prev) - grad_f_at(o, b_f, x, y)[1])
+
+    def direction(x: Any, y: Any, v: Any) -> Any:  # G(x, y, v) = ∇x f − ∇²xy g · v on (f's, g's) minibatches
+        return grad_f_at(o, s_f, x, y)[0] - at(o, "cross_xy_g", s_g, x, y, v)
+
+    new, old = direction(x, y, v), direction(state.x_prev, y_prev, v_prev)
     plain = (state.t == 0) | (rho == 1.0)
     d = xp.where(plain, new, new + (1.0 - rho) * (state.d - old))
-    return FSLAState(oracles.project_x(x - gamma * d), y, v, d, x, state.t + 1, state.key)
+    return FSLAState(o.project_x(x - gamma * d), y, v, d, x, state.t + 1, key)
 
 
 def diagnostics(state: FSLAState, hyper: Any, config: AlgorithmConfig, xp: Any) -> dict[str, Any]:
@@ -69,7 +80,8 @@ def refuses(config: AlgorithmConfig) -> str | None:
     return None
 
 
-FSLA = define(Definition("fsla", init, step, diagnostics, refuses=refuses))
+FSLA = define(Definition("fsla", init, step, diagnostics, refuses=refuses, oracles_of=pure_minibatched,
+                         draws=drawing))
 
 
 class MRBOState(NamedTuple):
@@ -90,22 +102,32 @@ def mrbo_init(oracles: Any, hyper: Any, config: AlgorithmConfig, key: Any, xp: A
     return MRBOState(x, y, xp.zeros_like(y), xp.zeros_like(x), xp.zeros_like(x), xp.zeros_like(y), xp.zeros(1), key)
 
 
-def neumann_hypergradient(oracles: Any, x: Any, y: Any, eta: Any, config: AlgorithmConfig, xp: Any) -> Any:
-    """∇x f − ∇²xy g · η Σ_{q=0}^{Q} (I − ηH)^q ∇y f at (x, y)."""
-    v = neumann(lambda u, _: oracles.hvp_yy_g(x, y, u), oracles.grad_y_f(x, y), None, eta, config, None, xp)
-    return oracles.grad_x_f(x, y) - oracles.cross_xy_g(x, y, v)
+def neumann_hypergradient(oracles: Any, x: Any, y: Any, eta: Any, config: AlgorithmConfig, xp: Any,
+                          batches: tuple[Any, Any, Any] = (None, None, None)) -> Any:
+    """∇x f − ∇²xy g · η Σ_{q=0}^{Q} (I − ηH)^q ∇y f at (x, y), on (f's, the cross term's, the Q factors')
+    minibatches (None: the full batch)."""
+    b_f, b_cross, factors = batches
+    grad_x_f, grad_y_f = grad_f_at(oracles, b_f, x, y)
+    v = neumann(lambda u, i: at(oracles, "hvp_yy_g", i, x, y, u), grad_y_f, None, eta, config, factors, xp)
+    return grad_x_f - at(oracles, "cross_xy_g", b_cross, x, y, v)
 
 
 def mrbo_step(state: MRBOState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp: Any) -> MRBOState:
-    x, y = state.x, state.y
+    x, y, key, o = state.x, state.y, state.key, oracles
     alpha, gamma, rho = steps(state, hyper, config)
-    grad, hypergrad = oracles.grad_y_g(x, y), neumann_hypergradient(oracles, x, y, hyper.eta, config, xp)
-    old_grad = oracles.grad_y_g(state.x_prev, state.y_prev)
-    old_hypergrad = neumann_hypergradient(oracles, state.x_prev, state.y_prev, hyper.eta, config, xp)
+    b_y, samples = None, (None, None, None)
+    if minibatched(o, config):  # y's, then f's, the cross one and the Q factors', shared by both points
+        key, drawn = chunks(o, key, config, config.neumann_terms + 3, xp)
+        b_y, samples = drawn[0], (drawn[1], drawn[2], drawn[3:])
+    grad = at(o, "grad_y_g", b_y, x, y)
+    hypergrad = neumann_hypergradient(o, x, y, hyper.eta, config, xp, samples)
+    old_grad = at(o, "grad_y_g", b_y, state.x_prev, state.y_prev)
+    old_hypergrad = neumann_hypergradient(o, state.x_prev, state.y_prev, hyper.eta, config, xp, samples)
     plain = (state.t == 0) | (rho == 1.0)
     u = xp.where(plain, grad, grad + (1.0 - rho) * (state.u - old_grad))
     w = xp.where(plain, hypergrad, hypergrad + (1.0 - rho) * (state.w - old_hypergrad))
-    return MRBOState(oracles.project_x(x - gamma * w), y - alpha * u, u, w, x, y, state.t + 1, state.key)
+    return MRBOState(o.project_x(x - gamma * w), y - alpha * u, u, w, x, y, state.t + 1, key)
 
 
-MRBO = define(Definition("mrbo", mrbo_init, mrbo_step, diagnostics, refuses=refuses))
+MRBO = define(Definition("mrbo", mrbo_init, mrbo_step, diagnostics, refuses=refuses, oracles_of=pure_minibatched,
+                         draws=drawing))

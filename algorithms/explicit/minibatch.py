@@ -6,18 +6,17 @@ minibatches drawn together (a double loop's inner steps, f's, its solve's, J v's
 one per leading index, and `at`, an oracle's value at one of them (or the full batch).
 
 Full batch unless the config has a `batch_size` and the oracles are a finite sum's (`pure_finite_sum`, which has
-per-sample oracles): then each step draws 2b indices with replacement from the run's stream in the state
-(`draw_integers`, the order of the problem's `sample_batches`), the first b for g's oracles, the next b for f's,
-and each oracle is the mean of its per-sample terms. A definition using it takes `oracles_of=pure_minibatched`
+per-sample oracles): then each step draws its minibatches' indices with replacement from the run's stream in the
+state (`draw_integers`, the order of the problem's `sample_batches`), and each oracle is the mean of its
+per-sample terms. A definition using it takes `oracles_of=pure_minibatched`
 and `draws=drawing`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-from collections.abc import Callable
-
 from algorithms.explicit.definition import draw_integers, repeat, scan
 
 
@@ -67,12 +66,10 @@ def at(oracles: Any, name: str, idx: Any, *args: Any) -> Any:
 
 def values(oracles: Any, x: Any, y: Any, v: Any, key: Any, config: AlgorithmConfig, xp: Any) -> tuple[Any, Values]:
     """(the key after the step's draws, the oracle values at the step's minibatches or the full batch)."""
-    b = config.batch_size
     if not minibatched(oracles, config):
         return key, Values(oracles.grad_y_g(x, y), oracles.hvp_yy_g(x, y, v), oracles.cross_xy_g(x, y, v),
                            oracles.grad_x_f(x, y), oracles.grad_y_f(x, y))
-    key, idx = draw_integers(key, oracles.sample_counts()[0], 2 * b, xp)
-    idx_g, idx_f = idx[..., :b], idx[..., b:]
+    key, (idx_g, idx_f) = chunks(oracles, key, config, 2, xp)
     return key, Values(at(oracles, "grad_y_g", idx_g, x, y), at(oracles, "hvp_yy_g", idx_g, x, y, v),
                        at(oracles, "cross_xy_g", idx_g, x, y, v), *grad_f_at(oracles, idx_f, x, y))
 

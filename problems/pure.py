@@ -250,10 +250,13 @@ def pure(problem: Any) -> PureQuadratic | PureNonunique | PureMinimax:
     """The pure form of `problem` (NumPy arrays; an engine converts them to its own)."""
     if type(problem) in _TOYS:
         return _TOYS[type(problem)](problem)
-    if not isinstance(problem, Quadratic) or problem.stochastic:
-        what = "the stochastic quadratic" if isinstance(problem, Quadratic) else f"'{problem.name}'"
-        raise ParameterError(f"problem: {what} has no pure-array form yet; allowed: the deterministic 'quadratic', "
-                             f"'nonunique_toy', 'minimax_toy'")
+    if isinstance(problem, Quadratic) and problem.stochastic:
+        raise ParameterError("problem: the stochastic quadratic's pure form is `pure_finite_sum` (per-sample "
+                             "oracles) or `pure_minibatched`; allowed here: the deterministic 'quadratic', "
+                             "'nonunique_toy', 'minimax_toy'")
+    if not isinstance(problem, Quadratic):
+        raise ParameterError(f"problem: '{problem.name}' has no pure-array form yet; allowed: 'quadratic' (its "
+                             f"finite sum too, with n_samples), 'nonunique_toy', 'minimax_toy'")
     return _full_batch(problem)
 
 

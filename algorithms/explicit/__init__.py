@@ -50,8 +50,8 @@ The design, in the style of optax's `init`/`update`:
   runs, `time_mode: batched` (as `algorithms.run_batched`). JAX: the one program's wall and process CPU seconds
   shared out by steps done, evaluations included in `time` (`eval_time` 0), `time_mode: compiled`.
 
-What the engines do not do (yet): minibatches for F2SA (it refuses stochastic
-problems), problems other than the quadratic and the two toys, oracle-call and seconds budgets, divergence settings
+What the engines do not do (yet): problems other than the quadratic (deterministic or a finite sum) and the two
+toys, oracle-call and seconds budgets, divergence settings
 other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations

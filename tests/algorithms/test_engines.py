@@ -238,12 +238,12 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: explicit.run("ttsa", p, [{}], 10), "configs[0].hia_mode: 'sampled' draws the HIA length"),
     (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
     (lambda p: explicit.run("soba", p, [{"rho": -1.0}], 10), "rho"),
-    (lambda p: explicit.run("f2sa", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
-                            [{}], 10), "problem: the stochastic quadratic has no pure-array form yet; allowed: the "
-                                       "deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
+    (lambda p: pure(problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1)),
+     "problem: the stochastic quadratic's pure form is `pure_finite_sum` (per-sample oracles) or `pure_minibatched`; "
+     "allowed here: the deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
     (lambda p: explicit.run("soba", problems.make("coreset_toy", seed=0), [{}], 10),
-     "problem: 'coreset_toy' has no pure-array form yet; allowed: the deterministic 'quadratic', 'nonunique_toy', "
-     "'minimax_toy'"),
+     "problem: 'coreset_toy' has no pure-array form yet; allowed: 'quadratic' (its finite sum too, with n_samples), "
+     "'nonunique_toy', 'minimax_toy'"),
 ])
 def test_bad_input_is_one_line_before_any_work(problem, call, message):
     with pytest.raises(ParameterError) as err:

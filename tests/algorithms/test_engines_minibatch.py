@@ -1,4 +1,4 @@
-"""Every explicit definition but F2SA and SABA's own (SOBA, S-TFBO, D-TFBO, ITD, TTSA, BOME, FSLA, MRBO and the
+"""Every explicit definition besides SABA (SOBA, F2SA, S-TFBO, D-TFBO, ITD, TTSA, BOME, FSLA, MRBO and the
 double loops AmIGO, StocBiO, AID-FP, AID-CG) with minibatches of a finite sum: per run and stacked draw each
 run's minibatches from the generator `algorithms.run` gives it, in its order, so their records equal the run
 loop's (to rounding: the minibatch oracles are means of per-sample terms, the problem's own are sums divided
@@ -30,6 +30,7 @@ CONFIGS = {"soba": [{"batch_size": 2, "rho": 0.1, "gamma": 0.05}, {"batch_size":
            "bome": [{"batch_size": 2, "T": 3}, {"batch_size": 2, "T": 3, "xi": 0.05, "alpha": 0.2}],
            "fsla": [{"batch_size": 2}, {"batch_size": 2, "alpha": 0.05, "gamma": 0.05}],
            "mrbo": [{"batch_size": 2, "neumann_terms": 3}, {"batch_size": 2, "neumann_terms": 3, "eta": 0.2}],
+           "f2sa": [{"batch_size": 2, "inner_steps": 3}, {"batch_size": 2, "inner_steps": 3, "beta": 0.2, "gamma": 0.05}],
            "itd": [{"batch_size": 2, "inner_steps": 4, "truncate": 2},  # two steps untaped, two taped
                    {"batch_size": 2, "inner_steps": 4, "truncate": 2, "alpha": 0.2, "gamma": 0.05}],
            "aid_cg": [{"batch_size": 2, "inner_steps": 2, "cg_steps": 3}, {"batch_size": 2, "inner_steps": 2,
@@ -57,7 +58,8 @@ def test_minibatched_runs_equal_the_run_loop_seed_by_seed(finite_sum, engine, al
                                                 ("ttsa", {"reuse_y_batch": True}), ("ttsa", {"hia_terms": 1}),
                                                 ("bome", {"phi": "value"}), ("bome", {"track_q": True}),
                                                 ("fsla", {"momentum": 1.0, "momentum_decay": 0.0}),
-                                                ("mrbo", {"momentum": 1.0, "momentum_decay": 0.0})])
+                                                ("mrbo", {"momentum": 1.0, "momentum_decay": 0.0}),
+                                                ("f2sa", {"shared_batch": False})])
 def test_the_other_draw_orders_equal_the_run_loop(finite_sum, algorithm, variant):
     """ITD taping every step or cold-started; TTSA's cross term on y's minibatch, or an HIA of no factor; BOME's
     φ = η q̂ (the minibatch's g at y and ŷ), or q̂ recorded; FSLA and MRBO without momentum (their plain estimates:

@@ -88,6 +88,11 @@ class PureQuadratic(NamedTuple):
         return {"F": F, "F_gap": F - self.f_opt, "grad_F_sq": (grad_F * grad_F).sum(-1), "y_err_sq": (d * d).sum(-1)}
 
 
+def _toy_start(form: Any, zeros: Any) -> tuple[Any, Any]:
+    """A toy's (x_start, y_start), as new arrays of the caller's namespace (its `initial_point`)."""
+    return zeros(form.x_start.shape[-1]) + form.x_start, zeros(form.y_start.shape[-1]) + form.y_start
+
+
 class PureNonunique(NamedTuple):
     """f = ½(x − y₂)² + ½(y₁ − 1)², g = ½y₁² − x y₁, y*(x) = (x, x) (problems/toys.py, NonuniqueToy).
 
@@ -103,9 +108,7 @@ class PureNonunique(NamedTuple):
     y_opt: Any
     f_opt: Any
 
-    def initial_point(self, zeros: Any) -> tuple[Any, Any]:
-        """The instance's (x_start, y_start), as new arrays of the caller's namespace."""
-        return zeros(self.x_start.shape[-1]) + self.x_start, zeros(self.y_start.shape[-1]) + self.y_start
+    initial_point = _toy_start
 
     def f(self, x: Any, y: Any) -> Any:
         """f(x, y), a per-run number of shape (1,) ((K, 1) for a stack)."""
@@ -164,9 +167,7 @@ class PureMinimax(NamedTuple):
     y_opt: Any
     f_opt: Any
 
-    def initial_point(self, zeros: Any) -> tuple[Any, Any]:
-        """The instance's (x_start, y_start), as new arrays of the caller's namespace."""
-        return zeros(self.x_start.shape[-1]) + self.x_start, zeros(self.y_start.shape[-1]) + self.y_start
+    initial_point = _toy_start
 
     def f(self, x: Any, y: Any) -> Any:
         """f(x, y), a per-run number of shape (1,) ((K, 1) for a stack)."""

@@ -66,10 +66,9 @@ def at(oracles: Any, name: str, idx: Any, *args: Any) -> Any:
 
 def values(oracles: Any, x: Any, y: Any, v: Any, key: Any, config: AlgorithmConfig, xp: Any) -> tuple[Any, Values]:
     """(the key after the step's draws, the oracle values at the step's minibatches or the full batch)."""
-    if not minibatched(oracles, config):
-        return key, Values(oracles.grad_y_g(x, y), oracles.hvp_yy_g(x, y, v), oracles.cross_xy_g(x, y, v),
-                           oracles.grad_x_f(x, y), oracles.grad_y_f(x, y))
-    key, (idx_g, idx_f) = chunks(oracles, key, config, 2, xp)
+    idx_g = idx_f = None  # the full batch
+    if minibatched(oracles, config):
+        key, (idx_g, idx_f) = chunks(oracles, key, config, 2, xp)
     return key, Values(at(oracles, "grad_y_g", idx_g, x, y), at(oracles, "hvp_yy_g", idx_g, x, y, v),
                        at(oracles, "cross_xy_g", idx_g, x, y, v), *grad_f_at(oracles, idx_f, x, y))
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 LONG_FILES = ("test_cluster.py", "test_studies.py", "test_integration.py", "test_benchmark_integration.py",
               "test_tfbo.py", "test_resume.py", "test_scale.py", "test_batched_resume.py", "test_postgres.py",
               "test_deadlines.py", "test_functional_study.py", "test_first_order_baselines.py", "test_readme.py",
-              "test_functional.py", "test_engines.py", "test_functional_readme.py")
+              "test_engines_problems.py", "test_functional.py", "test_engines.py", "test_functional_readme.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

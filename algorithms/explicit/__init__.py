@@ -25,7 +25,7 @@ The design, in the style of optax's `init`/`update`:
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants; a definition names the form it
   needs (`Definition.oracles_of`: the full-batch quadratic or the closed-form toys `nonunique_toy` and
-  `minimax_toy`, or the finite-sum quadratic with per-sample oracles).
+  `minimax_toy`, or the finite-sum quadratic with per-sample oracles); other problems below.
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
   (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
   `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
@@ -50,9 +50,13 @@ The design, in the style of optax's `init`/`update`:
   runs, `time_mode: batched` (as `algorithms.run_batched`). JAX: the one program's wall and process CPU seconds
   shared out by steps done, evaluations included in `time` (`eval_time` 0), `time_mode: compiled`.
 
-What the engines do not do (yet): problems other than the quadratic (deterministic or a finite sum) and the two
-toys, oracle-call and seconds budgets, divergence settings
-other than the default, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
+* Other problems: the NumPy engines run any `BilevelProblem` without a pure form (the real-data and simulated
+  finite sums, coreset selection, the constrained quadratic) through its own oracles (problem_oracles.py: a run's
+  vectors to its oracles, a stack's rows to its `*_rows` oracles, minibatches drawn by its `sample_batches`), equal
+  to `algorithms.run` seed by seed; the JAX engine needs a pure form.
+
+What the engines do not do (yet): oracle-call and seconds budgets, divergence settings other than the default,
+checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import Definition, decaying, define
-from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, loop, minibatched
+from algorithms.explicit.minibatch import at, chunks, drawing, grad_f_at, grouped, loop, minibatched
 from problems.pure import pure_minibatched
 
 
@@ -47,7 +47,7 @@ def step(state: F2SAState, oracles: Any, hyper: Any, config: AlgorithmConfig, xp
     groups = None
     if minibatched(o, config):
         key, drawn = chunks(o, key, config, (k + 1) * per, xp)
-        groups = drawn.reshape((k + 1, per) + drawn.shape[1:])
+        groups = grouped(drawn, per)
 
     def parts(group: Any) -> tuple[Any, Any, Any]:
         """(y's g minibatch, z's, f's) of one step (None: the full batch)."""

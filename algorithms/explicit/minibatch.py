@@ -8,8 +8,9 @@ one per leading index, and `at`, an oracle's value at one of them (or the full b
 Full batch unless the config has a `batch_size` and the oracles are a finite sum's (`pure_finite_sum`, which has
 per-sample oracles): then each step draws its minibatches' indices with replacement from the run's stream in the
 state (`draw_integers`, the order of the problem's `sample_batches`), and each oracle is the mean of its
-per-sample terms. A definition using it takes `oracles_of=pure_minibatched`
-and `draws=drawing`.
+per-sample terms. On a problem without a pure form (NumPy engines: algorithms/explicit/problem_oracles.py) the
+problem itself draws the minibatches (`draw_chunks`) and gives the oracle at one (`on_batch`). A definition
+using it takes `oracles_of=pure_minibatched` and `draws=drawing`.
 """
 from __future__ import annotations
 
@@ -37,21 +38,33 @@ def drawing(config: AlgorithmConfig) -> bool:
 
 def minibatched(oracles: Any, config: AlgorithmConfig) -> bool:
     """Whether a step of `config` on these oracles takes minibatches (a batch size, and a finite sum's oracles)."""
-    return config.batch_size is not None and hasattr(oracles, "grad_y_g_samples")
+    return config.batch_size is not None and getattr(oracles, "takes_minibatches", hasattr(oracles, "grad_y_g_samples"))
 
 
 def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any) -> tuple[Any, Any]:
     """(key, `count` minibatches of `batch_size` indices drawn together from the run's stream, stacked on a new
     leading axis: (count, b) for a run, (count, K, b) for a stack)."""
     b = config.batch_size
+    if hasattr(oracles, "draw_chunks"):  # a problem's own minibatches (a list, one entry per minibatch)
+        return key, oracles.draw_chunks(key, b, count)
     key, idx = draw_integers(key, oracles.sample_counts()[0], count * b, xp)
     return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, b)), -2, 0)
+
+
+def grouped(drawn: Any, per: int) -> Any:
+    """`chunks`' minibatches in consecutive groups of `per` (one group per step of a loop): an array reshaped to
+    (count / per, per, ...), or a problem's list of minibatches cut into lists."""
+    if isinstance(drawn, list):
+        return [drawn[i:i + per] for i in range(0, len(drawn), per)]
+    return drawn.reshape((len(drawn) // per, per) + drawn.shape[1:])
 
 
 def grad_f_at(oracles: Any, idx: Any, x: Any, y: Any) -> tuple[Any, Any]:
     """(∇x f, ∇y f) at f's minibatch `idx` (means of the per-sample terms), or the full batch when idx is None."""
     if idx is None:
         return oracles.grad_x_f(x, y), oracles.grad_y_f(x, y)
+    if hasattr(oracles, "on_batch"):
+        return oracles.on_batch("grad_f", idx, x, y)
     gx, gy = oracles.grad_f_samples(x, y, idx)
     return gx.mean(axis=-2), gy.mean(axis=-2)
 
@@ -61,6 +74,8 @@ def at(oracles: Any, name: str, idx: Any, *args: Any) -> Any:
     batch when idx is None."""
     if idx is None:
         return getattr(oracles, name)(*args)
+    if hasattr(oracles, "on_batch"):
+        return oracles.on_batch(name, idx, *args)
     return getattr(oracles, f"{name}_samples")(*args, idx).mean(axis=-2)
 
 

@@ -11,6 +11,7 @@ from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.explicit.result import CLOCKS, Result, collect, shared_clock
 from algorithms.run_settings import generator
 
@@ -78,7 +79,7 @@ def keys(defn: Definition, config: AlgorithmConfig, seeds: Sequence[int] | None,
 def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
                 seeds: Sequence[int] | None = None) -> Result:
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
-    oracles, start = defn.oracles_of(problem), time.perf_counter()
+    oracles, start = numpy_oracles(defn.oracles_of, problem), time.perf_counter()
     finals, failures, per_run, clocks = [], [], [], []
     for config, key in zip(configs, keys(defn, configs[0], seeds, len(configs))):
         hyper = defn.hyper(config)
@@ -101,7 +102,7 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
                 seeds: Sequence[int] | None = None) -> Result:
     """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column, each run's draws
     from its own generator."""
-    oracles, start = defn.oracles_of(problem), time.perf_counter()
+    oracles, start = numpy_oracles(defn.oracles_of, problem), time.perf_counter()
     hyper, config = defn.hyper_columns(configs), configs[0]
     state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
                           for c, key in zip(configs, keys(defn, configs[0], seeds, len(configs)))])

@@ -227,7 +227,7 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: explicit.run("soba", p, [{}], 10, engine="gpu"),
      "engine: unknown 'gpu'; allowed: per_run, stacked, jax"),
     (lambda p: explicit.run("srba", p, [{}], 10), "algorithm: 'srba' has no explicit-state definition yet"),
-    (lambda p: explicit.run("saba", p, [{}], 10), "problem: the deterministic quadratic has no per-sample oracles"),
+    (lambda p: explicit.run("saba", p, [{}], 10), "problem: 'quadratic' is not a finite sum"),
     (lambda p: explicit.run("saba", problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1),
                             [{"batch_size": 8}], 10), "algorithm 'saba': 'batch_size' must be at most 4"),
     (lambda p: explicit.run("soba", p, [{}, {}], 10, seeds=[0]), "seeds: one non-negative integer per config (2)"),
@@ -241,7 +241,7 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: pure(problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1)),
      "problem: the stochastic quadratic's pure form is `pure_finite_sum` (per-sample oracles) or `pure_minibatched`; "
      "allowed here: the deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
-    (lambda p: explicit.run("soba", problems.make("coreset_toy", seed=0), [{}], 10),
+    (lambda p: explicit.run("soba", problems.make("coreset_toy", seed=0), [{}], 10, engine="jax"),
      "problem: 'coreset_toy' has no pure-array form yet; allowed: 'quadratic' (its finite sum too, with n_samples), "
      "'nonunique_toy', 'minimax_toy'"),
 ])

@@ -67,7 +67,7 @@ from algorithms.base import AlgorithmConfig
 from algorithms.explicit import bome, double_loop, f2sa, itd, momentum  # noqa: F401  (registers)
 from algorithms.explicit import saba, soba, tfbo, ttsa  # noqa: F401  (registers)
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
-from algorithms.explicit.jax_engine import run_jax
+from algorithms.explicit.jax_engine import jax_form, run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
 from algorithms.explicit.result import METRICS, Result, points
 from problems.shared.errors import ParameterError
@@ -91,4 +91,4 @@ def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | Algo
 
 
 __all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",
-           "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]
+           "jax_form", "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]

@@ -20,9 +20,11 @@ from algorithms.base import AlgorithmConfig, get
 from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.problem_oracles import ProblemOracles
 from algorithms.explicit.result import Result, shared_clock
 from algorithms.stacked import group_key
-from problems.pure import as_arrays
+from problems.pure import as_arrays, pure_minibatched
+from problems.pure_logistic import pure_regularization
 from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the problem's pure form and its arrays'
@@ -47,8 +49,27 @@ def device() -> str:
     return jax.default_backend()
 
 
+def jax_form(defn: Definition, problem: Any) -> Any:
+    """The problem's arrays and oracles for the compiled steps: the definition's pure form, or regularization
+    selection's (problems/pure_logistic.py: oracles only, its ground truth evaluated on the host); one line naming
+    the problems there are otherwise."""
+    try:
+        return defn.oracles_of(problem)
+    except ParameterError as refused:
+        if defn.oracles_of is not pure_minibatched:  # a definition that needs more (SABA's per-sample oracles)
+            raise refused from None
+        try:
+            return pure_regularization(problem)
+        except ParameterError:
+            raise ParameterError(f"problem: '{problem.name}' has no pure-array form for the JAX engine; allowed: "
+                                 "'quadratic' (its finite sum too, with n_samples), 'nonunique_toy', "
+                                 "'minimax_toy', 'regularization_selection' (the NumPy engines run every "
+                                 "problem)") from None
+
+
 def _program(defn: Definition, config: AlgorithmConfig) -> Any:
-    """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations."""
+    """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations (a form
+    without ground truth gives the iterates at the points instead, for the host to evaluate)."""
     jax, jnp = jax_modules()
 
     def program(oracles: Any, hyper: Any, lengths: Any, seeds: Any) -> tuple[Any, Any, Any, Any]:
@@ -72,7 +93,8 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
 
         def evaluate(s: Any) -> dict[str, Any]:
             diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp), in_axes=(axes, h_axes))(s, hyper)
-            return {**jax.vmap(oracles.metrics)(s.x, s.y), **{f"diag/{n}": v for n, v in diag.items()}}
+            values = jax.vmap(oracles.metrics)(s.x, s.y) if hasattr(oracles, "metrics") else {"x": s.x, "y": s.y}
+            return {**values, **{f"diag/{n}": v for n, v in diag.items()}}
 
         def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
             carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
@@ -93,7 +115,7 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     config = configs[0]
     with jax.enable_x64(True):
         # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
-        oracles = as_arrays(defn.oracles_of(problem), np.asarray)
+        oracles = as_arrays(jax_form(defn, problem), np.asarray)
         hyper = defn.hyper_columns(configs, shape=(-1,))
         hyper = type(hyper)(*(v[0] if np.all(v == v[0]) else v for v in hyper))  # shared by the stack: a scalar
         lengths = np.diff(np.asarray(points, dtype=np.int64))
@@ -109,6 +131,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         start, cpu_start = time.perf_counter(), time.process_time()
         final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths, seeds))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        if not hasattr(oracles, "metrics"):  # the problem's own ground truth, at each point's iterates
+            first, later = _host_metrics(problem, first, later)
         values = {n: np.concatenate([np.asarray(first[n]).reshape(1, -1),
                                      np.asarray(later[n]).reshape(len(lengths), -1)]) for n in first}
         final = type(final)(*(None if v is None or n == "key" else np.asarray(v) for n, v in zip(final._fields, final)))
@@ -120,3 +144,19 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed).ravel(), counts=counts(defn.name, problem, configs[0]),
                   clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled")
+
+
+def _host_metrics(problem: Any, first: dict[str, Any], later: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values at the first point and the later ones with the iterates (x, y) replaced by the run loop's metrics
+    there (algorithms/explicit/problem_oracles.py), in the NumPy engines' order: metrics, then diagnostics."""
+    truth = ProblemOracles(problem)
+
+    def at(x: Any, y: Any) -> dict[str, np.ndarray]:
+        return truth.metrics(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+
+    def replaced(values: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+        return {**metrics, **{n: v for n, v in values.items() if n not in ("x", "y")}}
+
+    points = [at(later["x"][i], later["y"][i]) for i in range(len(later["x"]))]
+    stacked = {n: np.stack([p[n] for p in points]) for n in points[0]} if points else {}
+    return replaced(first, at(first["x"], first["y"])), replaced(later, stacked)

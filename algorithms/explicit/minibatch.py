@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import draw_integers, repeat, scan
 
@@ -43,12 +45,17 @@ def minibatched(oracles: Any, config: AlgorithmConfig) -> bool:
 
 def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any) -> tuple[Any, Any]:
     """(key, `count` minibatches of `batch_size` indices drawn together from the run's stream, stacked on a new
-    leading axis: (count, b) for a run, (count, K, b) for a stack)."""
+    leading axis: (count, b) for a run, (count, K, b) for a stack; 2b wide for a two-set finite sum); a problem that
+    draws its own (`draw_chunks`) gives a list of its minibatches."""
     b = config.batch_size
     if hasattr(oracles, "draw_chunks"):  # a problem's own minibatches (a list, one entry per minibatch)
         return key, oracles.draw_chunks(key, b, count)
-    key, idx = draw_integers(key, oracles.sample_counts()[0], count * b, xp)
-    return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, b)), -2, 0)
+    # One minibatch is b indices per index set (a two-set finite sum: g's samples, then f's, as its sample_batches).
+    bounds = oracles.index_bounds() if hasattr(oracles, "index_bounds") else oracles.sample_counts()[:1]
+    width = len(bounds) * b
+    high = bounds[0] if len(bounds) == 1 else np.tile(np.repeat(np.asarray(bounds), b), count)
+    key, idx = draw_integers(key, high, count * width, xp)
+    return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, width)), -2, 0)
 
 
 def grouped(drawn: Any, per: int) -> Any:
@@ -61,10 +68,10 @@ def grouped(drawn: Any, per: int) -> Any:
 
 def grad_f_at(oracles: Any, idx: Any, x: Any, y: Any) -> tuple[Any, Any]:
     """(∇x f, ∇y f) at f's minibatch `idx` (means of the per-sample terms), or the full batch when idx is None."""
+    if hasattr(oracles, "on_batch"):  # a problem's own pair, made at once (full batch too)
+        return oracles.on_batch("grad_f", idx, x, y)
     if idx is None:
         return oracles.grad_x_f(x, y), oracles.grad_y_f(x, y)
-    if hasattr(oracles, "on_batch"):
-        return oracles.on_batch("grad_f", idx, x, y)
     gx, gy = oracles.grad_f_samples(x, y, idx)
     return gx.mean(axis=-2), gy.mean(axis=-2)
 

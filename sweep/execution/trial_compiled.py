@@ -33,7 +33,7 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
         return False
     defn = explicit.definition(first.algorithm)
     try:
-        defn.oracles_of(problem)  # the problem's arrays for the engine (the deterministic quadratic)
+        explicit.jax_form(defn, problem)  # the problem's arrays for the engine
         stacks = [(stack, defn.configs([c for _, _, c in stack])) for stack in _stacks(first.algorithm, todo)]
     except ParameterError:  # a config the engine refuses (validation names it): the NumPy engine runs the batch
         return False

@@ -3,8 +3,9 @@
 `numpy` (the default): the stacked NumPy engine (`algorithms.run_batched`), for every batchable algorithm and
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
-before any work: algorithms with an explicit definition on the deterministic quadratic or the closed-form toys
-(nonunique_toy, minimax_toy), iteration budgets, the default divergence rule, batched runs. A batch runs whole
+before any work: algorithms with an explicit definition on the deterministic quadratic, the closed-form toys
+(nonunique_toy, minimax_toy) or regularization_selection (full batch; its ground truth evaluated on the host), iteration
+budgets, the default divergence rule, batched runs. A batch runs whole
 (no checkpoint midway: a killed trial runs its batch again), its records' seconds are its program's shared out by
 steps (`time_mode: compiled`), and on these deterministic problems its iterates are those of the NumPy engine to
 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding).
@@ -21,8 +22,12 @@ from sweep.study.errors import Errors
 from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
-#: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys').
-JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy")
+#: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
+#: problems/pure_logistic.py: regularization selection's, full batch).
+JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "regularization_selection")
+#: Of those, the finite sums whose minibatches the JAX engine would draw from its own streams (refused: a study's
+#: runs would then depend on its backend).
+FINITE_SUMS = ("regularization_selection",)
 
 
 def check(study: Study, errors: Errors) -> None:
@@ -61,9 +66,12 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
         except ParameterError as exc:
             why = str(exc).removeprefix("configs[0]").lstrip(".: ")
             out.append((f"{where}.params", f"backend 'jax': {why}"))
-    if point.problem not in JAX_PROBLEMS or point.problem_params.get("n_samples") is not None:
+    if point.problem not in JAX_PROBLEMS or _finite_sum_quadratic(point):
         out.append(("backend", f"'jax' runs the deterministic {', '.join(JAX_PROBLEMS)} (no n_samples); "
                                f"{_named(point)} is not"))
+    elif point.problem in FINITE_SUMS and point.algorithm_params.get("batch_size") is not None:
+        out.append((f"{where}.params", f"backend 'jax' runs {_named(point)} full batch only (its minibatches would "
+                                       "come from JAX's own streams); remove batch_size or use backend 'numpy'"))
     if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
         out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
     if point.divergence is not None:
@@ -78,9 +86,14 @@ def jax_algorithms() -> list[str]:
     return sorted(n for n in explicit.defined() if explicit.definition(n).draws is not True)
 
 
+def _finite_sum_quadratic(point: Point) -> bool:
+    """Whether the point's problem is the quadratic as a finite sum (n_samples: the stochastic quadratic)."""
+    return point.problem == "quadratic" and point.problem_params.get("n_samples") is not None
+
+
 def _named(point: Point) -> str:
     """'the problem' as a refusal names it."""
-    samples = point.problem_params.get("n_samples") if point.problem in JAX_PROBLEMS else None
+    samples = point.problem_params.get("n_samples") if _finite_sum_quadratic(point) else None
     return f"problem '{point.problem}'" + (f" with n_samples {samples}" if samples is not None else "")
 
 

@@ -15,7 +15,7 @@ from algorithms.explicit.problem_oracles import ProblemOracles, numpy_oracles
 from algorithms.run import Run
 from problems.pure import pure_minibatched
 from problems.shared.errors import ParameterError
-from tests.algorithms.test_engines import NOT_NUMBERS
+from tests.algorithms.test_engines import NOT_NUMBERS, needs_jax
 
 ITERATIONS, N_EVALS, RTOL, SEEDS = 12, 4, 1e-10, [0, 7]
 #: Coreset selection's y*(x) is a damped Newton solve down to its rounding floor on an ill-conditioned g: iterates
@@ -145,6 +145,68 @@ def test_what_the_problem_cannot_give_is_refused_in_one_line():
         explicit.run("saba", coreset, configs_for("saba", 4), ITERATIONS, N_EVALS)
     with pytest.raises(ParameterError, match="^problem: 'quadratic' is not a finite sum"):
         ProblemOracles(problems.make("quadratic", seed=0)).sample_counts()
-    with pytest.raises(ParameterError, match="^problem: 'hyper_cleaning' has no"):
+    with pytest.raises(ParameterError, match="^problem: 'hyper_cleaning' has no pure-array form for the JAX engine"):
         explicit.run("soba", problems.make("hyper_cleaning", seed=0), configs_for("soba", 4), ITERATIONS,
                      N_EVALS, engine="jax")
+
+
+@needs_jax
+@pytest.mark.parametrize("algorithm", sorted(set(CONFIGS) - {"saba"}))
+def test_jax_on_regularization_selection_gives_the_numpy_engines_records(algorithm):
+    """Full batch (deterministic): the compiled steps on the pure form (problems/pure_logistic.py), the ground truth
+    and accuracies the problem's own on the host, every number of every record to 1e-10."""
+    p, configs = made("regularization_selection"), configs_for(algorithm, None)
+    jax_run = explicit.run(algorithm, p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    numpy_run = explicit.run(algorithm, p, configs, ITERATIONS, N_EVALS, engine="stacked", seeds=SEEDS)
+    mine, theirs = list(jax_run.records()), list(numpy_run.records())
+    assert [k for k, _ in mine] == [k for k, _ in theirs]
+    for (_, a), (_, b) in zip(mine, theirs):
+        assert {n for n in a if n not in NOT_NUMBERS} == {n for n in b if n not in NOT_NUMBERS} and "F" in a
+        for n in set(b) - set(NOT_NUMBERS) - {"time_mode"}:
+            assert close(a[n], b[n]), (algorithm, a["iteration"], n, a[n], b[n])
+
+
+@needs_jax
+def test_jax_draws_two_set_minibatches_of_its_own_in_bounds_and_per_seed():
+    import jax
+
+    from algorithms.explicit.minibatch import chunks
+    from problems.pure_logistic import pure_regularization
+
+    p = made("regularization_selection")
+    n, m = p.index_bounds()
+    config = explicit.definition("soba").configs([{"batch_size": 50}])[0]
+    with jax.enable_x64(True):
+        _, drawn = chunks(pure_regularization(p), jax.random.PRNGKey(0), config, 40, jax.numpy)
+    drawn = np.asarray(drawn)
+    assert drawn.shape == (40, 100) and drawn.min() >= 0
+    assert drawn[:, 50:].max() < m <= drawn[:, :50].max() < n  # g's from the training set, f's from validation
+    configs = configs_for("soba", 4)
+    first = explicit.run("soba", p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    again = explicit.run("soba", p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    full = explicit.run("soba", p, configs_for("soba", None), ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    np.testing.assert_array_equal(first.state.x, again.state.x)  # the same draws, the same iterates
+    # (F to rounding only: the problem's Newton solve for y* starts from its previous solution)
+    np.testing.assert_allclose(first.values["F"], again.values["F"], rtol=1e-13)
+    assert np.all(np.abs(first.values["F"][-1] - full.values["F"][-1]) > 1e-9)
+
+
+@needs_jax
+def test_jaxs_minibatch_oracles_average_to_the_full_batch():
+    """Unbiased: the mean over 4,000 of JAX's minibatches (drawn as a step draws them) of ∇y g and ∇y f is the full
+    batch's (a wrong set or bound, e.g. f's rows from the training set, moves it by far more than the 3% allowed)."""
+    import jax
+
+    from algorithms.explicit.minibatch import at, chunks, grad_f_at
+    from problems.pure import as_arrays
+    from problems.pure_logistic import pure_regularization
+
+    p = made("regularization_selection")
+    form, rng = as_arrays(pure_regularization(p), jax.numpy.asarray), np.random.default_rng(4)
+    x, y = rng.normal(-1.0, 0.5, p.dim_x), rng.standard_normal(p.dim_y)
+    config = explicit.definition("soba").configs([{"batch_size": 8}])[0]
+    with jax.enable_x64(True):
+        _, drawn = chunks(form, jax.random.PRNGKey(3), config, 4000, jax.numpy)
+        mean = jax.vmap(lambda i: (at(form, "grad_y_g", i, x, y), grad_f_at(form, i, x, y)[1]))(drawn)
+    for got, want in zip(mean, (p.grad_y_g(x, y), p.grad_y_f(x, y))):
+        assert np.linalg.norm(np.asarray(got).mean(0) - want) < 0.03 * np.linalg.norm(want)

@@ -53,6 +53,24 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
 
 
 @needs_jax
+def test_a_jax_study_of_regularization_selection_gives_the_numpy_engines_records():
+    """Real data (problems/pure_logistic.py: the steps compiled, the ground truth and accuracies the problem's own,
+    evaluated on the host at the points)."""
+    study = spec.validate({**STUDY, "problems": [{"name": "regularization_selection"}], "backend": "jax",
+                           "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": 0.05}}],
+                           "seeds": 2, "budget": {"iterations": 20}, "n_evals": 4})
+    numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
+    assert len(jax_records) == 4 and jax_records.keys() == numpy_records.keys()
+    for key, ours in jax_records.items():
+        theirs = numpy_records[key]
+        assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
+        assert ours[-1]["time_mode"] == "compiled" and "val_accuracy" in ours[-1]
+        for a, b in zip(ours, theirs):
+            assert set(a) == set(b)
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in NOT_NUMBERS) < EXACT
+
+
+@needs_jax
 def test_a_jax_study_of_the_toys_gives_the_numpy_engines_records():
     """The closed-form toys run on the JAX backend too (problems/pure.py), a diverging run included."""
     study = spec.validate({**STUDY, "problems": [{"name": "nonunique_toy"}, {"name": "minimax_toy"}], "backend": "jax",
@@ -104,9 +122,10 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "divergence: backend 'jax' runs the default divergence rule" in lines(divergence={"factor": 1e3})
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
-    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy (no n_samples); problem " \
-        "'regularization_selection' is not" in lines(
-            problems=[{"name": "regularization_selection", "params": {"dataset": "breast_cancer"}}])
+    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection " \
+        "(no n_samples); problem 'hyper_cleaning' is not" in lines(problems=[{"name": "hyper_cleaning"}])
+    assert "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full batch only" in lines(
+        problems=[{"name": "regularization_selection"}], algorithms=[{"name": "soba", "params": {"batch_size": 4}}])
     assert "problem 'quadratic' with n_samples 8 is not" in lines(
         problems=[{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}])
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())

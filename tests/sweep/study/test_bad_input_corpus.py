@@ -116,9 +116,13 @@ CASES = [
     Case("backend-value", "backend: must be one of numpy, jax", with_(backend="torch")),
     Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing",
          with_(backend="jax", algorithms=["penalty"])),
-    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy "
-                                   "(no n_samples)",
+    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, "
+                                   "regularization_selection (no n_samples)",
          with_(backend="jax", problems=quadratic(n_samples=8))),
+    Case("backend-jax-minibatches", "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full "
+                                    "batch only", with_(backend="jax", algorithms=[{"name": "soba", "params":
+                                                                                     {"batch_size": 8}}],
+                                                        problems=[{"name": "regularization_selection"}])),
     Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
     Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",

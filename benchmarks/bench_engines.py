@@ -11,7 +11,8 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   compile seconds apart, configurations·iterations per second (run seconds, evaluations at --device-evals
   points included, records not made), and that rate's FLOP/s (the products of a step: 2(3d_y² + 2d_y d_x) per run
   per iteration) as a fraction of a float64 (n × n) matmul's FLOP/s measured on the same device here.
-* side by side, K = --compare-k runs × --iterations: today's `algorithms.run_batched` (every record
+* side by side, K = --compare-k runs × --iterations (on --compare-problem: the quadratic at each --compare-dims,
+  or regularization_selection's real data, full batch): today's `algorithms.run_batched` (every record
   consumed), the explicit stacked NumPy engine and the JAX engine (each with its records made), in turn
   --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
   today's to each, median and min over the pairs. The final records are checked equal (1e-10) first.
@@ -116,14 +117,21 @@ def same(a: dict[int, dict], b: dict[int, dict]) -> bool:
     return a.keys() == b.keys() and all(np.isclose(a[k][n], b[k][n], rtol=1e-10, atol=0) for k in a for n in keys)
 
 
+def compared_problems(args) -> list[tuple[int, object]]:
+    """(d, problem) of each side-by-side row: the quadratic at each --compare-dims, or --compare-problem once."""
+    if args.compare_problem == "quadratic":
+        return [(d, problems.make("quadratic", seed=0, dim_x=d, dim_y=d)) for d in args.compare_dims]
+    problem = problems.make(args.compare_problem, seed=0)
+    return [(problem.dim_y, problem)]
+
+
 def compare_table(args) -> None:
     engines = {"today": today, "stacked": explicit_engine("stacked"), "jax": explicit_engine("jax")}
-    print(f"\nside by side: K = {args.compare_k} SOBA runs x {args.iterations} iterations, {args.n_evals} evaluation "
+    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} SOBA runs x {args.iterations} iterations, {args.n_evals} evaluation "
           f"points, records made; process CPU seconds over {args.repeats} rounds (min / median); "
           "today / engine (median, min)")
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
-    for d in args.compare_dims:
-        problem = problems.make("quadratic", seed=0, dim_x=d, dim_y=d)
+    for d, problem in compared_problems(args):
         configs = grid(args.compare_k)
         finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
         for name in ("stacked", "jax"):  # also the warm-up, the JAX engine's compile among it
@@ -149,6 +157,8 @@ def main() -> None:
     ap.add_argument("--n-evals", type=int, default=30, help="evaluation points per run (the run loop's default)")
     ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
     ap.add_argument("--compare-k", type=int, default=1000)
+    ap.add_argument("--compare-problem", default="quadratic", choices=("quadratic", "regularization_selection"),
+                    help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")
     ap.add_argument("--device-iterations", type=int, default=50, help="iterations of a device-table point")

@@ -117,6 +117,7 @@ def pure_regularization(problem: Any) -> PureRegularization:
     """The pure form of a regularization_selection instance (NumPy arrays)."""
     if not isinstance(problem, RegularizationSelection):
         raise ParameterError(f"problem: '{problem.name}' has no pure-array form for the compiled engine; allowed: "
-                             "'quadratic', 'nonunique_toy', 'minimax_toy', 'regularization_selection'")
+                             "'quadratic', 'nonunique_toy', 'minimax_toy', 'regularization_selection', "
+                             "'hyper_cleaning'")
     return PureRegularization(*(np.asarray(a, dtype=float) for a in (problem.D, problem.b, problem.Dv, problem.bv)),
                               float(problem.x_init))

@@ -24,7 +24,7 @@ from algorithms.explicit.problem_oracles import ProblemOracles
 from algorithms.explicit.result import Result, shared_clock
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure_minibatched
-from problems.pure_logistic import pure_regularization
+from problems.pure_cleaning import data_form
 from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the problem's pure form and its arrays'
@@ -50,21 +50,21 @@ def device() -> str:
 
 
 def jax_form(defn: Definition, problem: Any) -> Any:
-    """The problem's arrays and oracles for the compiled steps: the definition's pure form, or regularization
-    selection's (problems/pure_logistic.py: oracles only, its ground truth evaluated on the host); one line naming
-    the problems there are otherwise."""
+    """The problem's arrays and oracles for the compiled steps: the definition's pure form, or a real-data problem's
+    (problems/pure_logistic.py, problems/pure_cleaning.py: oracles only, its ground truth evaluated on the host);
+    one line naming the problems there are otherwise."""
     try:
         return defn.oracles_of(problem)
     except ParameterError as refused:
         if defn.oracles_of is not pure_minibatched:  # a definition that needs more (SABA's per-sample oracles)
             raise refused from None
         try:
-            return pure_regularization(problem)
+            return data_form(problem)
         except ParameterError:
             raise ParameterError(f"problem: '{problem.name}' has no pure-array form for the JAX engine; allowed: "
                                  "'quadratic' (its finite sum too, with n_samples), 'nonunique_toy', "
-                                 "'minimax_toy', 'regularization_selection' (the NumPy engines run every "
-                                 "problem)") from None
+                                 "'minimax_toy', 'regularization_selection', 'hyper_cleaning' (the NumPy engines "
+                                 "run every problem)") from None
 
 
 def _program(defn: Definition, config: AlgorithmConfig) -> Any:

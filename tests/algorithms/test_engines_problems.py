@@ -145,17 +145,17 @@ def test_what_the_problem_cannot_give_is_refused_in_one_line():
         explicit.run("saba", coreset, configs_for("saba", 4), ITERATIONS, N_EVALS)
     with pytest.raises(ParameterError, match="^problem: 'quadratic' is not a finite sum"):
         ProblemOracles(problems.make("quadratic", seed=0)).sample_counts()
-    with pytest.raises(ParameterError, match="^problem: 'hyper_cleaning' has no pure-array form for the JAX engine"):
-        explicit.run("soba", problems.make("hyper_cleaning", seed=0), configs_for("soba", 4), ITERATIONS,
-                     N_EVALS, engine="jax")
+    with pytest.raises(ParameterError, match="^problem: 'simulated' has no pure-array form for the JAX engine"):
+        explicit.run("soba", made("simulated"), configs_for("soba", 4), ITERATIONS, N_EVALS, engine="jax")
 
 
 @needs_jax
+@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning"])
 @pytest.mark.parametrize("algorithm", sorted(set(CONFIGS) - {"saba"}))
-def test_jax_on_regularization_selection_gives_the_numpy_engines_records(algorithm):
-    """Full batch (deterministic): the compiled steps on the pure form (problems/pure_logistic.py), the ground truth
-    and accuracies the problem's own on the host, every number of every record to 1e-10."""
-    p, configs = made("regularization_selection"), configs_for(algorithm, None)
+def test_jax_on_real_data_gives_the_numpy_engines_records(name, algorithm):
+    """Full batch (deterministic): the compiled steps on the pure forms (problems/pure_logistic.py, pure_cleaning.py),
+    the ground truth and the problem's own metrics on the host, every number of every record to 1e-10."""
+    p, configs = made(name), configs_for(algorithm, None)
     jax_run = explicit.run(algorithm, p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
     numpy_run = explicit.run(algorithm, p, configs, ITERATIONS, N_EVALS, engine="stacked", seeds=SEEDS)
     mine, theirs = list(jax_run.records()), list(numpy_run.records())

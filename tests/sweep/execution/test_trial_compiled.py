@@ -53,10 +53,11 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
 
 
 @needs_jax
-def test_a_jax_study_of_regularization_selection_gives_the_numpy_engines_records():
-    """Real data (problems/pure_logistic.py: the steps compiled, the ground truth and accuracies the problem's own,
-    evaluated on the host at the points)."""
-    study = spec.validate({**STUDY, "problems": [{"name": "regularization_selection"}], "backend": "jax",
+@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning"])
+def test_a_jax_study_of_real_data_gives_the_numpy_engines_records(name):
+    """Real data (problems/pure_logistic.py, pure_cleaning.py: the steps compiled, the ground truth and the problem's
+    own metrics evaluated on the host at the points)."""
+    study = spec.validate({**STUDY, "problems": [{"name": name}], "backend": "jax",
                            "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": 0.05}}],
                            "seeds": 2, "budget": {"iterations": 20}, "n_evals": 4})
     numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
@@ -122,8 +123,8 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "divergence: backend 'jax' runs the default divergence rule" in lines(divergence={"factor": 1e3})
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
-    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection " \
-        "(no n_samples); problem 'hyper_cleaning' is not" in lines(problems=[{"name": "hyper_cleaning"}])
+    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection, " \
+        "hyper_cleaning (no n_samples); problem 'simulated' is not" in lines(problems=[{"name": "simulated"}])
     assert "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full batch only" in lines(
         problems=[{"name": "regularization_selection"}], algorithms=[{"name": "soba", "params": {"batch_size": 4}}])
     assert "problem 'quadratic' with n_samples 8 is not" in lines(

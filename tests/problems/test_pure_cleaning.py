@@ -1,0 +1,97 @@
+"""Hyper-cleaning's pure form (problems/pure_cleaning.py): its oracles equal the problem's own, full batch and on a
+two-set minibatch (a training index drawn twice included), under NumPy and JAX, and its derivatives are those of its
+g by central differences."""
+import numpy as np
+import pytest
+
+import problems
+from problems.pure_cleaning import data_form, pure_cleaning
+from problems.sampling import TwoSetBatch
+from problems.shared.errors import ParameterError
+from tests.algorithms.test_engines import needs_jax
+from tests.oracle_checks import fd_directional, fd_gradient
+
+RTOL = 1e-12
+NAMES = ("grad_y_g", "grad_x_g", "hvp_yy_g", "cross_xy_g", "grad_f", "g")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return problems.make("hyper_cleaning", seed=3)
+
+
+@pytest.fixture(scope="module")
+def point(problem):
+    rng = np.random.default_rng(0)
+    return rng.normal(-1.0, 0.5, problem.dim_x), 0.1 * rng.standard_normal(problem.dim_y), \
+        rng.standard_normal(problem.dim_y)
+
+
+def minibatch(problem):
+    """Training rows 5, 17, 5 (a repeat) and 900; validation rows 0, 3, 3, 40: the batch and the index vector."""
+    inner, outer = np.array([5, 17, 5, 900]), np.array([0, 3, 3, 40])
+    return TwoSetBatch(inner, outer), np.concatenate([inner, outer])
+
+
+def theirs(problem, name, x, y, v, batch):
+    return {"grad_y_g": lambda: problem.grad_y_g(x, y, batch), "grad_x_g": lambda: problem.grad_g(x, y, batch)[0],
+            "hvp_yy_g": lambda: problem.hvp_yy_g(x, y, v, batch), "cross_xy_g": lambda: problem.cross_xy_g(x, y, v, batch),
+            "grad_f": lambda: problem.grad_f(x, y, batch)[1], "g": lambda: problem.g(x, y, batch)}[name]()
+
+
+def mine(form, name, idx, x, y, v):
+    args = (x, y, v) if name in ("hvp_yy_g", "cross_xy_g") else (x, y)
+    out = form.on_batch(name, idx, *args)
+    return out[1] if name == "grad_f" else out[0] if name == "g" else out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_oracle_is_the_problems_full_batch_and_on_a_minibatch(problem, point, name):
+    form, (x, y, v) = pure_cleaning(problem), point
+    for batch, idx in ((None, None), minibatch(problem)):
+        np.testing.assert_allclose(mine(form, name, idx, x, y, v), theirs(problem, name, x, y, v, batch), rtol=RTOL,
+                                   atol=1e-15)
+    start = form.initial_point(np.zeros)
+    for a, b in zip(start, problem.initial_point()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_derivatives_are_gs_by_central_differences(problem, point):
+    form, (x, y, v) = pure_cleaning(problem), point
+    rng = np.random.default_rng(2)
+    u = rng.standard_normal(problem.dim_x)
+    for idx in (None, minibatch(problem)[1]):
+        g = lambda x_, y_: float(form.on_batch("g", idx, x_, y_)[0])  # noqa: E731
+        grad_y = lambda x_, y_: form.on_batch("grad_y_g", idx, x_, y_)  # noqa: E731
+        some = rng.choice(problem.dim_y, 12, replace=False)  # coordinates of y (the full gradient is 650 of them)
+        fd = fd_gradient(lambda z: g(x, np.where(np.isin(np.arange(problem.dim_y), some), z, y)), y)[some]
+        np.testing.assert_allclose(grad_y(x, y)[some], fd, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(form.on_batch("grad_x_g", idx, x, y) @ u,
+                                   fd_directional(lambda z: np.array([g(z, y)]), x, u)[0], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(form.on_batch("hvp_yy_g", idx, x, y, v), fd_directional(lambda z: grad_y(x, z), y, v),
+                                   rtol=1e-6, atol=1e-8)
+        # ∇²xy g · v is J v (dim_x), the x-derivative of ⟨∇y g, v⟩
+        np.testing.assert_allclose(form.on_batch("cross_xy_g", idx, x, y, v) @ u,
+                                   fd_directional(lambda z: np.array([grad_y(z, y) @ v]), x, u)[0], rtol=1e-6,
+                                   atol=1e-9)
+
+
+@needs_jax
+def test_under_jax_the_oracles_are_numpys(problem, point):
+    import jax
+    import jax.numpy as jnp
+
+    form, (x, y, v) = pure_cleaning(problem), point
+    idx = minibatch(problem)[1]
+    with jax.enable_x64(True):
+        compiled = jax.jit(lambda f, i, x_, y_, v_: [mine(f, n, i, x_, y_, v_) for n in NAMES])
+        got = compiled(form, jnp.asarray(idx), jnp.asarray(x), jnp.asarray(y), jnp.asarray(v))
+    for name, a in zip(NAMES, got):
+        np.testing.assert_allclose(np.asarray(a), mine(form, name, idx, x, y, v), rtol=1e-13, atol=1e-16)
+
+
+def test_data_form_picks_the_problems_form_and_names_the_ones_there_are(problem):
+    assert type(data_form(problem)).__name__ == "PureCleaning"
+    assert type(data_form(problems.make("regularization_selection", seed=0))).__name__ == "PureRegularization"
+    with pytest.raises(ParameterError, match="^problem: 'simulated' has no pure-array form .*'hyper_cleaning'"):
+        data_form(problems.make("simulated", seed=0, dim_x=3, dim_y=3, n_samples_inner=8, n_samples_outer=8))

@@ -157,7 +157,7 @@ def main() -> None:
     ap.add_argument("--n-evals", type=int, default=30, help="evaluation points per run (the run loop's default)")
     ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
     ap.add_argument("--compare-k", type=int, default=1000)
-    ap.add_argument("--compare-problem", default="quadratic", choices=("quadratic", "regularization_selection"),
+    ap.add_argument("--compare-problem", default="quadratic", choices=("quadratic", "regularization_selection", "hyper_cleaning"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")

@@ -127,8 +127,8 @@ def compared_problems(args) -> list[tuple[int, object]]:
 
 def compare_table(args) -> None:
     engines = {"today": today, "stacked": explicit_engine("stacked"), "jax": explicit_engine("jax")}
-    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} SOBA runs x {args.iterations} iterations, {args.n_evals} evaluation "
-          f"points, records made; process CPU seconds over {args.repeats} rounds (min / median); "
+    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} SOBA runs x {args.iterations} iterations, "
+          f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds (min / median); "
           "today / engine (median, min)")
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
     for d, problem in compared_problems(args):
@@ -157,7 +157,8 @@ def main() -> None:
     ap.add_argument("--n-evals", type=int, default=30, help="evaluation points per run (the run loop's default)")
     ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
     ap.add_argument("--compare-k", type=int, default=1000)
-    ap.add_argument("--compare-problem", default="quadratic", choices=("quadratic", "regularization_selection", "hyper_cleaning"),
+    ap.add_argument("--compare-problem", default="quadratic",
+                    choices=("quadratic", "regularization_selection", "hyper_cleaning"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")

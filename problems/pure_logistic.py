@@ -41,7 +41,8 @@ def _loss_grad(D: Any, b: Any, y: Any) -> Any:
 
 
 class PureRegularization(NamedTuple):
-    """Training rows D (n, p) and signs b (n,), validation rows Dv (m, p) and signs bv (m,), the start's log-strength."""
+    """Training rows D (n, p) and signs b (n,), validation rows Dv (m, p) and signs bv (m,), the start's
+    log-strength."""
 
     D: Any
     b: Any

@@ -146,7 +146,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
                   clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled")
 
 
-def _host_metrics(problem: Any, first: dict[str, Any], later: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _host_metrics(problem: Any, first: dict[str, Any], later: dict[str, Any]
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The values at the first point and the later ones with the iterates (x, y) replaced by the run loop's metrics
     there (algorithms/explicit/problem_oracles.py), in the NumPy engines' order: metrics, then diagnostics."""
     truth = ProblemOracles(problem)

@@ -40,7 +40,8 @@ def drawing(config: AlgorithmConfig) -> bool:
 
 def minibatched(oracles: Any, config: AlgorithmConfig) -> bool:
     """Whether a step of `config` on these oracles takes minibatches (a batch size, and a finite sum's oracles)."""
-    return config.batch_size is not None and getattr(oracles, "takes_minibatches", hasattr(oracles, "grad_y_g_samples"))
+    finite_sum = getattr(oracles, "takes_minibatches", hasattr(oracles, "grad_y_g_samples"))
+    return config.batch_size is not None and finite_sum
 
 
 def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any) -> tuple[Any, Any]:

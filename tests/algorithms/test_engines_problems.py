@@ -25,7 +25,8 @@ GROUND_TRUTH_RTOL = {"coreset_selection": 1e-8}
 GROUND_TRUTH = ("F", "F_gap", "grad_F_sq", "y_err_sq")
 PROBLEMS = {"regularization_selection": {}, "hyper_cleaning": {},
             "simulated": {"dim_x": 6, "dim_y": 5, "n_samples_inner": 40, "n_samples_outer": 30},
-            "coreset_selection": {"pool_size": 10, "coreset_size": 3, "n_tasks": 2}, "coreset_toy": {}, "constrained_quadratic": {}}
+            "coreset_selection": {"pool_size": 10, "coreset_size": 3, "n_tasks": 2}, "coreset_toy": {},
+            "constrained_quadratic": {}}
 #: Two configs per algorithm (differing where a stack may differ), without `batch_size`.
 CONFIGS = {"soba": [{"rho": 0.1, "gamma": 0.05}, {"rho": 0.3, "gamma": 0.02}],
            "saba": [{"rho": 0.1, "gamma": 0.05}, {"rho": 0.05, "gamma": 0.1}],

@@ -38,8 +38,8 @@ The design, in the style of optax's `init`/`update`:
   runs are other samples of the same algorithm, equal in distribution, not in value). On deterministic
   problems all engines agree.
 
-* Divergence: the run loop's default rule (divergence.py): x and y checked after every step (inside the
-  compiled loop too), metrics at the points; a diverged run's row computes on but is not recorded.
+* Divergence: the run loop's rule (divergence.py): x and y checked after every step (inside the compiled loop
+  too), metrics at the points; a diverged run's row computes on but is not recorded.
 
 * Oracle counts: records carry the run loop's `calls/<kind>` and `samples/<kind>` (counts.py: the registered
   algorithm started and stepped three times on the counted problem, then start + first step + (t − 1) × a
@@ -55,8 +55,9 @@ The design, in the style of optax's `init`/`update`:
   vectors to its oracles, a stack's rows to its `*_rows` oracles, minibatches drawn by its `sample_batches`), equal
   to `algorithms.run` seed by seed; the JAX engine needs a pure form.
 
-What the engines do not do (yet): oracle-call and seconds budgets, divergence settings other than the default,
-checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
+* Divergence: any rule of the run loop (`divergence=`: its factor, its watched quantities); default its default.
+
+What the engines do not do (yet): oracle-call and seconds budgets, checkpoints and resume. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
 
@@ -70,24 +71,27 @@ from algorithms.explicit.definition import Definition, decaying, define, defined
 from algorithms.explicit.jax_engine import jax_form, run_jax
 from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
 from algorithms.explicit.result import METRICS, Result, points
+from algorithms.run_settings import Divergence
 from problems.shared.errors import ParameterError
 
 ENGINES = {"per_run": run_per_run, "stacked": run_stacked, "jax": run_jax}
 
 
 def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | AlgorithmConfig | None],
-        iterations: int, n_evals: int = 30, engine: str = "stacked", seeds: Sequence[int] | None = None) -> Result:
+        iterations: int, n_evals: int = 30, engine: str = "stacked", seeds: Sequence[int] | None = None,
+        divergence: Divergence | Mapping[str, Any] | None = None) -> Result:
     """K runs of `algorithm` on `problem`, one per config, for `iterations` outer iterations, evaluated at the
-    run loop's points; run k's random stream from seeds[k] (default k; used by definitions that draw); every
-    argument checked before any work."""
+    run loop's points; run k's random stream from seeds[k] (default k; used by definitions that draw); runs end
+    by the run loop's `divergence` rule (its default unless given); every argument checked before any work."""
     if engine not in ENGINES:
         raise ParameterError(f"engine: unknown '{engine}'; allowed: {', '.join(ENGINES)}")
     if not isinstance(iterations, int) or iterations < 1:
         raise ParameterError(f"iterations: a positive integer, got {iterations!r}")
     if seeds is not None and (len(seeds) != len(configs) or not all(type(s) is int and s >= 0 for s in seeds)):
         raise ParameterError(f"seeds: one non-negative integer per config ({len(configs)}), got {list(seeds)!r}")
+    rule = divergence if isinstance(divergence, Divergence) else Divergence.from_dict(divergence)
     defn = definition(algorithm)
-    return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals), seeds)
+    return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals), seeds, rule)
 
 
 __all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",

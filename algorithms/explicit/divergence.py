@@ -1,10 +1,12 @@
-"""The run loop's divergence rule (algorithms.run.Divergence, default settings) for engines over stacks.
+"""The run loop's divergence rule (algorithms.run.Divergence: its factor and watched quantities) for engines over
+stacks.
 
 After every step (`watch_iterates`, written against `xp`, so it compiles with the step): a run whose x or y is
-non-finite, past 1e100 in norm, or past `factor` · max(‖start‖, 1) fails at that step; its later values are
-computed on (its row cannot leave a compiled stack) but not recorded. At every evaluation point
-(`first_bad_point`, NumPy, once at the end): a non-finite metric, or a watched metric (F_gap, else F;
-‖∇F‖²; ‖y − y*‖²) past `factor` · max(|value at the start|, 1), ends the run there, as in the run loop.
+non-finite or past 1e100 in norm, or, when the rule watches the iterates, past `factor` · max(‖start‖, 1), fails at
+that step; its later values are computed on (its row cannot leave a compiled stack) but not recorded. At every
+evaluation point (`first_bad_point`, NumPy, once at the end): a non-finite metric (any), or a watched metric (the
+rule's, "objective" being F_gap where the optimum is known, else F) past `factor` · max(|value at the start|, 1),
+ends the run there, as in the run loop.
 """
 from __future__ import annotations
 
@@ -14,13 +16,18 @@ import numpy as np
 
 from algorithms.run import DIVERGENCE_NORM, Divergence
 
-FACTOR = Divergence().factor
+DEFAULT = Divergence()
+FACTOR = DEFAULT.factor
 NEVER = -1.0  # `failed` of a run whose iterates stayed in bounds
 
 
-def iterate_limits(state: Any, xp: Any) -> Any:
-    """Squared norm limits of x and y from the start state: (factor · max(‖·‖, 1))², keepdims columns."""
-    return tuple((FACTOR * xp.maximum(xp.sqrt((v * v).sum(-1, keepdims=True)), 1.0)) ** 2 for v in (state.x, state.y))
+def iterate_limits(state: Any, xp: Any, rule: Divergence = DEFAULT) -> Any:
+    """Squared norm limits of x and y from the start state: (factor · max(‖·‖, 1))², keepdims columns (infinite
+    when the rule does not watch the iterates: then only their non-finite values and the 1e100 bound end a run)."""
+    if "iterates" not in rule.metrics:
+        return tuple(xp.full(v.shape[:-1] + (1,), xp.inf) for v in (state.x, state.y))
+    return tuple((rule.factor * xp.maximum(xp.sqrt((v * v).sum(-1, keepdims=True)), 1.0)) ** 2
+                 for v in (state.x, state.y))
 
 
 def watch_iterates(state: Any, failed: Any, limits: Any, xp: Any) -> Any:
@@ -34,15 +41,14 @@ def watch_iterates(state: Any, failed: Any, limits: Any, xp: Any) -> Any:
     return xp.where((failed == NEVER) & bad, t, failed)
 
 
-def watched(values: dict[str, np.ndarray]) -> list[str]:
-    """The metrics the default rule watches among `values` (F_gap where the optimum is known, else F)."""
-    objective = "F_gap" if "F_gap" in values else "F"
-    return [n for n in (objective, "grad_F_sq", "y_err_sq") if n in values]
+def watched(values: dict[str, np.ndarray], rule: Divergence = DEFAULT) -> list[str]:
+    """The metrics `rule` watches among `values`, in the run loop's order (`Divergence.watched`: by name)."""
+    return list(rule.watched({n: 0.0 for n in values if not n.startswith("diag/")}))
 
 
-def first_bad_point(values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def first_bad_point(values: dict[str, np.ndarray], rule: Divergence = DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """Per run: the first evaluation point with a non-finite metric (len(points): none), and the first point
-    where a watched metric grew past its limit (len(points): none)."""
+    where a metric `rule` watches grew past its limit (len(points): none)."""
     metrics = [n for n in values if not n.startswith("diag/")]
     n_points = next(iter(values.values())).shape[0]
     nonfinite = np.zeros(values[metrics[0]].shape, dtype=bool)
@@ -50,7 +56,7 @@ def first_bad_point(values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarr
         nonfinite |= ~np.isfinite(values[n])
     grown = np.zeros_like(nonfinite)
     with np.errstate(invalid="ignore"):
-        for n in watched(values):
-            grown |= np.abs(values[n]) > FACTOR * np.maximum(np.abs(values[n][:1]), 1.0)
+        for n in watched(values, rule):
+            grown |= np.abs(values[n]) > rule.factor * np.maximum(np.abs(values[n][:1]), 1.0)
     first = [np.where(b.any(axis=0), np.argmax(b, axis=0), n_points) for b in (nonfinite, grown)]
     return first[0], first[1]

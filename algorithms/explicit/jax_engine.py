@@ -19,9 +19,10 @@ import numpy as np
 from algorithms.base import AlgorithmConfig, get
 from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
-from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.divergence import DEFAULT, NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.problem_oracles import ProblemOracles
 from algorithms.explicit.result import Result, shared_clock
+from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure_minibatched
 from problems.pure_cleaning import data_form
@@ -67,7 +68,7 @@ def jax_form(defn: Definition, problem: Any) -> Any:
                                  "run every problem)") from None
 
 
-def _program(defn: Definition, config: AlgorithmConfig) -> Any:
+def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any:
     """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations (a form
     without ground truth gives the iterates at the points instead, for the host to evaluate)."""
     jax, jnp = jax_modules()
@@ -89,7 +90,7 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
             return s, watch_iterates(s, failed, limits, jnp)
 
         step = jax.vmap(one, in_axes=(axes, 0, h_axes, 0), out_axes=(axes, 0))
-        limits = jax.vmap(lambda s: iterate_limits(s, jnp), in_axes=(axes,))(state)
+        limits = jax.vmap(lambda s: iterate_limits(s, jnp, rule), in_axes=(axes,))(state)
 
         def evaluate(s: Any) -> dict[str, Any]:
             diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp), in_axes=(axes, h_axes))(s, hyper)
@@ -108,7 +109,7 @@ def _program(defn: Definition, config: AlgorithmConfig) -> Any:
 
 
 def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
-            seeds: Sequence[int] | None = None) -> Result:
+            seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT) -> Result:
     """The K runs vmapped and compiled; the compile time is `compile_seconds`, apart from `seconds`. A run's
     draws come from `jax.random.PRNGKey(seeds[k])`: its own stream, not the NumPy generator of its seed."""
     jax, _ = jax_modules()
@@ -122,11 +123,11 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         seeds = np.arange(len(configs)) if seeds is None else np.asarray(seeds, dtype=np.int64)
         key = (defn.name, group_key(get(defn.name), config), len(configs), type(oracles),
                tuple(np.shape(a) for a in jax.tree_util.tree_leaves(oracles)), len(lengths),
-               tuple(np.ndim(v) for v in hyper), device())
+               tuple(np.ndim(v) for v in hyper), device(), divergence.factor, "iterates" in divergence.metrics)
         compile_seconds = 0.0
         if key not in _COMPILED:
             start = time.perf_counter()
-            _COMPILED[key] = jax.jit(_program(defn, config)).lower(oracles, hyper, lengths, seeds).compile()
+            _COMPILED[key] = jax.jit(_program(defn, config, divergence)).lower(oracles, hyper, lengths, seeds).compile()
             compile_seconds = time.perf_counter() - start
         start, cpu_start = time.perf_counter(), time.process_time()
         final, failed, first, later = jax.block_until_ready(_COMPILED[key](oracles, hyper, lengths, seeds))
@@ -143,7 +144,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     share = np.asarray(points, dtype=float) / max(points[-1], 1)
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed).ravel(), counts=counts(defn.name, problem, configs[0]),
-                  clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled")
+                  clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled",
+                  divergence=divergence)
 
 
 def _host_metrics(problem: Any, first: dict[str, Any], later: dict[str, Any]

@@ -10,10 +10,10 @@ import numpy as np
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import counts
 from algorithms.explicit.definition import Definition
-from algorithms.explicit.divergence import NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.divergence import DEFAULT, NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.explicit.result import CLOCKS, Result, collect, shared_clock
-from algorithms.run_settings import generator
+from algorithms.run_settings import Divergence, generator
 
 
 def stack_states(states: Sequence[Any]) -> Any:
@@ -48,11 +48,11 @@ def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, 
 
 
 def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
-         points: Sequence[int]) -> tuple[Any, Any, list[dict[str, Any]], tuple[list[float], ...]]:
+         points: Sequence[int], rule: Divergence) -> tuple[Any, Any, list[dict[str, Any]], tuple[list[float], ...]]:
     """(final state, failed, values per point, seconds per point) of one run or one stack: the seconds as the run
     loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this one's
     included)."""
-    limits, failed = iterate_limits(state, np), np.full(np.shape(state.t), NEVER)
+    limits, failed = iterate_limits(state, np, rule), np.full(np.shape(state.t), NEVER)
     step = cpu = 0.0
     start = time.perf_counter()
     values = [_evaluate(defn, oracles, state, hyper, config)]
@@ -77,14 +77,14 @@ def keys(defn: Definition, config: AlgorithmConfig, seeds: Sequence[int] | None,
 
 
 def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
-                seeds: Sequence[int] | None = None) -> Result:
+                seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT) -> Result:
     """Each run alone with 1-D iterates and Python-float step sizes, one after another."""
     oracles, start = numpy_oracles(defn.oracles_of, problem), time.perf_counter()
     finals, failures, per_run, clocks = [], [], [], []
     for config, key in zip(configs, keys(defn, configs[0], seeds, len(configs))):
         hyper = defn.hyper(config)
         state, failed, values, clock = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config,
-                                            points)
+                                            points, divergence)
         finals.append(state)
         failures.append(failed)
         per_run.append(collect(values, 1))
@@ -95,19 +95,20 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run", seconds,
-                  failed=np.concatenate(failures), counts=counts(defn.name, problem, configs[0]), clock=own)
+                  failed=np.concatenate(failures), counts=counts(defn.name, problem, configs[0]), clock=own,
+                  divergence=divergence)
 
 
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
-                seeds: Sequence[int] | None = None) -> Result:
+                seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT) -> Result:
     """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column, each run's draws
     from its own generator."""
     oracles, start = numpy_oracles(defn.oracles_of, problem), time.perf_counter()
     hyper, config = defn.hyper_columns(configs), configs[0]
     state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
                           for c, key in zip(configs, keys(defn, configs[0], seeds, len(configs)))])
-    state, failed, values, clock = _run(defn, oracles, state, hyper, config, points)
+    state, failed, values, clock = _run(defn, oracles, state, hyper, config, points, divergence)
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
                   failed=failed.ravel(), counts=counts(defn.name, problem, configs[0]),
-                  clock=shared_clock(*clock, len(configs)), time_mode="batched")
+                  clock=shared_clock(*clock, len(configs)), time_mode="batched", divergence=divergence)

@@ -12,8 +12,8 @@ import numpy as np
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import Counts
 from algorithms.explicit.definition import definition
-from algorithms.explicit.divergence import FACTOR, NEVER, first_bad_point, watched
-from algorithms.run import Budget, eval_points
+from algorithms.explicit.divergence import DEFAULT, NEVER, first_bad_point, watched
+from algorithms.run import Budget, Divergence, eval_points
 
 #: Metrics every engine records at an evaluation point (problems/pure.py computes them).
 METRICS = ("F", "F_gap", "grad_F_sq", "y_err_sq")
@@ -52,6 +52,8 @@ class Result:
     #: `time_mode` (None: a run's own seconds, as `algorithms.run` measures them). None: records without seconds.
     clock: dict[str, np.ndarray] | None = None
     time_mode: str | None = None
+    #: The divergence rule the records end runs by (the run loop's default unless a study sets its own).
+    divergence: Divergence = DEFAULT
 
     def __post_init__(self) -> None:
         gap, start = self.values.get("F_gap"), self.values["F"][0]
@@ -60,11 +62,13 @@ class Result:
 
     def _grown(self, k: int, rec: dict[str, Any]) -> str:
         """The first watched metric of run k past its limit in `rec`."""
-        return next(n for n in watched(self.values) if abs(rec[n]) > FACTOR * max(abs(self.values[n][0, k]), 1.0))
+        factor = self.divergence.factor
+        return next(n for n in watched(self.values, self.divergence)
+                    if abs(rec[n]) > factor * max(abs(self.values[n][0, k]), 1.0))
 
     def _ends(self) -> tuple[list[float], list[int], list[int]]:
         failed = [NEVER] * len(self.configs) if self.failed is None else np.ravel(self.failed).tolist()
-        nonfinite, grown = first_bad_point(self.values)
+        nonfinite, grown = first_bad_point(self.values, self.divergence)
         return failed, nonfinite.tolist(), grown.tolist()
 
     @property

@@ -44,7 +44,7 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
         try:
             result = explicit.run(first.algorithm, problem, configs + configs[-1:] * (size - len(stack)),
                                   first.budget["iterations"], first.n_evals, engine="jax",
-                                  seeds=seeds + seeds[-1:] * (size - len(stack)))
+                                  seeds=seeds + seeds[-1:] * (size - len(stack)), divergence=first.divergence)
         except Exception:  # noqa: BLE001  (nothing of the stack was sent) its runs one after another: one that
             for index, spec, _ in stack:  # raises fails alone, as when a NumPy batch raises
                 body.run_one(index, spec)

@@ -5,7 +5,7 @@ problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s 
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the deterministic quadratic, the closed-form toys
 (nonunique_toy, minimax_toy), regularization_selection or hyper_cleaning (full batch; their ground truth evaluated on
-the host), iteration budgets, the default divergence rule, batched runs. A batch runs whole
+the host), iteration budgets, batched runs (any divergence rule). A batch runs whole
 (no checkpoint midway: a killed trial runs its batch again), its records' seconds are its program's shared out by
 steps (`time_mode: compiled`), and on these deterministic problems its iterates are those of the NumPy engine to
 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding).
@@ -74,8 +74,6 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
                                        "come from JAX's own streams); remove batch_size or use backend 'numpy'"))
     if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
         out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
-    if point.divergence is not None:
-        out.append(("divergence", "backend 'jax' runs the default divergence rule; remove the study's divergence"))
     return out
 
 

@@ -72,6 +72,26 @@ def test_a_jax_study_of_real_data_gives_the_numpy_engines_records(name):
 
 
 @needs_jax
+def test_a_jax_study_with_its_own_divergence_rule_gives_the_numpy_engines_records():
+    """The study's rule (the iterates only, a factor of 3) ends the same runs at the same points: γ = 1 at
+    iteration 7 (its ‖x‖), which the default rule lets finish, and γ = 400 at once."""
+    study = spec.validate({**STUDY, "backend": "jax", "divergence": {"factor": 3.0, "metrics": ["iterates"]},
+                           "algorithms": [{"name": "soba", "params": {"rho": 0.1, "gamma": [0.05, 1.0, 400.0]}}]})
+    numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
+    assert jax_records.keys() == numpy_records.keys()
+    ends = set()
+    for key, ours in jax_records.items():
+        theirs = numpy_records[key]
+        assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in ours] == \
+            [(r["iteration"], r["status"], r.get("diverged_at")) for r in theirs]
+        ends.add((ours[-1]["status"], ours[-1].get("diverged_at")))
+        for a, b in zip(ours, theirs):
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a
+                       if n not in (*NOT_NUMBERS, "diverged_at", "diverged_metric")) < EXACT
+    assert ends == {("finished", None), ("diverged", 7), ("diverged", 1)}
+
+
+@needs_jax
 def test_a_jax_study_of_the_toys_gives_the_numpy_engines_records():
     """The closed-form toys run on the JAX backend too (problems/pure.py), a diverging run included."""
     study = spec.validate({**STUDY, "problems": [{"name": "nonunique_toy"}, {"name": "minimax_toy"}], "backend": "jax",
@@ -120,7 +140,6 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "a seconds budget" in lines(budget={"iterations": 10, "seconds": 5})
     assert "budget: backend 'jax' runs iteration budgets only, got iterations: 10, seconds: 5" in \
         lines(budget={"iterations": 10, "seconds": 5})
-    assert "divergence: backend 'jax' runs the default divergence rule" in lines(divergence={"factor": 1e3})
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
     assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection, " \

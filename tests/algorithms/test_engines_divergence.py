@@ -1,0 +1,80 @@
+"""The explicit engines end runs by any divergence rule of the run loop (algorithms.run.Divergence: its factor and
+its watched quantities), as `algorithms.run` ends them: the same records, the same statuses and iterations."""
+import pytest
+
+import algorithms
+import problems
+from algorithms import explicit
+from problems.shared.errors import ParameterError
+from tests.algorithms.test_engines import CONFIGS, DIVERGING, EXACT, NOT_NUMBERS, needs_jax
+
+ITERATIONS, N_EVALS = 60, 12
+#: Rules that end runs earlier or later than the default, or by other quantities: a tight factor (the quadratic's
+#: ‖∇F‖² first grows by more than 10 under the larger steps), one metric, the iterates only, no iterates.
+RULES = [{"factor": 10.0}, {"factor": 1e3, "metrics": ["grad_F_sq"]}, {"factor": 3.0, "metrics": ["iterates"]},
+         {"factor": 1e4, "metrics": ["objective", "y_err_sq"]}]
+SKIP = (*NOT_NUMBERS, "diverged_at", "diverged_metric")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return problems.make("quadratic", seed=1, dim_x=5, dim_y=4)
+
+
+def records_of(result):
+    out = {}
+    for k, rec in result.records():
+        out.setdefault(k, []).append(rec)
+    return out
+
+
+def configs_of(algorithm):
+    return [*CONFIGS[algorithm][:2], DIVERGING[algorithm], {**CONFIGS[algorithm][0], **{
+        n: 4 * v for n, v in CONFIGS[algorithm][0].items() if n in ("gamma", "rho", "alpha")}}]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: "-".join(f"{k}={v}" for k, v in r.items()))
+@pytest.mark.parametrize("algorithm", ["soba", "stocbio", "bome"])
+def test_a_rule_ends_each_run_where_the_run_loop_does(problem, algorithm, rule):
+    configs = configs_of(algorithm)
+    ends = set()
+    for engine in ("per_run", "stacked"):
+        mine = records_of(explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine=engine, divergence=rule))
+        for k, config in enumerate(configs):
+            today = list(algorithms.run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS, rule))
+            assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine[k]] == \
+                [(r["iteration"], r["status"], r.get("diverged_at")) for r in today], (engine, k)
+            if today[-1].get("diverged_metric") in ("F", "F_gap", "grad_F_sq", "y_err_sq"):  # a metric grew
+                assert mine[k][-1]["diverged_metric"] == today[-1]["diverged_metric"]
+            for a, b in zip(mine[k], today):
+                assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in SKIP) < EXACT
+            ends.add((today[-1]["status"], today[-1]["iteration"]))
+    assert len(ends) >= 2  # the rule ends some runs and not others
+
+
+def test_the_rule_changes_where_runs_end(problem):
+    """The same runs under the default rule and a tight one end at different iterations (the rule is used)."""
+    configs = configs_of("soba")
+    default = explicit.run("soba", problem, configs, ITERATIONS, N_EVALS)
+    tight = explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, divergence={"factor": 10.0})
+    assert [r["iteration"] for _, r in default.records()] != [r["iteration"] for _, r in tight.records()]
+
+
+@needs_jax
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: "-".join(f"{k}={v}" for k, v in r.items()))
+def test_jax_ends_runs_by_the_rule_as_the_numpy_engines(problem, rule):
+    configs = configs_of("soba")
+    mine = records_of(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, engine="jax", divergence=rule))
+    theirs = records_of(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, divergence=rule))
+    for k in theirs:
+        assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine[k]] == \
+            [(r["iteration"], r["status"], r.get("diverged_at")) for r in theirs[k]]
+        for a, b in zip(mine[k], theirs[k]):
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in SKIP) < EXACT
+
+
+def test_a_bad_rule_is_one_line_before_any_work(problem):
+    with pytest.raises(ParameterError, match="factor"):
+        explicit.run("soba", problem, [{}], 10, divergence={"factor": 0.5})
+    with pytest.raises(ParameterError, match="metrics"):
+        explicit.run("soba", problem, [{}], 10, divergence={"metrics": ["speed"]})

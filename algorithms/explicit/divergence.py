@@ -30,15 +30,21 @@ def iterate_limits(state: Any, xp: Any, rule: Divergence = DEFAULT) -> Any:
                  for v in (state.x, state.y))
 
 
-def watch_iterates(state: Any, failed: Any, limits: Any, xp: Any) -> Any:
-    """`failed` with the iteration (state.t) set where a run's x or y is out of bounds for the first time."""
-    bad = None
-    for v, limit in zip((state.x, state.y), limits):
+#: Why a run's iterates failed, by code (`watch_iterates`' reason), in the run loop's words (its checks' order).
+ITERATE_REASONS = {1.0: "x non-finite", 2.0: "‖x‖", 3.0: "y non-finite", 4.0: "‖y‖"}
+
+
+def watch_iterates(state: Any, failed: Any, reason: Any, limits: Any, xp: Any) -> tuple[Any, Any]:
+    """(`failed` with the iteration (state.t) set where a run's x or y is out of bounds for the first time, `reason`
+    with its code there: x non-finite or past 1e100, ‖x‖ past its limit, then the same of y, the first that holds)."""
+    why = xp.zeros_like(failed)
+    for code, v, limit in ((1.0, state.x, limits[0]), (3.0, state.y, limits[1])):
         s = (v * v).sum(-1, keepdims=True)
-        out = ~(s < DIVERGENCE_NORM * DIVERGENCE_NORM) | (s > limit)  # NaN fails the first test
-        bad = out if bad is None else bad | out
-    t = xp.reshape(state.t, bad.shape)
-    return xp.where((failed == NEVER) & bad, t, failed)
+        nonfinite = ~(s < DIVERGENCE_NORM * DIVERGENCE_NORM)  # NaN fails the test too
+        here = xp.where(nonfinite, code, xp.where(s > limit, code + 1.0, 0.0))
+        why = xp.where(why == 0.0, here, why)
+    first = (failed == NEVER) & (why > 0.0)
+    return xp.where(first, xp.reshape(state.t, why.shape), failed), xp.where(first, why, reason)
 
 
 def watched(values: dict[str, np.ndarray], rule: Divergence = DEFAULT) -> list[str]:

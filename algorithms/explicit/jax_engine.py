@@ -87,7 +87,7 @@ def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any
 
         def one(s: Any, failed: Any, h: Any, limits: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
-            return s, watch_iterates(s, failed, limits, jnp)
+            return s, watch_iterates(s, *failed, limits, jnp)
 
         step = jax.vmap(one, in_axes=(axes, 0, h_axes, 0), out_axes=(axes, 0))
         limits = jax.vmap(lambda s: iterate_limits(s, jnp, rule), in_axes=(axes,))(state)
@@ -101,7 +101,7 @@ def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any
             carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
             return carry, evaluate(carry[0])
 
-        failed = jnp.full((state.x.shape[0], 1), NEVER)
+        failed = (jnp.full((state.x.shape[0], 1), NEVER), jnp.zeros((state.x.shape[0], 1)))  # (iteration, reason)
         (final, failed), later = jax.lax.scan(stretch, (state, failed), lengths)
         return final, failed, evaluate(state), later
 
@@ -143,7 +143,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     # One program makes every point: its seconds are shared out by steps done (evaluations included in `time`).
     share = np.asarray(points, dtype=float) / max(points[-1], 1)
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
-                  failed=np.asarray(failed).ravel(), counts=counts(defn.name, problem, configs[0]),
+                  failed=np.asarray(failed[0]).ravel(), failed_reason=np.asarray(failed[1]).ravel(),
+                  counts=counts(defn.name, problem, configs[0]),
                   clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled",
                   divergence=divergence)
 

@@ -43,16 +43,17 @@ def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, 
     with np.errstate(all="ignore"):  # an overflow makes the run non-finite, which the check sees
         for _ in range(n):
             state = defn.step(state, oracles, hyper, config, np)
-            failed = watch_iterates(state, failed, limits, np)
+            failed = watch_iterates(state, *failed, limits, np)
     return state, failed
 
 
 def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
          points: Sequence[int], rule: Divergence) -> tuple[Any, Any, list[dict[str, Any]], tuple[list[float], ...]]:
-    """(final state, failed, values per point, seconds per point) of one run or one stack: the seconds as the run
-    loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this one's
-    included)."""
-    limits, failed = iterate_limits(state, np, rule), np.full(np.shape(state.t), NEVER)
+    """(final state, (failed, its reason), values per point, seconds per point) of one run or one stack: the seconds
+    as the run loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this
+    one's included)."""
+    limits = iterate_limits(state, np, rule)
+    failed = (np.full(np.shape(state.t), NEVER), np.zeros(np.shape(state.t)))
     step = cpu = 0.0
     start = time.perf_counter()
     values = [_evaluate(defn, oracles, state, hyper, config)]
@@ -86,7 +87,7 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
         state, failed, values, clock = _run(defn, oracles, defn.init(oracles, hyper, config, key, np), hyper, config,
                                             points, divergence)
         finals.append(state)
-        failures.append(failed)
+        failures.append(failed)  # (iteration, reason) of each run
         per_run.append(collect(values, 1))
         clocks.append(clock)
     values = {n: np.concatenate([r[n] for r in per_run], axis=1) for n in per_run[0]}
@@ -95,8 +96,8 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run", seconds,
-                  failed=np.concatenate(failures), counts=counts(defn.name, problem, configs[0]), clock=own,
-                  divergence=divergence)
+                  failed=np.concatenate([f for f, _ in failures]), counts=counts(defn.name, problem, configs[0]),
+                  clock=own, divergence=divergence, failed_reason=np.concatenate([r for _, r in failures]).ravel())
 
 
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
@@ -110,5 +111,5 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     state, failed, values, clock = _run(defn, oracles, state, hyper, config, points, divergence)
     seconds = time.perf_counter() - start
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
-                  failed=failed.ravel(), counts=counts(defn.name, problem, configs[0]),
+                  failed=failed[0].ravel(), failed_reason=failed[1].ravel(), counts=counts(defn.name, problem, configs[0]),
                   clock=shared_clock(*clock, len(configs)), time_mode="batched", divergence=divergence)

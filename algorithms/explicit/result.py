@@ -12,7 +12,7 @@ import numpy as np
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import Counts
 from algorithms.explicit.definition import definition
-from algorithms.explicit.divergence import DEFAULT, NEVER, first_bad_point, watched
+from algorithms.explicit.divergence import DEFAULT, ITERATE_REASONS, NEVER, first_bad_point, watched
 from algorithms.run import Budget, Divergence, eval_points
 
 #: Metrics every engine records at an evaluation point (problems/pure.py computes them).
@@ -54,6 +54,8 @@ class Result:
     time_mode: str | None = None
     #: The divergence rule the records end runs by (the run loop's default unless a study sets its own).
     divergence: Divergence = DEFAULT
+    #: Per run, why its iterates failed (`divergence.ITERATE_REASONS`' codes; 0: they did not).
+    failed_reason: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         gap, start = self.values.get("F_gap"), self.values["F"][0]
@@ -65,6 +67,16 @@ class Result:
         factor = self.divergence.factor
         return next(n for n in watched(self.values, self.divergence)
                     if abs(rec[n]) > factor * max(abs(self.values[n][0, k]), 1.0))
+
+    def _iterates_reason(self, k: int) -> str:
+        """Why run k's iterates failed, as the run loop says it ("x non-finite", "‖x‖", ...)."""
+        code = 0.0 if self.failed_reason is None else float(self.failed_reason[k])
+        return ITERATE_REASONS.get(code, "iterates")
+
+    def _nonfinite(self, k: int, i: int) -> str:
+        """"<metric> non-finite" for the first of run k's metrics not finite at point i, as the run loop says it."""
+        bad = next(n for n in self.values if not n.startswith("diag/") and not np.isfinite(self.values[n][i, k]))
+        return f"{bad} non-finite"
 
     def _ends(self) -> tuple[list[float], list[int], list[int]]:
         failed = [NEVER] * len(self.configs) if self.failed is None else np.ravel(self.failed).tolist()
@@ -97,7 +109,8 @@ class Result:
     def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
-        divergence; `diverged_metric` is "iterates", "non-finite" or the grown metric); then its records stop."""
+        divergence; `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric>
+        non-finite" or the grown metric); then its records stop."""
         extra, extra_values = self._extras()
         every = ["iteration", "status", *self.values, *extra]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
@@ -126,9 +139,9 @@ class Result:
                     continue
                 why, at = None, it
                 if failed[k] != NEVER and failed[k] <= it:
-                    why, at = "iterates", int(failed[k])
+                    why, at = self._iterates_reason(k), int(failed[k])
                 elif nonfinite[k] == i:
-                    why = "non-finite"
+                    why = self._nonfinite(k, i)
                 if why is not None:
                     done[k] = True
                     yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}

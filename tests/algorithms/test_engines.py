@@ -216,8 +216,8 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
         for k, config in enumerate(configs):
             today = list(algorithms.run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS))
             ours = [rec for (j, _), rec in mine.items() if j == k]
-            assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in ours] == \
-                [(r["iteration"], r["status"], r.get("diverged_at")) for r in today]
+            assert [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in ours] == \
+                [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in today]
             for a, b in zip(ours, today):
                 skip = (*NOT_NUMBERS, "diverged_at", "diverged_metric")
                 assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in skip) < EXACT

@@ -1,5 +1,7 @@
 """The explicit engines end runs by any divergence rule of the run loop (algorithms.run.Divergence: its factor and
-its watched quantities), as `algorithms.run` ends them: the same records, the same statuses and iterations."""
+its watched quantities), as `algorithms.run` ends them: the same records, the same statuses and iterations, the same
+reason (`diverged_metric`: "‖x‖", "y non-finite", the grown metric...)."""
+import numpy as np
 import pytest
 
 import algorithms
@@ -44,8 +46,7 @@ def test_a_rule_ends_each_run_where_the_run_loop_does(problem, algorithm, rule):
             today = list(algorithms.run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS, rule))
             assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine[k]] == \
                 [(r["iteration"], r["status"], r.get("diverged_at")) for r in today], (engine, k)
-            if today[-1].get("diverged_metric") in ("F", "F_gap", "grad_F_sq", "y_err_sq"):  # a metric grew
-                assert mine[k][-1]["diverged_metric"] == today[-1]["diverged_metric"]
+            assert mine[k][-1].get("diverged_metric") == today[-1].get("diverged_metric")  # in the run loop's words
             for a, b in zip(mine[k], today):
                 assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in SKIP) < EXACT
             ends.add((today[-1]["status"], today[-1]["iteration"]))
@@ -78,3 +79,24 @@ def test_a_bad_rule_is_one_line_before_any_work(problem):
         explicit.run("soba", problem, [{}], 10, divergence={"factor": 0.5})
     with pytest.raises(ParameterError, match="metrics"):
         explicit.run("soba", problem, [{}], 10, divergence={"metrics": ["speed"]})
+
+
+def test_the_iterate_check_names_the_first_failure_as_the_run_loop_does():
+    """x before y, non-finite (or past 1e100) before past the limit; a run keeps its first failure."""
+    from collections import namedtuple
+
+    from algorithms.explicit.divergence import ITERATE_REASONS, NEVER, watch_iterates
+
+    State = namedtuple("State", "x y t")
+    x = np.array([[1.0, 0.0], [np.nan, 0.0], [50.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1e101, 0.0]])
+    y = np.array([[0.0], [0.0], [np.inf], [np.nan], [50.0], [0.0]])
+    limits = (np.full((6, 1), 100.0), np.full((6, 1), 100.0))  # squared norms: ‖·‖ past 10
+    failed, reason = np.full((6, 1), NEVER), np.zeros((6, 1))
+    failed, reason = watch_iterates(State(x, y, np.full((6, 1), 3.0)), failed, reason, limits, np)
+    assert failed.ravel().tolist() == [NEVER, 3.0, 3.0, 3.0, 3.0, 3.0]
+    assert [ITERATE_REASONS.get(c, "") for c in reason.ravel()] == ["", "x non-finite", "‖x‖", "y non-finite", "‖y‖",
+                                                                     "x non-finite"]
+    later = State(np.full((6, 2), np.nan), np.zeros((6, 1)), np.full((6, 1), 4.0))
+    again, reason_again = watch_iterates(later, failed, reason, limits, np)
+    assert again.ravel().tolist() == [4.0, 3.0, 3.0, 3.0, 3.0, 3.0]  # the first failure stays
+    np.testing.assert_array_equal(reason_again[1:], reason[1:])

@@ -134,8 +134,8 @@ def test_per_run_and_stacked_equal_the_run_loop_on_the_toys(toy, algorithm):
         run = Run(algorithm, toy, config, 0, {"iterations": ITERATIONS}, N_EVALS)
         records = list(run.records())
         mine = [rec for j, rec in stacked.records() if j == k]
-        assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine] == \
-            [(r["iteration"], r["status"], r.get("diverged_at")) for r in records]
+        assert [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in mine] == \
+            [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in records]
         if records[-1]["status"] == "finished":
             for name in ("x", "y") + tuple(f for f in stacked.state._fields if f in run.algorithm.state):
                 today = np.atleast_1d(getattr(run.algorithm, name))

@@ -82,8 +82,8 @@ def test_a_jax_study_with_its_own_divergence_rule_gives_the_numpy_engines_record
     ends = set()
     for key, ours in jax_records.items():
         theirs = numpy_records[key]
-        assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in ours] == \
-            [(r["iteration"], r["status"], r.get("diverged_at")) for r in theirs]
+        assert [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in ours] == \
+            [(r["iteration"], r["status"], r.get("diverged_at"), r.get("diverged_metric")) for r in theirs]
         ends.add((ours[-1]["status"], ours[-1].get("diverged_at")))
         for a, b in zip(ours, theirs):
             assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a
@@ -101,7 +101,8 @@ def test_a_jax_study_of_the_toys_gives_the_numpy_engines_records():
     assert {r[-1]["status"] for r in jax_records.values()} == {"finished", "diverged"}
     for key, ours in jax_records.items():
         theirs = numpy_records[key]
-        assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
+        assert [(r["iteration"], r["status"], r.get("diverged_metric")) for r in ours] == \
+            [(r["iteration"], r["status"], r.get("diverged_metric")) for r in theirs]
         for a, b in zip(ours, theirs):
             assert set(a) == set(b)
             assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a

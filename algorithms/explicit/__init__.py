@@ -19,7 +19,7 @@ The design, in the style of optax's `init`/`update`:
   randomness comes from a key carried in the state; on a deterministic problem there is none (`key` None).
 * Defined so far (one module per family): SOBA (soba.py), F2SA (f2sa.py), FSLA and MRBO (momentum.py), AmIGO,
   StocBiO, AID-FP and AID-CG (double_loop.py), ITD (itd.py: its reverse pass over a `scan` tape), S-TFBO and
-  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the expected HIA (ttsa.py), SABA (saba.py:
+  D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the sampled or the expected HIA (ttsa.py), SABA (saba.py:
   its per-sample memory tables in the state, its minibatches drawn from the run's stream): the 14 algorithms
   `run_batched` stacks.
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so

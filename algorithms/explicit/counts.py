@@ -94,3 +94,13 @@ def measure(name: str, problem: Any, config: AlgorithmConfig) -> Counts:
         raise ParameterError(f"algorithm '{name}': its oracle calls per step vary after the first step with this "
                              f"config; the explicit engines cannot count them (use algorithms.run)")
     return Counts(names, table[0], steps[0], steps[1])
+
+
+def run_counts(defn: Any, problem: Any, config: AlgorithmConfig) -> tuple[Counts, np.ndarray | None]:
+    """(the counts every run of a stack has, and, for a definition whose runs make calls of their own
+    (`Definition.counted`), one unit's calls a step, which a run's records add per unit it made; else None)."""
+    pair = defn.counted(config)
+    if pair is None:
+        return counts(defn.name, problem, config), None
+    base, one_more = (counts(defn.name, problem, c) for c in pair)
+    return base, one_more.later - base.later

@@ -57,6 +57,10 @@ class Definition:
     #: the configs this says (SOBA: those with minibatches): the engines then give run k a stream from its seed
     #: (NumPy: the generator `algorithms.run` gives the run's algorithm; JAX: its own key).
     draws: bool | Callable[[AlgorithmConfig], bool] = False
+    #: For a config whose oracle calls differ between runs (TTSA's sampled HIA length): (the config making the calls
+    #: every run makes, the one making one unit more a step); each run's units so far are its state's `hvp_calls`.
+    #: None: every run of a stack makes the same calls (`counts.py`).
+    counted: Callable[[AlgorithmConfig], tuple[AlgorithmConfig, AlgorithmConfig] | None] = lambda config: None
 
     def draws_for(self, config: AlgorithmConfig) -> bool:
         """Whether runs of `config` get a random stream (`draws`)."""
@@ -194,6 +198,19 @@ def draw_integers(key: Any, n: int, size: int, xp: Any) -> tuple[Any, Any]:
     if isinstance(key, np.random.Generator):
         return key, key.integers(0, n, size=size)
     return key, np.stack([g.integers(0, n, size=size) for g in key])
+
+
+def draw_below(key: Any, n: int, xp: Any) -> tuple[Any, Any]:
+    """(key, one integer in [0, n) per run, as a float (1,) number or (K, 1) column), as `rng.integers(n)` draws it
+    (an HIA's length: `Algorithm.random_integer`). `key` as in `choose`."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        key, sub = jax.random.split(key)
+        return key, jax.random.randint(sub, (1,), 0, n).astype(float)
+    if isinstance(key, np.random.Generator):
+        return key, np.array([float(key.integers(n))])
+    return key, np.array([[float(g.integers(n))] for g in key])
 
 
 def choose(key: Any, n: int, size: int, xp: Any, skip: Any = None) -> tuple[Any, Any]:

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig, get
-from algorithms.explicit.counts import counts
+from algorithms.explicit.counts import run_counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import DEFAULT, NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.problem_oracles import ProblemOracles
-from algorithms.explicit.result import Result, shared_clock
+from algorithms.explicit.result import UNITS, Result, shared_clock
 from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure_minibatched
@@ -95,7 +95,8 @@ def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any
         def evaluate(s: Any) -> dict[str, Any]:
             diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp), in_axes=(axes, h_axes))(s, hyper)
             values = jax.vmap(oracles.metrics)(s.x, s.y) if hasattr(oracles, "metrics") else {"x": s.x, "y": s.y}
-            return {**values, **{f"diag/{n}": v for n, v in diag.items()}}
+            units = {UNITS: s.hvp_calls} if defn.counted(config) is not None else {}
+            return {**values, **{f"diag/{n}": v for n, v in diag.items()}, **units}
 
         def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
             carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
@@ -142,9 +143,10 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
         seconds = time.perf_counter() - start
     # One program makes every point: its seconds are shared out by steps done (evaluations included in `time`).
     share = np.asarray(points, dtype=float) / max(points[-1], 1)
+    base, unit = run_counts(defn, problem, configs[0])
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed[0]).ravel(), failed_reason=np.asarray(failed[1]).ravel(),
-                  counts=counts(defn.name, problem, configs[0]),
+                  counts=base, unit_counts=unit,
                   clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled",
                   divergence=divergence)
 

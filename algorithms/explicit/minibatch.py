@@ -21,6 +21,8 @@ import numpy as np
 
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.definition import draw_integers, repeat, scan
+from algorithms.stacked import RunBatches
+from problems.shared.errors import ParameterError
 
 
 class Values(NamedTuple):
@@ -57,6 +59,43 @@ def chunks(oracles: Any, key: Any, config: AlgorithmConfig, count: int, xp: Any)
     high = bounds[0] if len(bounds) == 1 else np.tile(np.repeat(np.asarray(bounds), b), count)
     key, idx = draw_integers(key, high, count * width, xp)
     return key, xp.moveaxis(idx.reshape(idx.shape[:-1] + (count, width)), -2, 0)
+
+
+def chunks_each(oracles: Any, key: Any, config: AlgorithmConfig, counts: Any, width: int, pad: Any,
+                xp: Any) -> tuple[Any, Any]:
+    """(key, `width` minibatches per run, of which run k drew only its first counts[k] from its stream, as its
+    per-run algorithm draws them (a count of its own: an HIA's length), the rest `pad` (its own minibatch `pad`,
+    never used but computed on with). Under JAX every run draws `width` from its own keys."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        return chunks(oracles, key, config, width, xp)
+    b, counts = config.batch_size, np.ravel(counts).astype(int)
+    if hasattr(oracles, "draw_chunks"):  # the problem's own minibatches
+        draw = oracles.problem.sample_batches
+        if isinstance(key, np.random.Generator):
+            return key, list(draw(key, b, int(counts[0]))) + [pad] * (width - int(counts[0]))
+        rows = [list(draw(g, b, int(c))) + [pad[k]] * (width - int(c)) for k, (g, c) in enumerate(zip(key, counts))]
+        return key, [RunBatches(row[j] for row in rows) for j in range(width)]
+    bounds = oracles.index_bounds() if hasattr(oracles, "index_bounds") else oracles.sample_counts()[:1]
+    if len(bounds) != 1:
+        raise ParameterError("problem: per-run minibatch counts need one index set here; allowed: a problem "
+                             "without a pure form, or the finite-sum quadratic")
+    generators = [key] if isinstance(key, np.random.Generator) else list(key)
+    rows = [np.concatenate([g.integers(0, bounds[0], size=int(c) * b), np.zeros((width - int(c)) * b, dtype=int)])
+            for g, c in zip(generators, counts)]
+    idx = np.stack(rows).reshape(len(rows), width, b)
+    return key, idx[0] if isinstance(key, np.random.Generator) else np.moveaxis(idx, 1, 0)
+
+
+def pick(drawn: Any, which: Any) -> Any:
+    """Run k's minibatch number which[k] of `chunks_each`' minibatches (one run: its which[0]-th)."""
+    which = which.astype(int) if hasattr(which, "astype") else which
+    if isinstance(drawn, list):
+        if isinstance(drawn[0], RunBatches):
+            return RunBatches(drawn[int(j)][k] for k, j in enumerate(np.ravel(which)))
+        return drawn[int(np.ravel(which)[0])]
+    if drawn.ndim == 3:  # a NumPy stack's (width, K, b)
+        return np.take_along_axis(drawn, which.reshape(1, -1, 1), axis=0)[0]
+    return drawn[which[0]]
 
 
 def grouped(drawn: Any, per: int) -> Any:

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
-from algorithms.explicit.counts import counts
+from algorithms.explicit.counts import run_counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import DEFAULT, NEVER, iterate_limits, watch_iterates
 from algorithms.explicit.problem_oracles import numpy_oracles
-from algorithms.explicit.result import CLOCKS, Result, collect, shared_clock
+from algorithms.explicit.result import CLOCKS, UNITS, Result, collect, shared_clock
 from algorithms.run_settings import Divergence, generator
 
 
@@ -34,7 +34,8 @@ def stack_states(states: Sequence[Any]) -> Any:
 def _evaluate(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig) -> dict[str, Any]:
     with np.errstate(all="ignore"):  # a diverged run's values are recorded as they are (non-finite)
         diag = defn.diagnostics(state, hyper, config, np)
-        return {**oracles.metrics(state.x, state.y), **{f"diag/{n}": v for n, v in diag.items()}}
+        units = {UNITS: state.hvp_calls} if defn.counted(config) is not None else {}
+        return {**oracles.metrics(state.x, state.y), **{f"diag/{n}": v for n, v in diag.items()}, **units}
 
 
 def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, config: AlgorithmConfig, n: int,
@@ -95,8 +96,9 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
     # The oracle counts (counts.py) after the run: outside its seconds, and after the definition's own checks
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
+    base, unit = run_counts(defn, problem, configs[0])
     return Result(defn.name, list(configs), tuple(points), values, stack_states(finals), "per_run", seconds,
-                  failed=np.concatenate([f for f, _ in failures]), counts=counts(defn.name, problem, configs[0]),
+                  failed=np.concatenate([f for f, _ in failures]), counts=base, unit_counts=unit,
                   clock=own, divergence=divergence, failed_reason=np.concatenate([r for _, r in failures]).ravel())
 
 
@@ -110,6 +112,7 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
                           for c, key in zip(configs, keys(defn, configs[0], seeds, len(configs)))])
     state, failed, values, clock = _run(defn, oracles, state, hyper, config, points, divergence)
     seconds = time.perf_counter() - start
+    base, unit = run_counts(defn, problem, configs[0])
     return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
-                  failed=failed[0].ravel(), failed_reason=failed[1].ravel(), counts=counts(defn.name, problem, configs[0]),
+                  failed=failed[0].ravel(), failed_reason=failed[1].ravel(), counts=base, unit_counts=unit,
                   clock=shared_clock(*clock, len(configs)), time_mode="batched", divergence=divergence)

@@ -20,6 +20,8 @@ METRICS = ("F", "F_gap", "grad_F_sq", "y_err_sq")
 #: The run loop's seconds in a record: the steps' wall and CPU seconds and the evaluations' wall seconds, each
 #: cumulative from the start (algorithms/run.py).
 CLOCKS = ("time", "cpu_time", "eval_time")
+#: The engines' value of each run's own call units so far at a point (`Definition.counted`), taken out of the values.
+UNITS = "count/units"
 
 
 @functools.lru_cache(maxsize=64)
@@ -56,8 +58,12 @@ class Result:
     divergence: Divergence = DEFAULT
     #: Per run, why its iterates failed (`divergence.ITERATE_REASONS`' codes; 0: they did not).
     failed_reason: np.ndarray | None = None
+    #: One unit's calls a step, in `counts.names`' order, for runs that make calls of their own (`Definition.counted`):
+    #: each run's records add its units so far times these. None: every run counts alike.
+    unit_counts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        self.units = self.values.pop(UNITS, None)  # (len(points), K): each run's own units so far
         gap, start = self.values.get("F_gap"), self.values["F"][0]
         if gap is not None and np.all(np.isnan(gap[0]) | ~np.isfinite(start)):  # no known optimum: no gap
             del self.values["F_gap"]
@@ -102,6 +108,9 @@ class Result:
 
         def values(i: int, it: int) -> list[list[Any]]:
             counted = [[v] * k for v in self.counts.at(it)] if self.counts else []
+            if counted and self.unit_counts is not None and self.units is not None:  # each run's own calls added
+                units = np.rint(self.units[i]).astype(np.int64).tolist()
+                counted = [[v + per * u for u in units] for v, per in zip(self.counts.at(it), self.unit_counts.tolist())]
             return counted + [c[i] for c in clocks] + mode
 
         return names, values

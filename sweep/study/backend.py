@@ -62,10 +62,15 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
                                      f"nothing ({', '.join(allowed)}); '{point.algorithm}' is not one"))
     else:
         try:
-            explicit.definition(point.algorithm).configs([point.algorithm_params])
+            config = explicit.definition(point.algorithm).configs([point.algorithm_params])[0]
         except ParameterError as exc:
             why = str(exc).removeprefix("configs[0]").lstrip(".: ")
             out.append((f"{where}.params", f"backend 'jax': {why}"))
+        else:
+            if getattr(config, "hia_mode", None) == "sampled":  # a draw of each run's own, on any problem
+                out.append((f"{where}.params", "backend 'jax' runs hia_mode 'expected' only (a sampled HIA length "
+                                               "would come from JAX's own streams); set hia_mode: expected or use "
+                                               "backend 'numpy'"))
     if point.problem not in JAX_PROBLEMS or _finite_sum_quadratic(point):
         out.append(("backend", f"'jax' runs the deterministic {', '.join(JAX_PROBLEMS)} (no n_samples); "
                                f"{_named(point)} is not"))

@@ -235,7 +235,6 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
                             [{"batch_size": None, "memory_limit_gb": 1e-9}], 10),
      "algorithm 'saba': per-sample memory needs 0.00 GiB per run, above 'memory_limit_gb' = 1e-09"),
     (lambda p: explicit.run("soba", p, [{}], 0), "iterations: a positive integer"),
-    (lambda p: explicit.run("ttsa", p, [{}], 10), "configs[0].hia_mode: 'sampled' draws the HIA length"),
     (lambda p: explicit.run("soba", p, [{}, {"batch_size": 8}], 10), "configs[1].batch_size: must equal configs[0]"),
     (lambda p: explicit.run("soba", p, [{"rho": -1.0}], 10), "rho"),
     (lambda p: pure(problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1)),

@@ -145,6 +145,7 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
     assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection, " \
         "hyper_cleaning (no n_samples); problem 'simulated' is not" in lines(problems=[{"name": "simulated"}])
+    assert "algorithms[0].params: backend 'jax' runs hia_mode 'expected' only" in lines(algorithms=["ttsa"])
     assert "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full batch only" in lines(
         problems=[{"name": "regularization_selection"}], algorithms=[{"name": "soba", "params": {"batch_size": 4}}])
     assert "problem 'quadratic' with n_samples 8 is not" in lines(

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from problems.logistic_cleaning import HyperCleaning
-from problems.pure_logistic import PureRegularization, _exp, _sigmoid, pure_regularization
+from problems.pure_logistic import _exp, _sigmoid
 
 
 def _softmax(Z: Any) -> Any:
@@ -126,9 +126,3 @@ def pure_cleaning(problem: HyperCleaning) -> PureCleaning:
     return PureCleaning(*(np.asarray(a, dtype=float) for a in (problem.D, eye[problem.c], problem.Dv,
                                                                 eye[problem.cv])), float(problem.reg),
                         float(problem.x_init))
-
-
-def data_form(problem: Any) -> PureRegularization | PureCleaning:
-    """The pure form of a real-data problem for the compiled engine: hyper-cleaning's or regularization
-    selection's; one line naming the problems there are otherwise."""
-    return pure_cleaning(problem) if isinstance(problem, HyperCleaning) else pure_regularization(problem)

@@ -25,7 +25,7 @@ from algorithms.explicit.result import UNITS, Result, shared_clock
 from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
 from problems.pure import as_arrays, pure_minibatched
-from problems.pure_cleaning import data_form
+from problems.pure_data import NAMES, data_form
 from problems.shared.errors import ParameterError
 
 #: Compiled programs by (algorithm, the stack's shared config fields, K, the problem's pure form and its arrays'
@@ -52,7 +52,7 @@ def device() -> str:
 
 def jax_form(defn: Definition, problem: Any) -> Any:
     """The problem's arrays and oracles for the compiled steps: the definition's pure form, or a real-data problem's
-    (problems/pure_logistic.py, problems/pure_cleaning.py: oracles only, its ground truth evaluated on the host);
+    (problems/pure_data.py: oracles only, its ground truth evaluated on the host);
     one line naming the problems there are otherwise."""
     try:
         return defn.oracles_of(problem)
@@ -64,8 +64,8 @@ def jax_form(defn: Definition, problem: Any) -> Any:
         except ParameterError:
             raise ParameterError(f"problem: '{problem.name}' has no pure-array form for the JAX engine; allowed: "
                                  "'quadratic' (its finite sum too, with n_samples), 'nonunique_toy', "
-                                 "'minimax_toy', 'regularization_selection', 'hyper_cleaning' (the NumPy engines "
-                                 "run every problem)") from None
+                                 f"'minimax_toy', {', '.join(map(repr, NAMES))} (the NumPy engines run every "
+                                 "problem)") from None
 
 
 def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any:

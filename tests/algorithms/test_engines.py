@@ -242,8 +242,8 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
      "allowed here: the deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
     (lambda p: explicit.run("soba", problems.make("coreset_toy", seed=0), [{}], 10, engine="jax"),
      "problem: 'coreset_toy' has no pure-array form for the JAX engine; allowed: 'quadratic' (its finite sum too, "
-     "with n_samples), 'nonunique_toy', 'minimax_toy', 'regularization_selection', 'hyper_cleaning' (the NumPy "
-     "engines run every problem)"),
+     "with n_samples), 'nonunique_toy', 'minimax_toy', 'regularization_selection', 'hyper_cleaning', 'simulated' "
+     "(the NumPy engines run every problem)"),
 ])
 def test_bad_input_is_one_line_before_any_work(problem, call, message):
     with pytest.raises(ParameterError) as err:

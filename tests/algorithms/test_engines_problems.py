@@ -146,12 +146,12 @@ def test_what_the_problem_cannot_give_is_refused_in_one_line():
         explicit.run("saba", coreset, configs_for("saba", 4), ITERATIONS, N_EVALS)
     with pytest.raises(ParameterError, match="^problem: 'quadratic' is not a finite sum"):
         ProblemOracles(problems.make("quadratic", seed=0)).sample_counts()
-    with pytest.raises(ParameterError, match="^problem: 'simulated' has no pure-array form for the JAX engine"):
-        explicit.run("soba", made("simulated"), configs_for("soba", 4), ITERATIONS, N_EVALS, engine="jax")
+    with pytest.raises(ParameterError, match="^problem: 'coreset_selection' has no pure-array form for the JAX engine"):
+        explicit.run("soba", made("coreset_selection"), configs_for("soba", 4), ITERATIONS, N_EVALS, engine="jax")
 
 
 @needs_jax
-@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning"])
+@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning", "simulated"])
 @pytest.mark.parametrize("algorithm", sorted(set(CONFIGS) - {"saba"}))
 def test_jax_on_real_data_gives_the_numpy_engines_records(name, algorithm):
     """Full batch (deterministic): the compiled steps on the pure forms (problems/pure_logistic.py, pure_cleaning.py),

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 import problems
-from problems.pure_cleaning import data_form, pure_cleaning
+from problems.pure_cleaning import pure_cleaning
 from problems.sampling import TwoSetBatch
-from problems.shared.errors import ParameterError
 from tests.algorithms.test_engines import needs_jax
 from tests.oracle_checks import fd_directional, fd_gradient
 
@@ -89,9 +88,3 @@ def test_under_jax_the_oracles_are_numpys(problem, point):
     for name, a in zip(NAMES, got):
         np.testing.assert_allclose(np.asarray(a), mine(form, name, idx, x, y, v), rtol=1e-13, atol=1e-16)
 
-
-def test_data_form_picks_the_problems_form_and_names_the_ones_there_are(problem):
-    assert type(data_form(problem)).__name__ == "PureCleaning"
-    assert type(data_form(problems.make("regularization_selection", seed=0))).__name__ == "PureRegularization"
-    with pytest.raises(ParameterError, match="^problem: 'simulated' has no pure-array form .*'hyper_cleaning'"):
-        data_form(problems.make("simulated", seed=0, dim_x=3, dim_y=3, n_samples_inner=8, n_samples_outer=8))

@@ -4,8 +4,8 @@
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the deterministic quadratic, the closed-form toys
-(nonunique_toy, minimax_toy), regularization_selection, hyper_cleaning or simulated (full batch; their ground truth
-evaluated on the host), iteration budgets, batched runs (any divergence rule). A batch runs whole
+(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning or simulated (full batch; the last
+four's ground truth evaluated on the host), iteration budgets, batched runs (any divergence rule). A batch runs whole
 (no checkpoint midway: a killed trial runs its batch again), its records' seconds are its program's shared out by
 steps (`time_mode: compiled`), and on these deterministic problems its iterates are those of the NumPy engine to
 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding).
@@ -23,8 +23,9 @@ from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
-#: problems/pure_data.py: the real-data problems' and the simulated quadratic's, full batch).
-JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "regularization_selection", "hyper_cleaning", "simulated")
+#: problems/pure_data.py: the coreset toy's, the real-data problems' and the simulated quadratic's, full batch).
+JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection", "hyper_cleaning",
+                "simulated")
 #: Of those, the finite sums whose minibatches the JAX engine would draw from its own streams (refused: a study's
 #: runs would then depend on its backend).
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated")

@@ -151,7 +151,7 @@ def test_what_the_problem_cannot_give_is_refused_in_one_line():
 
 
 @needs_jax
-@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning", "simulated"])
+@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning", "simulated", "coreset_toy"])
 @pytest.mark.parametrize("algorithm", sorted(set(CONFIGS) - {"saba"}))
 def test_jax_on_real_data_gives_the_numpy_engines_records(name, algorithm):
     """Full batch (deterministic): the compiled steps on the pure forms (problems/pure_logistic.py, pure_cleaning.py),

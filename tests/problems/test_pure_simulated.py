@@ -88,5 +88,6 @@ def test_data_form_picks_each_problems_form_and_names_the_ones_there_are():
     assert type(data_form(problems.make("simulated", seed=0, **PARAMS))).__name__ == "PureSimulated"
     assert type(data_form(problems.make("hyper_cleaning", seed=0))).__name__ == "PureCleaning"
     assert type(data_form(problems.make("regularization_selection", seed=0))).__name__ == "PureRegularization"
-    with pytest.raises(ParameterError, match="^problem: 'coreset_toy' has no pure-array form .*'simulated'$"):
-        data_form(problems.make("coreset_toy", seed=0))
+    assert type(data_form(problems.make("coreset_toy", seed=0))).__name__ == "PureCoresetToy"
+    with pytest.raises(ParameterError, match="^problem: 'coreset_selection' has no pure-array form .*'coreset_toy'$"):
+        data_form(problems.make("coreset_selection", seed=0, pool_size=4, coreset_size=2))

@@ -143,8 +143,9 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
         lines(budget={"iterations": 10, "seconds": 5})
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
         "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
-    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, regularization_selection, " \
-        "hyper_cleaning, simulated (no n_samples); problem 'coreset_toy' is not" in lines(problems=[{"name": "coreset_toy"}])
+    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
+        "regularization_selection, hyper_cleaning, simulated (no n_samples); problem 'coreset_selection' is not" in \
+        lines(problems=[{"name": "coreset_selection"}])
     assert "algorithms[0].params: backend 'jax' runs hia_mode 'expected' only" in lines(algorithms=["ttsa"])
     assert "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full batch only" in lines(
         problems=[{"name": "regularization_selection"}], algorithms=[{"name": "soba", "params": {"batch_size": 4}}])

@@ -117,7 +117,7 @@ CASES = [
     Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing",
          with_(backend="jax", algorithms=["penalty"])),
     Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, "
-                                   "regularization_selection, hyper_cleaning, simulated (no n_samples)",
+                                   "coreset_toy, regularization_selection, hyper_cleaning, simulated (no n_samples)",
          with_(backend="jax", problems=quadratic(n_samples=8))),
     Case("backend-jax-minibatches", "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full "
                                     "batch only", with_(backend="jax", algorithms=[{"name": "soba", "params":

@@ -158,7 +158,7 @@ def main() -> None:
     ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
     ap.add_argument("--compare-k", type=int, default=1000)
     ap.add_argument("--compare-problem", default="quadratic",
-                    choices=("quadratic", "regularization_selection", "hyper_cleaning"),
+                    choices=("quadratic", "regularization_selection", "hyper_cleaning", "simulated"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")

@@ -128,7 +128,8 @@ def compared_problems(args) -> list[tuple[int, object]]:
 def compare_table(args) -> None:
     engines = {"today": today, "stacked": explicit_engine("stacked"), "jax": explicit_engine("jax")}
     print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} SOBA runs x {args.iterations} iterations, "
-          f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds (min / median); "
+          f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds "
+          "(min / median); "
           "today / engine (median, min)")
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
     for d, problem in compared_problems(args):

@@ -33,7 +33,8 @@ class PureLevel(NamedTuple):
     def value(self, x: Any, y: Any, idx: Any) -> Any:
         """The level's mean of h_i over samples idx (every sample: None), a (1,) number."""
         if idx is None:
-            quad = 0.5 * ((y @ self.H_yy) * y).sum(-1) + 0.5 * ((x @ self.H_xx) * x).sum(-1) + ((x @ self.C) * y).sum(-1)
+            quad = 0.5 * ((y @ self.H_yy) * y).sum(-1) + 0.5 * ((x @ self.H_xx) * x).sum(-1) \
+                + ((x @ self.C) * y).sum(-1)
             return (quad + (self.l_mean * y).sum(-1) + (self.m_mean * x).sum(-1))[..., None]
         a, b, c, e, l, m = (rows[idx] for rows in (self.a, self.b, self.c, self.e, self.l, self.m))
         ay, bx = a @ y, b @ x

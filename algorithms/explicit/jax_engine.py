@@ -147,7 +147,8 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     return Result(defn.name, list(configs), tuple(points), values, final, "jax", seconds, compile_seconds,
                   failed=np.asarray(failed[0]).ravel(), failed_reason=np.asarray(failed[1]).ravel(),
                   counts=base, unit_counts=unit,
-                  clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)), time_mode="compiled",
+                  clock=shared_clock(wall * share, cpu * share, np.zeros_like(share), len(configs)),
+                  time_mode="compiled",
                   divergence=divergence)
 
 

@@ -110,7 +110,8 @@ class Result:
             counted = [[v] * k for v in self.counts.at(it)] if self.counts else []
             if counted and self.unit_counts is not None and self.units is not None:  # each run's own calls added
                 units = np.rint(self.units[i]).astype(np.int64).tolist()
-                counted = [[v + per * u for u in units] for v, per in zip(self.counts.at(it), self.unit_counts.tolist())]
+                per_unit = self.unit_counts.tolist()
+                counted = [[v + per * u for u in units] for v, per in zip(self.counts.at(it), per_unit)]
             return counted + [c[i] for c in clocks] + mode
 
         return names, values

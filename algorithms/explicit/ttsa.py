@@ -11,11 +11,10 @@ state counts them (`hvp_calls`) and its records add them to the calls every run 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 from algorithms.base import AlgorithmConfig
-import dataclasses
-
 from algorithms.explicit.definition import Definition, decaying, define, draw_below, scan
 from algorithms.explicit.double_loop import neumann_sum
 from algorithms.explicit.minibatch import at, chunks, chunks_each, drawing, grad_f_at, minibatched, pick

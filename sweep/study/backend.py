@@ -24,8 +24,8 @@ from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
 #: problems/pure_data.py: the coreset toy's, the real-data problems' and the simulated quadratic's, full batch).
-JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection", "hyper_cleaning",
-                "simulated")
+JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection",
+                "hyper_cleaning", "simulated")
 #: Of those, the finite sums whose minibatches the JAX engine would draw from its own streams (refused: a study's
 #: runs would then depend on its backend).
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated")

@@ -11,7 +11,8 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   compile seconds apart, configurations·iterations per second (run seconds, evaluations at --device-evals
   points included, records not made), and that rate's FLOP/s (the products of a step: 2(3d_y² + 2d_y d_x) per run
   per iteration) as a fraction of a float64 (n × n) matmul's FLOP/s measured on the same device here.
-* side by side, K = --compare-k runs × --iterations (on --compare-problem: the quadratic at each --compare-dims,
+* side by side, K = --compare-k runs of --compare-algorithm (SOBA; or TTSA with its sampled HIA, whose JAX runs draw
+  their own lengths, so that only the stacked engine is checked equal) × --iterations (on --compare-problem: the quadratic at each --compare-dims,
   or regularization_selection's real data, full batch): today's `algorithms.run_batched` (every record
   consumed), the explicit stacked NumPy engine and the JAX engine (each with its records made), in turn
   --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
@@ -98,17 +99,25 @@ def device_table(args, peak: float) -> None:
                   f"{flops / peak:>9.1%}", flush=True)
 
 
-def today(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
-    finals = {}
-    for k, rec in algorithms.run_batched("soba", problem, configs, [0] * len(configs), {"iterations": iterations},
-                                         n_evals):
-        finals[k] = rec
-    return finals
+#: The side-by-side algorithms: SOBA, or TTSA with its sampled HIA (N = 10; each run draws its lengths), on the
+#: step-size grid (SOBA's ρ and γ, TTSA's α and γ).
+COMPARED = {"soba": ("soba", lambda c: c),
+            "ttsa": ("ttsa", lambda c: {"alpha": c["rho"], "gamma": c["gamma"], "hia_mode": "sampled"})}
 
 
-def explicit_engine(engine: str):
+def today(algorithm: str):
     def run(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
-        return dict(explicit.run("soba", problem, configs, iterations, n_evals, engine=engine).records())
+        finals = {}  # run k's stream from seed k, as the explicit engines' default
+        for k, rec in algorithms.run_batched(algorithm, problem, configs, list(range(len(configs))),
+                                             {"iterations": iterations}, n_evals):
+            finals[k] = rec
+        return finals
+    return run
+
+
+def explicit_engine(algorithm: str, engine: str):
+    def run(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
+        return dict(explicit.run(algorithm, problem, configs, iterations, n_evals, engine=engine).records())
     return run
 
 
@@ -126,17 +135,21 @@ def compared_problems(args) -> list[tuple[int, object]]:
 
 
 def compare_table(args) -> None:
-    engines = {"today": today, "stacked": explicit_engine("stacked"), "jax": explicit_engine("jax")}
-    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} SOBA runs x {args.iterations} iterations, "
+    algorithm, configured = COMPARED[args.compare_algorithm]
+    engines = {"today": today(algorithm), "stacked": explicit_engine(algorithm, "stacked"),
+               "jax": explicit_engine(algorithm, "jax")}
+    draws = explicit.definition(algorithm).draws_for(explicit.definition(algorithm).configs([configured({
+        "rho": 0.1, "gamma": 0.1})])[0])
+    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} {algorithm} runs x {args.iterations} iterations, "
           f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds "
           "(min / median); "
           "today / engine (median, min)")
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
     for d, problem in compared_problems(args):
-        configs = grid(args.compare_k)
+        configs = [configured(c) for c in grid(args.compare_k)]
         finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
-        for name in ("stacked", "jax"):  # also the warm-up, the JAX engine's compile among it
-            if not same(finals["today"], finals[name]):
+        for name in ("stacked",) if draws else ("stacked", "jax"):  # also the warm-up, JAX's compile among it
+            if not same(finals["today"], finals[name]):  # (JAX's draws are its own: other samples)
                 raise SystemExit(f"d={d}: {name} and today's final records differ")
         seconds: dict[str, list[float]] = {name: [] for name in engines}
         for _ in range(args.repeats):
@@ -158,6 +171,8 @@ def main() -> None:
     ap.add_argument("--n-evals", type=int, default=30, help="evaluation points per run (the run loop's default)")
     ap.add_argument("--compare-dims", type=int, nargs="*", default=[10, 100])
     ap.add_argument("--compare-k", type=int, default=1000)
+    ap.add_argument("--compare-algorithm", default="soba", choices=tuple(COMPARED),
+                    help="the side-by-side algorithm: SOBA, or TTSA with its sampled HIA (each run's own lengths)")
     ap.add_argument("--compare-problem", default="quadratic",
                     choices=("quadratic", "regularization_selection", "hyper_cleaning", "simulated"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")

@@ -3,12 +3,15 @@
 `numpy` (the default): the stacked NumPy engine (`algorithms.run_batched`), for every batchable algorithm and
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
-before any work: algorithms with an explicit definition on the deterministic quadratic, the closed-form toys
-(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning or simulated (full batch; the last
-four's ground truth evaluated on the host), iteration budgets, batched runs (any divergence rule). A batch runs whole
-(no checkpoint midway: a killed trial runs its batch again), its records' seconds are its program's shared out by
-steps (`time_mode: compiled`), and on these deterministic problems its iterates are those of the NumPy engine to
-1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding).
+before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
+(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning or simulated (the last four's
+ground truth evaluated on the host), SABA on the finite-sum quadratic only, iteration budgets, batched runs (any
+divergence rule). A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records'
+seconds are its program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy
+engine's iterates to 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows
+rounding). Runs that draw (minibatches of a finite sum, SABA, TTSA's sampled HIA) draw from JAX's own streams: other
+samples of the same algorithm than the NumPy engine's, equal in distribution; their run keys say so
+(`Point.streams`), so that a study never mixes the two engines' samples under one key.
 """
 from __future__ import annotations
 
@@ -26,9 +29,10 @@ from sweep.study.timing import timed_by
 #: problems/pure_data.py: the coreset toy's, the real-data problems' and the simulated quadratic's, full batch).
 JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection",
                 "hyper_cleaning", "simulated")
-#: Of those, the finite sums whose minibatches the JAX engine would draw from its own streams (refused: a study's
-#: runs would then depend on its backend).
+#: Of those, the finite sums: a run with a `batch_size` draws its minibatches there.
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated")
+#: The streams a run that draws takes on the JAX backend (part of its identity: `Point.streams`).
+JAX_STREAMS = "jax"
 
 
 def check(study: Study, errors: Errors) -> None:
@@ -59,46 +63,46 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
     """(field, why) for each thing of one configuration the JAX engine does not run (`allowed`: its algorithms)."""
     out = []
     if point.algorithm not in allowed:
-        out.append((f"{where}.name", f"backend 'jax' runs the algorithms with an explicit definition that draw "
-                                     f"nothing ({', '.join(allowed)}); '{point.algorithm}' is not one"))
+        out.append((f"{where}.name", f"backend 'jax' runs the algorithms with an explicit definition "
+                                     f"({', '.join(allowed)}); '{point.algorithm}' is not one"))
     else:
         try:
-            config = explicit.definition(point.algorithm).configs([point.algorithm_params])[0]
+            explicit.definition(point.algorithm).configs([point.algorithm_params])
         except ParameterError as exc:
             why = str(exc).removeprefix("configs[0]").lstrip(".: ")
             out.append((f"{where}.params", f"backend 'jax': {why}"))
-        else:
-            if getattr(config, "hia_mode", None) == "sampled":  # a draw of each run's own, on any problem
-                out.append((f"{where}.params", "backend 'jax' runs hia_mode 'expected' only (a sampled HIA length "
-                                               "would come from JAX's own streams); set hia_mode: expected or use "
-                                               "backend 'numpy'"))
-    if point.problem not in JAX_PROBLEMS or _finite_sum_quadratic(point):
-        out.append(("backend", f"'jax' runs the deterministic {', '.join(JAX_PROBLEMS)} (no n_samples); "
-                               f"{_named(point)} is not"))
-    elif point.problem in FINITE_SUMS and point.algorithm_params.get("batch_size") is not None:
-        out.append((f"{where}.params", f"backend 'jax' runs {_named(point)} full batch only (its minibatches would "
-                                       "come from JAX's own streams); remove batch_size or use backend 'numpy'"))
+    if point.problem not in JAX_PROBLEMS:
+        out.append(("backend", f"'jax' runs the problems {', '.join(JAX_PROBLEMS)}; problem '{point.problem}' is not"))
+    elif point.algorithm == "saba" and not _finite_sum_quadratic(point):  # its memory needs per-sample oracles
+        out.append((f"{where}.name", f"backend 'jax' runs SABA on the 'quadratic' with n_samples only (its per-sample "
+                                     f"memory); problem '{point.problem}' is not, or use backend 'numpy'"))
     if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
         out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
     return out
 
 
 def jax_algorithms() -> list[str]:
-    """The algorithms a JAX study runs: those defined explicitly that draw nothing on its deterministic problems
-    (one that always draws, SABA, would draw other samples than on the NumPy engine, from JAX's own streams;
-    SOBA draws only minibatches of a finite sum)."""
-    return sorted(n for n in explicit.defined() if explicit.definition(n).draws is not True)
+    """The algorithms a JAX study runs: those defined explicitly."""
+    return explicit.defined()
+
+
+def draws_own(point: Point) -> bool:
+    """Whether the runs of `point` draw random numbers on the JAX backend (from JAX's own streams, so other samples
+    than the NumPy engine's): minibatches of a finite sum, SABA's, TTSA's sampled HIA lengths."""
+    if point.algorithm not in explicit.defined():
+        return False
+    defn = explicit.definition(point.algorithm)
+    try:
+        config = defn.configs([point.algorithm_params])[0]
+    except ParameterError:
+        return False
+    finite_sum = point.problem in FINITE_SUMS or _finite_sum_quadratic(point)
+    return defn.draws_for(config) and (finite_sum or getattr(config, "hia_mode", None) == "sampled")
 
 
 def _finite_sum_quadratic(point: Point) -> bool:
     """Whether the point's problem is the quadratic as a finite sum (n_samples: the stochastic quadratic)."""
     return point.problem == "quadratic" and point.problem_params.get("n_samples") is not None
-
-
-def _named(point: Point) -> str:
-    """'the problem' as a refusal names it."""
-    samples = point.problem_params.get("n_samples") if _finite_sum_quadratic(point) else None
-    return f"problem '{point.problem}'" + (f" with n_samples {samples}" if samples is not None else "")
 
 
 def _plain(budget: dict[str, Any]) -> str:

@@ -39,6 +39,7 @@ class Point:
     coords: dict[str, Any]  # what varies across points: "grid" values, "axis" value, kind-specific flags
     divergence: dict[str, Any] | None = None  # the study's divergence rule when not the default
     blas_threads: int | None = None  # BLAS threads inside the trial (None: the libraries' default)
+    streams: str | None = None  # whose random streams its runs draw from when not NumPy's ("jax": sweep.study.backend)
 
     @functools.cached_property
     def key(self) -> str:
@@ -49,6 +50,8 @@ class Point:
             ident.append(self.divergence)
         if self.blas_threads is not None:  # so is one timed with another number of threads
             ident.append({"blas_threads": self.blas_threads})
+        if self.streams is not None:  # and one drawing other samples (another engine's streams)
+            ident.append({"streams": self.streams})
         # json.dumps(ident, sort_keys=True, default=repr), its parts encoded once for the many points sharing them
         text = encoded_list(ident)
         digest = hashlib.sha1(text.encode()).hexdigest()[:10]
@@ -77,6 +80,8 @@ class Point:
             out["divergence"] = self.divergence
         if self.blas_threads is not None:
             out["blas_threads"] = self.blas_threads
+        if self.streams is not None:
+            out["streams"] = self.streams
         return out
 
 

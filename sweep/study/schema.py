@@ -258,8 +258,8 @@ class StudyBase(Block):
         "together as one batch (off where runs are timed: dimension_scaling, a seconds budget, a target); off: one by one")
     backend: Backend = Field(
         "numpy", examples=["jax"], description="numpy: batches step on the stacked NumPy engine; jax: each batch is one "
-        "compiled JAX program (the [jax] extra; explicit algorithms on the deterministic quadratic, the BOME toys "
-        "(coreset_toy too), the real-data problems and simulated full batch, iteration budgets)")
+        "compiled JAX program (the [jax] extra; explicit algorithms on the quadratic, the BOME toys, the real-data "
+        "problems and simulated, iteration budgets; runs that draw take JAX's own streams)")
     mlflow_children: MlflowChildren = Field(
         10_000, examples=[1000, "all"], description="most runs that each get an MLflow child run; a larger study gets "
         "children for what a reader browses (each configuration's summary, its best and worst seeds) and a table of "

@@ -92,6 +92,30 @@ def test_a_jax_study_with_its_own_divergence_rule_gives_the_numpy_engines_record
 
 
 @needs_jax
+def test_runs_that_draw_take_jaxs_own_streams_deterministically():
+    """Minibatches of real data and of the finite-sum quadratic, SABA, TTSA's sampled HIA: every run finishes on the
+    JAX backend, the same records twice, other samples than the NumPy engine's (equal oracle counts where the calls
+    do not depend on the draws)."""
+    study = spec.validate({**STUDY, "backend": "jax", "seeds": 2, "budget": {"iterations": 30}, "n_evals": 4,
+                           "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "n_samples": 6,
+                                                                        "rank": 2}},
+                                        {"name": "regularization_selection"}],
+                           "algorithms": [{"name": "soba", "params": {"batch_size": 2}},
+                                          {"name": "saba", "params": {"batch_size": 2}, "problems": ["quadratic"]},
+                                          {"name": "ttsa", "problems": ["quadratic"]}]})
+    first, again = records_of(study, "jax"), records_of(study, "jax")
+    numpy_records = records_of(study, "numpy")
+    assert len(first) == 8 and all(".s" in key for key in first)
+    for key, ours in first.items():
+        assert [r["status"] for r in ours][-1] == "finished" and ours[-1]["time_mode"] == "compiled"
+        assert ours == [{**r, **{n: a[n] for n in ("time", "cpu_time")}} for r, a in zip(again[key], ours)]
+        theirs = numpy_records[key]
+        assert ours[-1]["F"] != theirs[-1]["F"]  # other samples
+        if not key.startswith("ttsa"):  # a sampled HIA's calls are its lengths': JAX's own
+            assert ours[-1]["calls/total"] == theirs[-1]["calls/total"]
+
+
+@needs_jax
 def test_a_jax_study_of_the_toys_gives_the_numpy_engines_records():
     """The closed-form toys run on the JAX backend too (problems/pure.py), a diverging run included."""
     study = spec.validate({**STUDY, "problems": [{"name": "nonunique_toy"}, {"name": "minimax_toy"}], "backend": "jax",
@@ -141,22 +165,28 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "a seconds budget" in lines(budget={"iterations": 10, "seconds": 5})
     assert "budget: backend 'jax' runs iteration budgets only, got iterations: 10, seconds: 5" in \
         lines(budget={"iterations": 10, "seconds": 5})
-    assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing " \
-        "(aid_cg, " in lines(algorithms=["saba"], problems=[{"name": "quadratic", "params": {"n_samples": 8, "rank": 3}}])
-    assert "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
-        "regularization_selection, hyper_cleaning, simulated (no n_samples); problem 'coreset_selection' is not" in \
+    assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (aid_cg, " in \
+        lines(algorithms=["penalty"])
+    assert "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
+        "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not" in \
         lines(problems=[{"name": "coreset_selection"}])
-    assert "algorithms[0].params: backend 'jax' runs hia_mode 'expected' only" in lines(algorithms=["ttsa"])
-    assert "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full batch only" in lines(
-        problems=[{"name": "regularization_selection"}], algorithms=[{"name": "soba", "params": {"batch_size": 4}}])
-    assert "problem 'quadratic' with n_samples 8 is not" in lines(
-        problems=[{"name": "quadratic", "params": {"dim_x": 3, "dim_y": 3, "n_samples": 8}}])
+    assert "algorithms[0].name: backend 'jax' runs SABA on the 'quadratic' with n_samples only" in lines(
+        algorithms=["saba"], problems=[{"name": "regularization_selection"}])
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())
     assert "backend: 'jax' needs JAX, which is not installed" in lines()
     monkeypatch.undo()
     assert spec.validate({**STUDY, "backend": "numpy"}).backend == "numpy"
     toys = [{"name": "nonunique_toy"}, {"name": "minimax_toy", "params": {"bound": 5.0}}]  # the toys' pure forms
     assert spec.validate({**STUDY, "problems": toys, "backend": "jax"}).backend == "jax"
+    drawing = spec.validate({**STUDY, "backend": "jax", "algorithms": ["ttsa", {"name": "soba", "params": {
+        "batch_size": [None, 4]}}], "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "n_samples": 6, "rank": 2}}]})
+    numpy_keys = {p.label + str(p.algorithm_params): p.key for p in spec.validate(
+        {**STUDY, "algorithms": ["ttsa", {"name": "soba", "params": {"batch_size": [None, 4]}}],
+         "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "n_samples": 6, "rank": 2}}]}).points}
+    for point in drawing.points:  # runs that draw on JAX's streams are other runs; the others keep NumPy's keys
+        draws = point.algorithm == "ttsa" or point.algorithm_params.get("batch_size") is not None
+        assert point.streams == ("jax" if draws else None)
+        assert (point.key == numpy_keys[point.label + str(point.algorithm_params)]) is not draws
     assert spec.validate({k: v for k, v in STUDY.items()}).backend == "numpy"  # the default
 
 

@@ -114,15 +114,13 @@ CASES = [
                                                          axis={"param": "dim_x", "values": [4, 10**12]})),
     Case("n_evals-1e9", "n_evals: ", with_(n_evals=1_000_000_000)),
     Case("backend-value", "backend: must be one of numpy, jax", with_(backend="torch")),
-    Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition that draw nothing",
+    Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (",
          with_(backend="jax", algorithms=["penalty"])),
-    Case("backend-jax-stochastic", "backend: 'jax' runs the deterministic quadratic, nonunique_toy, minimax_toy, "
-                                   "coreset_toy, regularization_selection, hyper_cleaning, simulated (no n_samples)",
-         with_(backend="jax", problems=quadratic(n_samples=8))),
-    Case("backend-jax-minibatches", "algorithms[0].params: backend 'jax' runs problem 'regularization_selection' full "
-                                    "batch only", with_(backend="jax", algorithms=[{"name": "soba", "params":
-                                                                                     {"batch_size": 8}}],
-                                                        problems=[{"name": "regularization_selection"}])),
+    Case("backend-jax-problem", "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, "
+                                "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not",
+         with_(backend="jax", problems=[{"name": "coreset_selection", "params": {"pool_size": 4, "coreset_size": 2}}])),
+    Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA on the 'quadratic' with n_samples only",
+         with_(backend="jax", algorithms=["saba"], problems=[{"name": "regularization_selection"}])),
     Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
     Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",

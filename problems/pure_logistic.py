@@ -62,6 +62,35 @@ class PureRegularization(NamedTuple):
         """A minibatch's index draws: b below n (g's samples), then b below m (f's)."""
         return self.b.shape[0], self.bv.shape[0]
 
+    def sample_counts(self) -> tuple[int, int]:
+        """(samples of g, samples of f)."""
+        return self.index_bounds()
+
+    # ---- per-sample oracles (SABA's memory): one row per sample idx of its level (every sample: idx None) ----
+    def _per_sample_loss_grads(self, D: Any, b: Any, y: Any) -> Any:
+        """Rows ∇ log(1 + exp(−b_i d_iᵀy)) = −b_i σ(−b_i d_iᵀy) d_i."""
+        return (-b * _sigmoid(-b * (y @ D.T)))[..., None] * D
+
+    def grad_y_g_samples(self, x: Any, y: Any, idx: Any = None) -> Any:
+        D, b = (self.D, self.b) if idx is None else (self.D[idx], self.b[idx])
+        return self._per_sample_loss_grads(D, b, y) + (_exp(x) * y)[..., None, :]
+
+    def hvp_yy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        D, b = (self.D, self.b) if idx is None else (self.D[idx], self.b[idx])
+        z = b * (y @ D.T)
+        return (_sigmoid(z) * _sigmoid(-z) * (v @ D.T))[..., None] * D + (_exp(x) * v)[..., None, :]
+
+    def cross_xy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        """The regulariser's, the same in every sample (one row per sample)."""
+        n = self.b.shape[0] if idx is None else idx.shape[-1]
+        row = _exp(x) * y * v
+        return row.__array_namespace__().broadcast_to(row[..., None, :], row.shape[:-1] + (n, row.shape[-1]))
+
+    def grad_f_samples(self, x: Any, y: Any, idx: Any = None) -> tuple[Any, Any]:
+        """(∇x f_j, ∇y f_j): ∇x f is zero, one row for every sample."""
+        D, b = (self.Dv, self.bv) if idx is None else (self.Dv[idx], self.bv[idx])
+        return (x * 0.0)[..., None, :], self._per_sample_loss_grads(D, b, y)
+
     def g(self, x: Any, y: Any) -> Any:
         return self.on_batch("g", None, x, y)
 

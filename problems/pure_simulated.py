@@ -58,6 +58,21 @@ class PureLevel(NamedTuple):
         a = self.a[idx]
         return (a @ v) @ a / idx.shape[-1]
 
+    def rows(self, idx: Any) -> tuple[Any, ...]:
+        """(a, b, c, e, l, m) of samples idx (every sample: None)."""
+        every = (self.a, self.b, self.c, self.e, self.l, self.m)
+        return every if idx is None else tuple(r[idx] for r in every)
+
+    def grad_y_samples(self, x: Any, y: Any, idx: Any) -> Any:
+        """∇y h_i per sample: a_i (a_i·y) + e_i (c_i·x) + l_i."""
+        a, _, c, e, l, _ = self.rows(idx)
+        return (a @ y)[..., None] * a + (c @ x)[..., None] * e + l
+
+    def grad_x_samples(self, x: Any, y: Any, idx: Any) -> Any:
+        """∇x h_i per sample: b_i (b_i·x) + c_i (e_i·y) + m_i."""
+        _, b, c, e, _, m = self.rows(idx)
+        return (b @ x)[..., None] * b + (e @ y)[..., None] * c + m
+
     def cross(self, v: Any, idx: Any) -> Any:
         """∇²xy h · v: the mean of c_i (e_i·v)."""
         if idx is None:
@@ -80,6 +95,25 @@ class PureSimulated(NamedTuple):
 
     def index_bounds(self) -> tuple[int, int]:
         return self.inner.a.shape[0], self.outer.a.shape[0]
+
+    def sample_counts(self) -> tuple[int, int]:
+        """(samples of g, samples of f)."""
+        return self.index_bounds()
+
+    # ---- per-sample oracles (SABA's memory): one row per sample idx of its level (every sample: idx None) ----
+    def grad_y_g_samples(self, x: Any, y: Any, idx: Any = None) -> Any:
+        return self.inner.grad_y_samples(x, y, idx)
+
+    def hvp_yy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        a = self.inner.rows(idx)[0]
+        return (a @ v)[..., None] * a
+
+    def cross_xy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        _, _, c, e, _, _ = self.inner.rows(idx)
+        return (e @ v)[..., None] * c
+
+    def grad_f_samples(self, x: Any, y: Any, idx: Any = None) -> tuple[Any, Any]:
+        return self.outer.grad_x_samples(x, y, idx), self.outer.grad_y_samples(x, y, idx)
 
     def g(self, x: Any, y: Any) -> Any:
         return self.on_batch("g", None, x, y)

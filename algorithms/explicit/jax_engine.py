@@ -57,15 +57,18 @@ def jax_form(defn: Definition, problem: Any) -> Any:
     try:
         return defn.oracles_of(problem)
     except ParameterError as refused:
-        if defn.oracles_of is not pure_minibatched:  # a definition that needs more (SABA's per-sample oracles)
-            raise refused from None
         try:
-            return data_form(problem)
+            form = data_form(problem)
         except ParameterError:
+            if defn.oracles_of is not pure_minibatched:  # a definition that needs more (SABA's per-sample oracles)
+                raise refused from None
             raise ParameterError(f"problem: '{problem.name}' has no pure-array form for the JAX engine; allowed: "
                                  "'quadratic' (its finite sum too, with n_samples), 'nonunique_toy', "
                                  f"'minimax_toy', {', '.join(map(repr, NAMES))} (the NumPy engines run every "
                                  "problem)") from None
+        if defn.oracles_of is not pure_minibatched and not hasattr(form, "grad_y_g_samples"):
+            raise refused from None  # a definition that needs per-sample oracles (SABA's memory) the form lacks
+        return form
 
 
 def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any:

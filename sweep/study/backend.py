@@ -5,7 +5,8 @@ problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s 
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
 (nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning or simulated (the last four's
-ground truth evaluated on the host), SABA on the finite-sum quadratic only, iteration budgets, batched runs (any
+ground truth evaluated on the host), SABA on the finite-sum quadratic, regularization_selection and simulated, iteration
+budgets, batched runs (any
 divergence rule). A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records'
 seconds are its program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy
 engine's iterates to 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows
@@ -31,6 +32,8 @@ JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "reg
                 "hyper_cleaning", "simulated")
 #: Of those, the finite sums: a run with a `batch_size` draws its minibatches there.
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated")
+#: Of those, the ones whose pure form has SABA's per-sample oracles (besides the quadratic with n_samples).
+SABA_PROBLEMS = ("regularization_selection", "simulated")
 #: The streams a run that draws takes on the JAX backend (part of its identity: `Point.streams`).
 JAX_STREAMS = "jax"
 
@@ -73,9 +76,10 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
             out.append((f"{where}.params", f"backend 'jax': {why}"))
     if point.problem not in JAX_PROBLEMS:
         out.append(("backend", f"'jax' runs the problems {', '.join(JAX_PROBLEMS)}; problem '{point.problem}' is not"))
-    elif point.algorithm == "saba" and not _finite_sum_quadratic(point):  # its memory needs per-sample oracles
-        out.append((f"{where}.name", f"backend 'jax' runs SABA on the 'quadratic' with n_samples only (its per-sample "
-                                     f"memory); problem '{point.problem}' is not, or use backend 'numpy'"))
+    elif point.algorithm == "saba" and not (_finite_sum_quadratic(point) or point.problem in SABA_PROBLEMS):
+        out.append((f"{where}.name", f"backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with "
+                                     f"n_samples, {', '.join(SABA_PROBLEMS)}; problem '{point.problem}' is not, or "
+                                     "use backend 'numpy'"))
     if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
         out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
     return out

@@ -211,3 +211,21 @@ def test_jaxs_minibatch_oracles_average_to_the_full_batch():
         mean = jax.vmap(lambda i: (at(form, "grad_y_g", i, x, y), grad_f_at(form, i, x, y)[1]))(drawn)
     for got, want in zip(mean, (p.grad_y_g(x, y), p.grad_y_f(x, y))):
         assert np.linalg.norm(np.asarray(got).mean(0) - want) < 0.03 * np.linalg.norm(want)
+
+
+@needs_jax
+@pytest.mark.parametrize("name", ["regularization_selection", "simulated"])
+def test_jax_runs_saba_on_the_pure_forms_per_sample_oracles(name):
+    """SABA's memory on JAX from the data forms' per-sample oracles, its minibatches from its own keys: the same
+    records for the same seeds, the NumPy engine's oracle counts (its calls do not depend on the draws), and a run
+    that descends as the NumPy one does (F below its start)."""
+    p, configs = made(name), configs_for("saba", 4)
+    first = explicit.run("saba", p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    again = explicit.run("saba", p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS)
+    numpy = explicit.run("saba", p, configs, ITERATIONS, N_EVALS, seeds=SEEDS)
+    np.testing.assert_array_equal(first.state.x, again.state.x)
+    assert not np.allclose(first.state.x, numpy.state.x)  # other samples
+    assert np.all(first.values["F"][-1] < first.values["F"][0])
+    for (_, a), (_, b) in zip(first.records(), numpy.records()):
+        assert {n: v for n, v in a.items() if n.startswith("calls/")} == \
+            {n: v for n, v in b.items() if n.startswith("calls/")}

@@ -170,8 +170,9 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
         "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not" in \
         lines(problems=[{"name": "coreset_selection"}])
-    assert "algorithms[0].name: backend 'jax' runs SABA on the 'quadratic' with n_samples only" in lines(
-        algorithms=["saba"], problems=[{"name": "regularization_selection"}])
+    assert "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with n_samples, " \
+        "regularization_selection, simulated; problem 'hyper_cleaning' is not" in lines(
+            algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())
     assert "backend: 'jax' needs JAX, which is not installed" in lines()
     monkeypatch.undo()

@@ -119,8 +119,9 @@ CASES = [
     Case("backend-jax-problem", "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, "
                                 "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not",
          with_(backend="jax", problems=[{"name": "coreset_selection", "params": {"pool_size": 4, "coreset_size": 2}}])),
-    Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA on the 'quadratic' with n_samples only",
-         with_(backend="jax", algorithms=["saba"], problems=[{"name": "regularization_selection"}])),
+    Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' "
+                             "with n_samples, regularization_selection, simulated; problem 'hyper_cleaning' is not",
+         with_(backend="jax", algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])),
     Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
     Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",

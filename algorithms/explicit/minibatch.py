@@ -70,11 +70,7 @@ def chunks_each(oracles: Any, key: Any, config: AlgorithmConfig, counts: Any, wi
         return chunks(oracles, key, config, width, xp)
     b, counts = config.batch_size, np.ravel(counts).astype(int)
     if hasattr(oracles, "draw_chunks"):  # the problem's own minibatches
-        draw = oracles.problem.sample_batches
-        if isinstance(key, np.random.Generator):
-            return key, list(draw(key, b, int(counts[0]))) + [pad] * (width - int(counts[0]))
-        rows = [list(draw(g, b, int(c))) + [pad[k]] * (width - int(c)) for k, (g, c) in enumerate(zip(key, counts))]
-        return key, [RunBatches(row[j] for row in rows) for j in range(width)]
+        return key, oracles.draw_chunks(key, b, counts, width, pad)
     bounds = oracles.index_bounds() if hasattr(oracles, "index_bounds") else oracles.sample_counts()[:1]
     if len(bounds) != 1:
         raise ParameterError("problem: per-run minibatch counts need one index set here; allowed: a problem "

@@ -76,17 +76,23 @@ class ProblemOracles:
         """Whether a config's `batch_size` gives minibatches here (a stochastic problem; else the full batch)."""
         return bool(self.problem.stochastic)
 
-    def draw_chunks(self, key: Any, size: int, count: int) -> list[Any]:
+    def draw_chunks(self, key: Any, size: int, count: Any, width: int | None = None, pad: Any = None) -> list[Any]:
         """`count` minibatches of `size` drawn together by the problem from each run's generator: a list of
-        batches for a run (`key` its generator), of `RunBatches` (one batch per run) for a stack (a tuple)."""
+        batches for a run (`key` its generator), of `RunBatches` (one batch per run) for a stack (a tuple). With
+        `width`, run k draws count[k] and the list is filled to `width` with its `pad` (pad[k] in a stack)."""
         if not self.problem.batches_drawn_whole():  # its batches would draw again when used: not in step order
             raise ParameterError(f"problem: '{self.problem.name}' draws its minibatches when they are used; "
                                  "allowed on the explicit engines: problems whose minibatches are drawn whole "
                                  "(index minibatches of a finite sum)")
-        if isinstance(key, np.random.Generator):
-            return list(self.problem.sample_batches(key, size, count))
-        per_run = [self.problem.sample_batches(g, size, count) for g in key]
-        return [RunBatches(batches) for batches in zip(*per_run)]
+        one = isinstance(key, np.random.Generator)
+        generators, counts = ([key], [count]) if one else (list(key), [count] * len(key))
+        if width is not None:  # a count per run
+            counts = [int(c) for c in np.ravel(count)]
+        rows = [list(self.problem.sample_batches(g, size, int(c))) for g, c in zip(generators, counts)]
+        if width is not None:
+            pads = [pad] if one else pad
+            rows = [row + [pads[k]] * (width - len(row)) for k, row in enumerate(rows)]
+        return rows[0] if one else [RunBatches(batches) for batches in zip(*rows)]
 
     def on_batch(self, name: str, batch: Any, x: Any, *args: Any) -> Any:
         """Oracle `name` (`grad_f`: the pair (∇x f, ∇y f)) at minibatch `batch` (None: the full batch), as the

@@ -16,6 +16,7 @@ samples of the same algorithm than the NumPy engine's, equal in distribution; th
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 from algorithms import explicit
 from problems.shared.errors import ParameterError
 from sweep.study.errors import Errors
-from sweep.study.model import Point, Study
+from sweep.study.model import Point, Study, encoded_list
 from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
@@ -88,6 +89,20 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
 def jax_algorithms() -> list[str]:
     """The algorithms a JAX study runs: those defined explicitly."""
     return explicit.defined()
+
+
+def mark_streams(points: list[Point]) -> list[Point]:
+    """The points whose runs draw on the JAX backend (`draws_own`) with `streams: jax`, each distinct configuration
+    judged once (a study of 10⁵ points shares a few)."""
+    judged: dict[str, bool] = {}
+
+    def marked(point: Point) -> Point:
+        key = encoded_list([point.algorithm, point.algorithm_params, point.problem, point.problem_params])
+        if key not in judged:
+            judged[key] = draws_own(point)
+        return dataclasses.replace(point, streams=JAX_STREAMS) if judged[key] else point
+
+    return [marked(p) for p in points]
 
 
 def draws_own(point: Point) -> bool:

@@ -144,7 +144,7 @@ def validate(data: Mapping[str, Any], default_name: str | None = None, scale: st
     if spec.blas_threads is not None:
         points = [dataclasses.replace(p, blas_threads=spec.blas_threads) for p in points]
     if spec.backend == "jax":  # a run drawing from JAX's streams is another run than NumPy's of its seed
-        points = [dataclasses.replace(p, streams=backend.JAX_STREAMS) if backend.draws_own(p) else p for p in points]
+        points = backend.mark_streams(points)
     if not errors:  # a bad grid value would break the instance the check builds
         entry_checks.check_needs(ctx, spec.seeds)
         if online:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -93,3 +94,21 @@ def check_grad_F_fd(p: BilevelProblem, x: np.ndarray, rtol: float = 1e-5, h: flo
     err = rel_err(p.grad_F(x), fd_gradient(p.F, x, h))
     assert err <= rtol, f"{p.name}: ∇F vs finite differences of F: rel. error {err:.3e}"
     return err
+
+
+def check_per_sample_oracles(form: Any, p: BilevelProblem, x: np.ndarray, y: np.ndarray, v: np.ndarray,
+                             idx_g: np.ndarray, idx_f: np.ndarray, atol: float) -> None:
+    """A pure form's per-sample oracles (SABA's memory) equal the problem's own on samples idx_g of g and idx_f of f
+    (to 1e-12 relative), and their rows over every sample average to the problem's full-batch oracles."""
+    pairs = [(form.grad_y_g_samples(x, y, idx_g), p.grad_y_g_samples(x, y, idx_g)),
+             (form.hvp_yy_g_samples(x, y, v, idx_g), p.hvp_yy_g_samples(x, y, v, idx_g)),
+             (form.cross_xy_g_samples(x, y, v, idx_g), p.cross_xy_g_samples(x, y, v, idx_g)),
+             *zip(form.grad_f_samples(x, y, idx_f), p.grad_f_samples(x, y, idx_f))]
+    for mine, theirs in pairs:
+        np.testing.assert_allclose(np.broadcast_to(mine, np.shape(theirs)), theirs, rtol=1e-12, atol=atol)
+    assert form.sample_counts() == p.sample_counts()
+    means = [(form.grad_y_g_samples(x, y), p.grad_y_g(x, y)), (form.hvp_yy_g_samples(x, y, v), p.hvp_yy_g(x, y, v)),
+             (form.cross_xy_g_samples(x, y, v), p.cross_xy_g(x, y, v)),
+             *zip(form.grad_f_samples(x, y), p.grad_f(x, y))]
+    for rows, full in means:
+        np.testing.assert_allclose(np.asarray(rows).mean(0), full, rtol=1e-12, atol=1e-15)

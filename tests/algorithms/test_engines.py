@@ -72,6 +72,14 @@ def max_diff(a, b) -> float:
     return max(float(np.max(np.abs(np.asarray(a[n]) - np.asarray(b[n])))) for n in a if a[n] is not None)
 
 
+def records_by_run(pairs):
+    """(run index, record) pairs as each run's list of records."""
+    out = {}
+    for k, rec in pairs:
+        out.setdefault(k, []).append(rec)
+    return out
+
+
 def by_run_and_iteration(pairs):
     return {(k, rec["iteration"]): rec for k, rec in pairs}
 

@@ -8,7 +8,7 @@ import algorithms
 import problems
 from algorithms import explicit
 from problems.shared.errors import ParameterError
-from tests.algorithms.test_engines import CONFIGS, DIVERGING, EXACT, NOT_NUMBERS, needs_jax
+from tests.algorithms.test_engines import CONFIGS, DIVERGING, EXACT, NOT_NUMBERS, needs_jax, records_by_run
 
 ITERATIONS, N_EVALS = 60, 12
 #: Rules that end runs earlier or later than the default, or by other quantities: a tight factor (the quadratic's
@@ -23,13 +23,6 @@ def problem():
     return problems.make("quadratic", seed=1, dim_x=5, dim_y=4)
 
 
-def records_of(result):
-    out = {}
-    for k, rec in result.records():
-        out.setdefault(k, []).append(rec)
-    return out
-
-
 def configs_of(algorithm):
     return [*CONFIGS[algorithm][:2], DIVERGING[algorithm], {**CONFIGS[algorithm][0], **{
         n: 4 * v for n, v in CONFIGS[algorithm][0].items() if n in ("gamma", "rho", "alpha")}}]
@@ -41,7 +34,8 @@ def test_a_rule_ends_each_run_where_the_run_loop_does(problem, algorithm, rule):
     configs = configs_of(algorithm)
     ends = set()
     for engine in ("per_run", "stacked"):
-        mine = records_of(explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine=engine, divergence=rule))
+        mine = records_by_run(explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine=engine,
+                                           divergence=rule).records())
         for k, config in enumerate(configs):
             today = list(algorithms.run(algorithm, problem, config, 0, {"iterations": ITERATIONS}, N_EVALS, rule))
             assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine[k]] == \
@@ -65,8 +59,9 @@ def test_the_rule_changes_where_runs_end(problem):
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: "-".join(f"{k}={v}" for k, v in r.items()))
 def test_jax_ends_runs_by_the_rule_as_the_numpy_engines(problem, rule):
     configs = configs_of("soba")
-    mine = records_of(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, engine="jax", divergence=rule))
-    theirs = records_of(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, divergence=rule))
+    mine = records_by_run(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, engine="jax",
+                                       divergence=rule).records())
+    theirs = records_by_run(explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, divergence=rule).records())
     for k in theirs:
         assert [(r["iteration"], r["status"], r.get("diverged_at")) for r in mine[k]] == \
             [(r["iteration"], r["status"], r.get("diverged_at")) for r in theirs[k]]

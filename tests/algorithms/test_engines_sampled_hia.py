@@ -8,7 +8,7 @@ import pytest
 import algorithms
 import problems
 from algorithms import explicit
-from tests.algorithms.test_engines import NOT_NUMBERS, needs_jax
+from tests.algorithms.test_engines import NOT_NUMBERS, needs_jax, records_by_run
 
 ITERATIONS, N_EVALS, RTOL, SEEDS = 30, 6, 1e-10, [0, 7, 11]
 CONFIGS = [{"hia_mode": "sampled", "hia_terms": 4}, {"hia_mode": "sampled", "hia_terms": 4, "eta": 0.2, "gamma": 0.05},
@@ -16,13 +16,6 @@ CONFIGS = [{"hia_mode": "sampled", "hia_terms": 4}, {"hia_mode": "sampled", "hia
 PROBLEMS = {"deterministic": ("quadratic", {"dim_x": 5, "dim_y": 4}, None),
             "finite sum": ("quadratic", {"dim_x": 4, "dim_y": 5, "n_samples": 6, "rank": 2}, 2),
             "real data": ("regularization_selection", {}, 4)}
-
-
-def records_by_run(pairs):
-    out = {}
-    for k, rec in pairs:
-        out.setdefault(k, []).append(rec)
-    return out
 
 
 def assert_same(mine, theirs, where):

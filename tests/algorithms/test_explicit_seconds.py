@@ -10,7 +10,7 @@ import pytest
 import problems
 from algorithms import explicit
 from algorithms.explicit import numpy_engines
-from tests.algorithms.test_engines import needs_jax
+from tests.algorithms.test_engines import needs_jax, records_by_run
 
 ITERATIONS, N_EVALS = 40, 6
 CLOCKS = ("time", "cpu_time", "eval_time")
@@ -22,10 +22,7 @@ def quadratic():
 
 
 def by_run(result):
-    out = {}
-    for k, rec in result.records():
-        out.setdefault(k, []).append(rec)
-    return out
+    return records_by_run(result.records())
 
 
 def column(records, name):

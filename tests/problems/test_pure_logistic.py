@@ -8,7 +8,7 @@ from problems.pure_logistic import pure_regularization
 from problems.sampling import TwoSetBatch
 from problems.shared.errors import ParameterError
 from tests.algorithms.test_engines import needs_jax
-from tests.oracle_checks import fd_directional, fd_gradient
+from tests.oracle_checks import check_per_sample_oracles, fd_directional, fd_gradient
 
 RTOL = 1e-12
 
@@ -105,17 +105,6 @@ def test_other_problems_have_no_such_form():
 
 def test_the_per_sample_oracles_are_the_problems_and_average_to_the_full_batch(problem, point):
     """SABA's memory: one row per sample (every sample of its level, or those of idx), the problem's own rows."""
-    pure, (x, y, v) = pure_regularization(problem), point
-    idx_g, idx_f = np.array([3, 0, 3, 100]), np.array([5, 5, 1])
-    pairs = [(pure.grad_y_g_samples(x, y, idx_g), problem.grad_y_g_samples(x, y, idx_g)),
-             (pure.hvp_yy_g_samples(x, y, v, idx_g), problem.hvp_yy_g_samples(x, y, v, idx_g)),
-             (pure.cross_xy_g_samples(x, y, v, idx_g), problem.cross_xy_g_samples(x, y, v, idx_g)),
-             (pure.grad_f_samples(x, y, idx_f)[1], problem.grad_f_samples(x, y, idx_f)[1])]
-    for mine, theirs in pairs:
-        np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=1e-15)
-    assert pure.sample_counts() == problem.sample_counts()
-    np.testing.assert_allclose(pure.grad_y_g_samples(x, y).mean(0), problem.grad_y_g(x, y), rtol=1e-12)
-    np.testing.assert_allclose(pure.hvp_yy_g_samples(x, y, v).mean(0), problem.hvp_yy_g(x, y, v), rtol=1e-12)
-    np.testing.assert_allclose(pure.cross_xy_g_samples(x, y, v).mean(0), problem.cross_xy_g(x, y, v), rtol=1e-12)
-    np.testing.assert_allclose(pure.grad_f_samples(x, y)[1].mean(0), problem.grad_y_f(x, y), rtol=1e-12)
-    assert np.all(pure.grad_f_samples(x, y)[0] == 0.0)
+    x, y, v = point
+    check_per_sample_oracles(pure_regularization(problem), problem, x, y, v, np.array([3, 0, 3, 100]),
+                             np.array([5, 5, 1]), atol=1e-15)

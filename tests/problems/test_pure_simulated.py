@@ -10,7 +10,7 @@ from problems.pure_simulated import pure_simulated
 from problems.sampling import TwoSetBatch
 from problems.shared.errors import ParameterError
 from tests.algorithms.test_engines import needs_jax
-from tests.oracle_checks import fd_directional, fd_gradient
+from tests.oracle_checks import check_per_sample_oracles, fd_directional, fd_gradient
 
 RTOL = 1e-12
 NAMES = ("grad_y_g", "grad_x_g", "hvp_yy_g", "cross_xy_g", "grad_f", "g")
@@ -95,19 +95,5 @@ def test_data_form_picks_each_problems_form_and_names_the_ones_there_are():
 
 def test_the_per_sample_oracles_are_the_problems_and_average_to_the_full_batch(problem):
     """SABA's memory: one row per sample (every sample of its level, or those of idx), the problem's own rows."""
-    form, (x, y, v) = pure_simulated(problem), point()
-    idx_g, idx_f = np.array([3, 0, 3, 39]), np.array([5, 5, 29])
-    pairs = [(form.grad_y_g_samples(x, y, idx_g), problem.grad_y_g_samples(x, y, idx_g)),
-             (form.hvp_yy_g_samples(x, y, v, idx_g), problem.hvp_yy_g_samples(x, y, v, idx_g)),
-             (form.cross_xy_g_samples(x, y, v, idx_g), problem.cross_xy_g_samples(x, y, v, idx_g)),
-             (form.grad_f_samples(x, y, idx_f)[0], problem.grad_f_samples(x, y, idx_f)[0]),
-             (form.grad_f_samples(x, y, idx_f)[1], problem.grad_f_samples(x, y, idx_f)[1])]
-    for mine, theirs in pairs:
-        np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=1e-14)
-    assert form.sample_counts() == problem.sample_counts()
-    np.testing.assert_allclose(form.grad_y_g_samples(x, y).mean(0), problem.grad_y_g(x, y), rtol=1e-12)
-    np.testing.assert_allclose(form.hvp_yy_g_samples(x, y, v).mean(0), problem.hvp_yy_g(x, y, v), rtol=1e-12)
-    np.testing.assert_allclose(form.cross_xy_g_samples(x, y, v).mean(0), problem.cross_xy_g(x, y, v), rtol=1e-12)
-    gx, gy = form.grad_f_samples(x, y)
-    np.testing.assert_allclose(np.concatenate([gx.mean(0), gy.mean(0)]), np.concatenate(problem.grad_f(x, y)),
-                               rtol=1e-12)
+    check_per_sample_oracles(pure_simulated(problem), problem, *point(), np.array([3, 0, 3, 39]), np.array([5, 5, 29]),
+                             atol=1e-14)

@@ -220,6 +220,17 @@ def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_k
     assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT
 
 
+def test_a_local_ray_starts_without_the_monitor_and_the_dashboard_server_then_ray_is_as_before(ray_session):
+    from ray._private.node import Node
+
+    from sweep.execution import ray_cluster
+
+    processes = ray_cluster._node().all_processes
+    assert "gcs_server" in processes and "raylet" in processes  # what a study needs, started
+    assert "monitor" not in processes and "dashboard" not in processes
+    assert all(Node.__dict__[name].__name__ == name for name in ray_cluster.HEAD_SERVICES)  # put back after the start
+
+
 def test_the_same_study_again_on_the_same_ray_into_a_new_results_directory_runs_every_run(ray_session, tmp_path):
     """A Ray that outlives a study (a user's `ray start --head`, a cluster) keeps nothing of it that a later study
     of the same name reads: the second results directory gets every run, not only those the first lacked."""

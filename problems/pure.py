@@ -360,8 +360,10 @@ def pure_minibatched(problem: Any) -> Any:
 
 
 def as_arrays(oracles: Any, asarray: Any) -> Any:
-    """The same oracles with every array converted by `asarray` (e.g. jax.numpy.asarray), nested records too."""
-    return type(oracles)(*(as_arrays(v, asarray) if isinstance(v, tuple) else asarray(v) for v in oracles))
+    """The same oracles with every array converted by `asarray` (e.g. jax.numpy.asarray), nested records and tuples
+    too."""
+    items = [as_arrays(v, asarray) if isinstance(v, tuple) else asarray(v) for v in oracles]
+    return type(oracles)(*items) if hasattr(oracles, "_fields") else tuple(items)
 
 
 __all__ = ["PureFiniteSum", "PureMinimax", "PureNonunique", "PureQuadratic", "pure", "pure_finite_sum",

@@ -4,8 +4,8 @@
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
-(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning or simulated (the last four's
-ground truth evaluated on the host), SABA on the finite-sum quadratic, regularization_selection and simulated, iteration
+(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning, simulated or coreset_selection
+(the last five's ground truth evaluated on the host), SABA on the finite-sum quadratic, regularization_selection and simulated, iteration
 budgets, batched runs (any
 divergence rule). A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records'
 seconds are its program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy
@@ -28,11 +28,11 @@ from sweep.study.model import Point, Study, encoded_list
 from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
-#: problems/pure_data.py: the coreset toy's, the real-data problems' and the simulated quadratic's, full batch).
+#: problems/pure_data.py: the coreset toy's, the real-data problems', the simulated quadratic's, coreset selection's).
 JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection",
-                "hyper_cleaning", "simulated")
+                "hyper_cleaning", "simulated", "coreset_selection")
 #: Of those, the finite sums: a run with a `batch_size` draws its minibatches there.
-FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated")
+FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated", "coreset_selection")
 #: Of those, the ones whose pure form has SABA's per-sample oracles (besides the quadratic with n_samples).
 SABA_PROBLEMS = ("regularization_selection", "simulated")
 #: The streams a run that draws takes on the JAX backend (part of its identity: `Point.streams`).

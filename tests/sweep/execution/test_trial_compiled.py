@@ -52,12 +52,18 @@ def test_a_jax_study_gives_the_numpy_engines_records_stack_by_stack():
             assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in NOT_NUMBERS) < EXACT
 
 
+#: Coreset selection small (2 tasks of 10 samples): its ground truth is a Newton solve and a replay learner a point.
+DATA_PARAMS = {"coreset_selection": {"pool_size": 10, "coreset_size": 3, "n_tasks": 2}}
+#: The metric of the problem's own each data problem's records carry (the simulated quadratic has none).
+OWN_METRIC = {"regularization_selection": "val_accuracy", "hyper_cleaning": "val_accuracy", "coreset_selection": "A_T"}
+
+
 @needs_jax
-@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning", "simulated"])
+@pytest.mark.parametrize("name", ["regularization_selection", "hyper_cleaning", "simulated", "coreset_selection"])
 def test_a_jax_study_of_real_data_gives_the_numpy_engines_records(name):
-    """Real data (problems/pure_logistic.py, pure_cleaning.py: the steps compiled, the ground truth and the problem's
-    own metrics evaluated on the host at the points)."""
-    study = spec.validate({**STUDY, "problems": [{"name": name}], "backend": "jax",
+    """Real data (problems/pure_logistic.py, pure_cleaning.py, pure_coreset.py: the steps compiled, the ground truth
+    and the problem's own metrics evaluated on the host at the points)."""
+    study = spec.validate({**STUDY, "problems": [{"name": name, "params": DATA_PARAMS.get(name, {})}], "backend": "jax",
                            "algorithms": [{"name": "soba", "params": {"rho": [0.05, 0.1], "gamma": 0.05}}],
                            "seeds": 2, "budget": {"iterations": 20}, "n_evals": 4})
     numpy_records, jax_records = records_of(study, "numpy"), records_of(study, "jax")
@@ -65,7 +71,7 @@ def test_a_jax_study_of_real_data_gives_the_numpy_engines_records(name):
     for key, ours in jax_records.items():
         theirs = numpy_records[key]
         assert [(r["iteration"], r["status"]) for r in ours] == [(r["iteration"], r["status"]) for r in theirs]
-        assert ours[-1]["time_mode"] == "compiled" and (name == "simulated" or "val_accuracy" in ours[-1])
+        assert ours[-1]["time_mode"] == "compiled" and (name == "simulated" or OWN_METRIC[name] in ours[-1])
         for a, b in zip(ours, theirs):
             assert set(a) == set(b)
             assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in a if n not in NOT_NUMBERS) < EXACT
@@ -168,8 +174,8 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (aid_cg, " in \
         lines(algorithms=["penalty"])
     assert "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
-        "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not" in \
-        lines(problems=[{"name": "coreset_selection"}])
+        "regularization_selection, hyper_cleaning, simulated, coreset_selection; problem 'constrained_quadratic' is not" in \
+        lines(problems=[{"name": "constrained_quadratic"}])
     assert "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with n_samples, " \
         "regularization_selection, simulated; problem 'hyper_cleaning' is not" in lines(
             algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])

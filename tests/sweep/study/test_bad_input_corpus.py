@@ -117,8 +117,8 @@ CASES = [
     Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (",
          with_(backend="jax", algorithms=["penalty"])),
     Case("backend-jax-problem", "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, "
-                                "regularization_selection, hyper_cleaning, simulated; problem 'coreset_selection' is not",
-         with_(backend="jax", problems=[{"name": "coreset_selection", "params": {"pool_size": 4, "coreset_size": 2}}])),
+                                "regularization_selection, hyper_cleaning, simulated, coreset_selection; problem 'constrained_quadratic' is not",
+         with_(backend="jax", problems=[{"name": "constrained_quadratic", "params": {"d": 4, "p": 2}}])),
     Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' "
                              "with n_samples, regularization_selection, simulated; problem 'hyper_cleaning' is not",
          with_(backend="jax", algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])),

@@ -13,7 +13,7 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   per iteration) as a fraction of a float64 (n × n) matmul's FLOP/s measured on the same device here.
 * side by side, K = --compare-k runs of --compare-algorithm (SOBA; or TTSA with its sampled HIA, whose JAX runs draw
   their own lengths, so that only the stacked engine is checked equal) × --iterations (on --compare-problem: the quadratic at each --compare-dims,
-  or regularization_selection's real data, full batch): today's `algorithms.run_batched` (every record
+  or a problem with data, full batch: regularization_selection, hyper_cleaning, simulated, coreset_selection): today's `algorithms.run_batched` (every record
   consumed), the explicit stacked NumPy engine and the JAX engine (each with its records made), in turn
   --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
   today's to each, median and min over the pairs. The final records are checked equal (1e-10) first.
@@ -174,7 +174,8 @@ def main() -> None:
     ap.add_argument("--compare-algorithm", default="soba", choices=tuple(COMPARED),
                     help="the side-by-side algorithm: SOBA, or TTSA with its sampled HIA (each run's own lengths)")
     ap.add_argument("--compare-problem", default="quadratic",
-                    choices=("quadratic", "regularization_selection", "hyper_cleaning", "simulated"),
+                    choices=("quadratic", "regularization_selection", "hyper_cleaning", "simulated",
+                             "coreset_selection"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")

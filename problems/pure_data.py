@@ -1,13 +1,15 @@
 """The pure forms whose ground truth stays the problem's own, evaluated on the host (the real-data logistic problems,
-the simulated benchmark quadratic, coreset selection, the coreset toy), for the compiled engine: their arrays and
-oracles."""
+the simulated benchmark quadratic, coreset selection, the coreset toy, the constrained quadratic), for the compiled
+engine: their arrays and oracles."""
 from __future__ import annotations
 
 from typing import Any
 
+from problems.constrained import ConstrainedQuadratic
 from problems.coreset import CoresetSelection
 from problems.logistic_cleaning import HyperCleaning
 from problems.pure_cleaning import pure_cleaning
+from problems.pure_constrained import pure_constrained
 from problems.pure_coreset import pure_coreset
 from problems.pure_coreset_toy import pure_coreset_toy
 from problems.pure_logistic import pure_regularization
@@ -17,16 +19,19 @@ from problems.simulated import Simulated
 from problems.toys import CoresetToy
 
 #: The problems with a pure form here, as a refusal names them.
-NAMES = ("regularization_selection", "hyper_cleaning", "simulated", "coreset_selection", "coreset_toy")
+NAMES = ("regularization_selection", "hyper_cleaning", "simulated", "coreset_selection", "coreset_toy",
+         "constrained_quadratic")
 
 
 def data_form(problem: Any) -> Any:
     """The pure form of `problem` (hyper-cleaning's, regularization selection's, the simulated quadratic's, coreset
-    selection's or the coreset toy's); one line naming the problems there are otherwise."""
+    selection's, the coreset toy's or the constrained quadratic's); one line naming the problems there are otherwise."""
     if isinstance(problem, CoresetToy):
         return pure_coreset_toy(problem)
     if isinstance(problem, CoresetSelection):
         return pure_coreset(problem)
+    if isinstance(problem, ConstrainedQuadratic):
+        return pure_constrained(problem)
     if isinstance(problem, HyperCleaning):
         return pure_cleaning(problem)
     if isinstance(problem, Simulated):

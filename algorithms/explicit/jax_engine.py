@@ -71,6 +71,15 @@ def jax_form(defn: Definition, problem: Any) -> Any:
         return form
 
 
+def check_minibatches(problem: Any, form: Any, config: AlgorithmConfig) -> None:
+    """One line when `config` asks minibatches of a stochastic problem whose pure form takes none (the constrained
+    quadratic's noise draws): the NumPy engines draw them, and a compiled run would silently take the full batch."""
+    if getattr(config, "batch_size", None) is not None and getattr(problem, "stochastic", False) \
+            and not getattr(form, "takes_minibatches", False) and not hasattr(form, "grad_y_g_samples"):
+        raise ParameterError(f"batch_size: the JAX engine has no minibatches of '{problem.name}' (its samples are "
+                             "the NumPy engines' draws); allowed: null (the full batch), or the NumPy engines")
+
+
 def _program(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> Any:
     """The whole run as a function of (oracles, hyper, lengths), for jax.jit: init, steps and evaluations (a form
     without ground truth gives the iterates at the points instead, for the host to evaluate)."""
@@ -121,6 +130,7 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     with jax.enable_x64(True):
         # NumPy arrays go to the compiled program as they are (it moves them to the device): no jnp copies here.
         oracles = as_arrays(jax_form(defn, problem), np.asarray)
+        check_minibatches(problem, oracles, config)
         hyper = defn.hyper_columns(configs, shape=(-1,))
         hyper = type(hyper)(*(v[0] if np.all(v == v[0]) else v for v in hyper))  # shared by the stack: a scalar
         lengths = np.diff(np.asarray(points, dtype=np.int64))

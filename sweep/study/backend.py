@@ -4,15 +4,15 @@
 problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
-(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning, simulated or coreset_selection
-(the last five's ground truth evaluated on the host), SABA on the finite-sum quadratic, regularization_selection and simulated, iteration
-budgets, batched runs (any
-divergence rule). A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records'
-seconds are its program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy
-engine's iterates to 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows
-rounding). Runs that draw (minibatches of a finite sum, SABA, TTSA's sampled HIA) draw from JAX's own streams: other
-samples of the same algorithm than the NumPy engine's, equal in distribution; their run keys say so
-(`Point.streams`), so that a study never mixes the two engines' samples under one key.
+(nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning, simulated, coreset_selection or
+constrained_quadratic (the last six's ground truth evaluated on the host; the last without minibatches), SABA on the
+finite-sum quadratic, regularization_selection and simulated, iteration budgets, batched runs (any divergence rule).
+A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records' seconds are its
+program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy engine's iterates to
+1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding). Runs that
+draw (minibatches of a finite sum, SABA, TTSA's sampled HIA) draw from JAX's own streams: other samples of the same
+algorithm than the NumPy engine's, equal in distribution; their run keys say so (`Point.streams`), so that a study
+never mixes the two engines' samples under one key.
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ from sweep.study.model import Point, Study, encoded_list
 from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';
-#: problems/pure_data.py: the coreset toy's, the real-data problems', the simulated quadratic's, coreset selection's).
+#: problems/pure_data.py: the coreset toy's, the real-data problems', the simulated quadratic's, coreset selection's,
+#: the constrained quadratic's, full batch).
 JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "regularization_selection",
-                "hyper_cleaning", "simulated", "coreset_selection")
+                "hyper_cleaning", "simulated", "coreset_selection", "constrained_quadratic")
 #: Of those, the finite sums: a run with a `batch_size` draws its minibatches there.
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated", "coreset_selection")
 #: Of those, the ones whose pure form has SABA's per-sample oracles (besides the quadratic with n_samples).
@@ -81,6 +82,11 @@ def _refusals(point: Point, where: str, allowed: list[str]) -> list[tuple[str, s
         out.append((f"{where}.name", f"backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with "
                                      f"n_samples, {', '.join(SABA_PROBLEMS)}; problem '{point.problem}' is not, or "
                                      "use backend 'numpy'"))
+    elif point.problem == "constrained_quadratic" and point.algorithm_params.get("batch_size") is not None \
+            and point.problem_params.get("noise", 0.0) > 0:
+        out.append((f"{where}.params", "backend 'jax' runs constrained_quadratic full batch (its minibatches are noise "
+                                       "draws of the NumPy engine's); give no batch_size, noise 0, or use backend "
+                                       "'numpy'"))
     if {k for k, v in point.budget.items() if v is not None} != {"iterations"}:
         out.append(("budget", f"backend 'jax' runs iteration budgets only, got {_plain(point.budget)}"))
     return out

@@ -146,15 +146,19 @@ def test_what_the_problem_cannot_give_is_refused_in_one_line():
         explicit.run("saba", coreset, configs_for("saba", 4), ITERATIONS, N_EVALS)
     with pytest.raises(ParameterError, match="^problem: 'quadratic' is not a finite sum"):
         ProblemOracles(problems.make("quadratic", seed=0)).sample_counts()
-    with pytest.raises(ParameterError, match="^problem: 'constrained_quadratic' has no pure-array form for the JAX "
-                                             "engine; allowed: .*'coreset_selection'"):
+    with pytest.raises(ParameterError, match="^problem: 'drifting_quadratic' has no pure-array form for the JAX "
+                                             "engine; allowed: .*'coreset_selection'.*'constrained_quadratic'"):
+        explicit.run("soba", problems.make("drifting_quadratic", seed=1), configs_for("soba", None), ITERATIONS,
+                     N_EVALS, engine="jax")
+    with pytest.raises(ParameterError, match="^batch_size: the JAX engine has no minibatches of 'constrained_quadratic'"):
         explicit.run("soba", made("constrained_quadratic"), configs_for("soba", 4), ITERATIONS, N_EVALS, engine="jax")
 
 
-#: The JAX engine against the NumPy stack: every algorithm but SABA on each problem with a pure data form, and on
+#: The JAX engine against the NumPy stack: every algorithm but SABA on each problem with a pure data form (the
+#: constrained quadratic's exact oracles with noise 0.01: no draw without a batch_size), and on
 #: coreset selection (~3 s a case: its host ground truth) the algorithms of ON_CORESET.
 JAX_CASES = [(name, a) for name in ("regularization_selection", "hyper_cleaning", "simulated", "coreset_toy",
-                                    "coreset_selection")
+                                    "coreset_selection", "constrained_quadratic")
              for a in sorted(set(CONFIGS) - {"saba"}) if name != "coreset_selection" or a in ON_CORESET]
 
 

@@ -174,8 +174,13 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (aid_cg, " in \
         lines(algorithms=["penalty"])
     assert "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, " \
-        "regularization_selection, hyper_cleaning, simulated, coreset_selection; problem 'constrained_quadratic' is not" in \
-        lines(problems=[{"name": "constrained_quadratic"}])
+        "regularization_selection, hyper_cleaning, simulated, coreset_selection, constrained_quadratic; problem " \
+        "'drifting_quadratic' is not" in lines(algorithms=["f2obo"], problems=[{"name": "drifting_quadratic"}])
+    assert "algorithms[0].params: backend 'jax' runs constrained_quadratic full batch" in lines(
+        algorithms=[{"name": "soba", "params": {"batch_size": 4}}], problems=[{"name": "constrained_quadratic"}])
+    constrained = {"name": "constrained_quadratic", "params": {"noise": 0.0}}  # noise 0: its minibatches are exact
+    assert spec.validate({**STUDY, "backend": "jax", "problems": [constrained],
+                          "algorithms": [{"name": "soba", "params": {"batch_size": 4}}]}).backend == "jax"
     assert "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with n_samples, " \
         "regularization_selection, simulated; problem 'hyper_cleaning' is not" in lines(
             algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])

@@ -116,9 +116,10 @@ CASES = [
     Case("backend-value", "backend: must be one of numpy, jax", with_(backend="torch")),
     Case("backend-jax-algorithm", "algorithms[0].name: backend 'jax' runs the algorithms with an explicit definition (",
          with_(backend="jax", algorithms=["penalty"])),
-    Case("backend-jax-problem", "backend: 'jax' runs the problems quadratic, nonunique_toy, minimax_toy, coreset_toy, "
-                                "regularization_selection, hyper_cleaning, simulated, coreset_selection; problem 'constrained_quadratic' is not",
-         with_(backend="jax", problems=[{"name": "constrained_quadratic", "params": {"d": 4, "p": 2}}])),
+    Case("backend-jax-noisy-minibatch", "algorithms[0].params: backend 'jax' runs constrained_quadratic full batch (its "
+                                        "minibatches are noise draws of the NumPy engine's)",
+         with_(backend="jax", algorithms=[{"name": "soba", "params": {"batch_size": 4}}],
+               problems=[{"name": "constrained_quadratic", "params": {"d": 4, "p": 2}}])),
     Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' "
                              "with n_samples, regularization_selection, simulated; problem 'hyper_cleaning' is not",
          with_(backend="jax", algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])),

@@ -4,7 +4,8 @@ g(x, y) = (1/n) Σ_train σ(x_i) CE(W; d_i, c_i) + C‖W‖²,  f(x, y) = (1/m) 
 row-major; labels as one-hot rows. As problems/pure_logistic.py: operators and the arrays' own namespace, the
 oracles only (the ground truth and the cleaning metrics stay the problem's own, on the host), a minibatch 2b
 indices (g's training samples, then f's validation ones). A per-sample term of g depends on x through σ(x_i) only,
-so ∇x g and ∇²xy g · v are one entry per sample drawn, added where an index repeats.
+so ∇x g and ∇²xy g · v are one entry per sample drawn, added where an index repeats. The per-sample oracles (SABA's
+memory) give one row per sample of a level, as the problem's own `*_samples`.
 """
 from __future__ import annotations
 
@@ -48,6 +49,45 @@ class PureCleaning(NamedTuple):
 
     def index_bounds(self) -> tuple[int, int]:
         return self.C.shape[0], self.Cv.shape[0]
+
+    def sample_counts(self) -> tuple[int, int]:
+        """(samples of g, samples of f)."""
+        return self.index_bounds()
+
+    # ---- per-sample oracles (SABA's memory): one row per sample idx of its level (every sample: idx None) ----
+    def _per_sample_rows(self, D: Any, R: Any) -> Any:
+        """Rows vec(d_i r_iᵀ) for per-sample score gradients r_i (the y = vec(W) layout)."""
+        return (D[:, :, None] * R[:, None, :]).reshape(D.shape[0], -1)
+
+    def _training(self, x: Any, idx: Any) -> tuple[Any, Any, Any, Any]:
+        """(D, C, x at those samples, their one-hot positions among the n) of training samples idx (None: all)."""
+        if idx is None:
+            return self.D, self.C, x, None
+        where = (idx[:, None] == np.arange(self.D.shape[0])) * 1.0
+        return self.D[idx], self.C[idx], where @ x, where
+
+    def grad_y_g_samples(self, x: Any, y: Any, idx: Any = None) -> Any:
+        D, C, xi, _ = self._training(x, idx)
+        R = _sigmoid(xi)[:, None] * (_softmax(D @ self._W(y)) - C)
+        return self._per_sample_rows(D, R) + 2 * self.reg * y
+
+    def hvp_yy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        D, _, xi, _ = self._training(x, idx)
+        P, Q = _softmax(D @ self._W(y)), D @ self._W(v)
+        R = _sigmoid(xi)[:, None] * P * (Q - (P * Q).sum(-1, keepdims=True))
+        return self._per_sample_rows(D, R) + 2 * self.reg * v
+
+    def cross_xy_g_samples(self, x: Any, y: Any, v: Any, idx: Any = None) -> Any:
+        """Sample i depends on x through σ(x_i) only: row k is zero but at column idx[k]."""
+        D, C, xi, where = self._training(x, idx)
+        values = ((_softmax(D @ self._W(y)) - C) * (D @ self._W(v))).sum(-1) * _sigmoid(xi) * _sigmoid(-xi)
+        eye = where if where is not None else (np.arange(self.D.shape[0])[:, None] == np.arange(self.D.shape[0])) * 1.0
+        return eye * values[:, None]
+
+    def grad_f_samples(self, x: Any, y: Any, idx: Any = None) -> tuple[Any, Any]:
+        """(∇x f_j, ∇y f_j): ∇x f is zero, one row for every sample."""
+        D, C = (self.Dv, self.Cv) if idx is None else (self.Dv[idx], self.Cv[idx])
+        return (x * 0.0)[..., None, :], self._per_sample_rows(D, _softmax(D @ self._W(y)) - C)
 
     def _W(self, y: Any) -> Any:
         return y.reshape(y.shape[:-1] + (self.D.shape[1], self.C.shape[1]))

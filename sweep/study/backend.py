@@ -6,7 +6,8 @@ batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that 
 before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
 (nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning, simulated, coreset_selection or
 constrained_quadratic (the last six's ground truth evaluated on the host; the last without minibatches), SABA on the
-finite-sum quadratic, regularization_selection and simulated, iteration budgets, batched runs (any divergence rule).
+finite-sum quadratic, regularization_selection, simulated and hyper_cleaning, iteration budgets, batched runs (any
+divergence rule).
 A batch runs whole (no checkpoint midway: a killed trial runs its batch again), its records' seconds are its
 program's shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy engine's iterates to
 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows rounding). Runs that
@@ -35,7 +36,7 @@ JAX_PROBLEMS = ("quadratic", "nonunique_toy", "minimax_toy", "coreset_toy", "reg
 #: Of those, the finite sums: a run with a `batch_size` draws its minibatches there.
 FINITE_SUMS = ("regularization_selection", "hyper_cleaning", "simulated", "coreset_selection")
 #: Of those, the ones whose pure form has SABA's per-sample oracles (besides the quadratic with n_samples).
-SABA_PROBLEMS = ("regularization_selection", "simulated")
+SABA_PROBLEMS = ("regularization_selection", "simulated", "hyper_cleaning")
 #: The streams a run that draws takes on the JAX backend (part of its identity: `Point.streams`).
 JAX_STREAMS = "jax"
 

@@ -227,7 +227,7 @@ def test_jaxs_minibatch_oracles_average_to_the_full_batch():
 
 
 @needs_jax
-@pytest.mark.parametrize("name", ["regularization_selection", "simulated"])
+@pytest.mark.parametrize("name", ["regularization_selection", "simulated", "hyper_cleaning"])
 def test_jax_runs_saba_on_the_pure_forms_per_sample_oracles(name):
     """SABA's memory on JAX from the data forms' per-sample oracles, its minibatches from its own keys: the same
     records for the same seeds, the NumPy engine's oracle counts (its calls do not depend on the draws), and a run
@@ -242,3 +242,19 @@ def test_jax_runs_saba_on_the_pure_forms_per_sample_oracles(name):
     for (_, a), (_, b) in zip(first.records(), numpy.records()):
         assert {n: v for n, v in a.items() if n.startswith("calls/")} == \
             {n: v for n, v in b.items() if n.startswith("calls/")}
+
+
+@needs_jax
+@pytest.mark.parametrize("name", ["regularization_selection", "simulated", "hyper_cleaning"])
+def test_saba_without_minibatches_draws_nothing_and_jax_gives_the_numpy_engines_records(name):
+    """`batch_size: null`: every sample refreshed each step, no draw, so the JAX engine's records (its memory from the
+    pure forms' per-sample oracles) are the NumPy stack's, every number to 1e-10."""
+    p = made(name)
+    configs = [{**c, "batch_size": None} for c in CONFIGS["saba"]]
+    mine = list(explicit.run("saba", p, configs, ITERATIONS, N_EVALS, engine="jax", seeds=SEEDS).records())
+    theirs = list(explicit.run("saba", p, configs, ITERATIONS, N_EVALS, engine="stacked", seeds=SEEDS).records())
+    assert [k for k, _ in mine] == [k for k, _ in theirs]
+    for (_, a), (_, b) in zip(mine, theirs):
+        assert set(a) - {"time_mode"} == set(b) - {"time_mode"}
+        for n in set(b) - set(NOT_NUMBERS) - {"time_mode"}:
+            assert close(a[n], b[n]), (name, a["iteration"], n, a[n], b[n])

@@ -88,3 +88,30 @@ def test_under_jax_the_oracles_are_numpys(problem, point):
     for name, a in zip(NAMES, got):
         np.testing.assert_allclose(np.asarray(a), mine(form, name, idx, x, y, v), rtol=1e-13, atol=1e-16)
 
+
+
+SAMPLE_NAMES = ("grad_y_g_samples", "hvp_yy_g_samples", "cross_xy_g_samples", "grad_f_samples")
+
+
+def per_sample(source, name, x, y, v, idx):
+    args = (x, y, v, idx) if name in ("hvp_yy_g_samples", "cross_xy_g_samples") else (x, y, idx)
+    out = getattr(source, name)(*args)
+    return out[1] if name == "grad_f_samples" else out
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_the_per_sample_oracles_are_the_problems_and_average_to_the_full_batch(problem, point, name):
+    """SABA's memory rows: the problem's own rows at a minibatch with a repeat and at every sample, and their mean
+    is the full-batch oracle (the definition of a finite sum's terms)."""
+    form, (x, y, v) = pure_cleaning(problem), point
+    n_g, n_f = form.sample_counts()
+    assert (n_g, n_f) == problem.sample_counts()
+    every = np.arange(n_f if name == "grad_f_samples" else n_g)
+    for idx, theirs_idx in ((np.array([5, 17, 5, 40]), np.array([5, 17, 5, 40])), (None, every)):
+        np.testing.assert_allclose(per_sample(form, name, x, y, v, idx), per_sample(problem, name, x, y, v, theirs_idx),
+                                   rtol=RTOL, atol=1e-15)
+    full = {"grad_y_g_samples": problem.grad_y_g(x, y), "hvp_yy_g_samples": problem.hvp_yy_g(x, y, v),
+            "cross_xy_g_samples": problem.cross_xy_g(x, y, v), "grad_f_samples": problem.grad_y_f(x, y)}[name]
+    np.testing.assert_allclose(per_sample(form, name, x, y, v, None).mean(0), full, rtol=1e-10, atol=1e-14)
+    if name == "grad_f_samples":
+        assert not np.any(form.grad_f_samples(x, y, None)[0])  # f does not depend on x

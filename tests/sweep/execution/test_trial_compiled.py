@@ -182,8 +182,8 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
     assert spec.validate({**STUDY, "backend": "jax", "problems": [constrained],
                           "algorithms": [{"name": "soba", "params": {"batch_size": 4}}]}).backend == "jax"
     assert "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' with n_samples, " \
-        "regularization_selection, simulated; problem 'hyper_cleaning' is not" in lines(
-            algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])
+        "regularization_selection, simulated, hyper_cleaning; problem 'coreset_selection' is not" in lines(
+            algorithms=["saba"], problems=[{"name": "coreset_selection"}])
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else object())
     assert "backend: 'jax' needs JAX, which is not installed" in lines()
     monkeypatch.undo()

@@ -121,8 +121,10 @@ CASES = [
          with_(backend="jax", algorithms=[{"name": "soba", "params": {"batch_size": 4}}],
                problems=[{"name": "constrained_quadratic", "params": {"d": 4, "p": 2}}])),
     Case("backend-jax-saba", "algorithms[0].name: backend 'jax' runs SABA (its per-sample memory) on the 'quadratic' "
-                             "with n_samples, regularization_selection, simulated; problem 'hyper_cleaning' is not",
-         with_(backend="jax", algorithms=["saba"], problems=[{"name": "hyper_cleaning"}])),
+                             "with n_samples, regularization_selection, simulated, hyper_cleaning; problem "
+                             "'coreset_selection' is not",
+         with_(backend="jax", algorithms=["saba"],
+               problems=[{"name": "coreset_selection", "params": {"pool_size": 4, "coreset_size": 2}}])),
     Case("backend-jax-budget", "budget: backend 'jax' runs iteration budgets only",
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
     Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",

@@ -248,11 +248,11 @@ def test_a_diverging_run_ends_as_in_the_run_loop_and_the_others_go_on(problem, a
     (lambda p: pure(problems.make("quadratic", seed=0, dim_x=2, dim_y=2, n_samples=4, rank=1)),
      "problem: the stochastic quadratic's pure form is `pure_finite_sum` (per-sample oracles) or `pure_minibatched`; "
      "allowed here: the deterministic 'quadratic', 'nonunique_toy', 'minimax_toy'"),
-    (lambda p: explicit.run("soba", problems.make("coreset_selection", seed=0, pool_size=4, coreset_size=2), [{}],
+    (lambda p: explicit.run("soba", problems.make("drifting_quadratic", seed=0, dim_x=2, dim_y=2, T=5), [{}],
                             10, engine="jax"),
-     "problem: 'coreset_selection' has no pure-array form for the JAX engine; allowed: 'quadratic' (its finite sum "
+     "problem: 'drifting_quadratic' has no pure-array form for the JAX engine; allowed: 'quadratic' (its finite sum "
      "too, with n_samples), 'nonunique_toy', 'minimax_toy', 'regularization_selection', 'hyper_cleaning', "
-     "'simulated', 'coreset_toy' (the NumPy engines run every problem)"),
+     "'simulated', 'coreset_selection', 'coreset_toy', 'constrained_quadratic' (the NumPy engines run every problem)"),
 ])
 def test_bad_input_is_one_line_before_any_work(problem, call, message):
     with pytest.raises(ParameterError) as err:

@@ -89,8 +89,12 @@ def test_data_form_picks_each_problems_form_and_names_the_ones_there_are():
     assert type(data_form(problems.make("hyper_cleaning", seed=0))).__name__ == "PureCleaning"
     assert type(data_form(problems.make("regularization_selection", seed=0))).__name__ == "PureRegularization"
     assert type(data_form(problems.make("coreset_toy", seed=0))).__name__ == "PureCoresetToy"
-    with pytest.raises(ParameterError, match="^problem: 'coreset_selection' has no pure-array form .*'coreset_toy'$"):
-        data_form(problems.make("coreset_selection", seed=0, pool_size=4, coreset_size=2))
+    assert type(data_form(problems.make("coreset_selection", seed=0, pool_size=4, coreset_size=2))).__name__ == \
+        "PureCoreset"
+    assert type(data_form(problems.make("constrained_quadratic", seed=0, d=4, p=2))).__name__ == "PureConstrained"
+    with pytest.raises(ParameterError, match="^problem: 'drifting_quadratic' has no pure-array form .*"
+                                             "'coreset_selection', 'coreset_toy', 'constrained_quadratic'$"):
+        data_form(problems.make("drifting_quadratic", seed=0, dim_x=2, dim_y=2, T=5))
 
 
 def test_the_per_sample_oracles_are_the_problems_and_average_to_the_full_batch(problem):

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import problems
-from problems.pure_coreset import pure_coreset
+from problems.coreset import top_k
+from problems.pure_coreset import _top_k_counts, pure_coreset
 from tests.algorithms.test_engines import needs_jax
 from tests.oracle_checks import fd_directional, fd_gradient
 
@@ -57,6 +58,18 @@ def test_the_start_the_projection_and_the_top_k_gradient_are_the_problems(proble
         np.testing.assert_array_equal(form.project_x(z), problem.project_x(z))
         np.testing.assert_array_equal(form.regularizer_grad(z), problem._regularizer_grad(z))
     assert form.regularizer_grad(point[0]).sum() == pytest.approx(-problem.coreset_size * problem.n_tasks)
+
+
+def test_the_top_k_counts_are_the_problems_with_ties_too():
+    """The sort-free top-K (k rounds of a maximum, ties to the lower index) against `top_k`'s stable argsort on 400
+    random matrices, half of them of small integers (ties at the K-th value everywhere)."""
+    rng = np.random.default_rng(7)
+    for case in range(400):
+        rows, n = int(rng.integers(1, 6)), int(rng.integers(2, 12))
+        k = int(rng.integers(1, n))
+        P = rng.integers(0, 4, size=(rows, n)).astype(float) if case % 2 else rng.standard_normal((rows, n))
+        want = np.bincount(top_k(P, k).ravel(), minlength=n)
+        np.testing.assert_array_equal(_top_k_counts(P, k, np), want)
 
 
 def test_the_derivatives_are_gs_by_central_differences(problem, point):

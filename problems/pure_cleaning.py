@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from problems.logistic_cleaning import HyperCleaning
-from problems.pure_logistic import _exp, _sigmoid
+from problems.pure_logistic import _exp, _sigmoid, full_batch
 
 
 def _softmax(Z: Any) -> Any:
@@ -110,20 +110,11 @@ class PureCleaning(NamedTuple):
         """Per-sample values put back at their training indices (repeats add up)."""
         return values if where is None else values @ where
 
-    def g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("g", None, x, y)
-
-    def grad_y_g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("grad_y_g", None, x, y)
-
-    def grad_x_g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("grad_x_g", None, x, y)
-
-    def hvp_yy_g(self, x: Any, y: Any, v: Any) -> Any:
-        return self.on_batch("hvp_yy_g", None, x, y, v)
-
-    def cross_xy_g(self, x: Any, y: Any, v: Any) -> Any:
-        return self.on_batch("cross_xy_g", None, x, y, v)
+    g = full_batch("g")
+    grad_y_g = full_batch("grad_y_g")
+    grad_x_g = full_batch("grad_x_g")
+    hvp_yy_g = full_batch("hvp_yy_g")
+    cross_xy_g = full_batch("cross_xy_g")
 
     def grad_x_f(self, x: Any, y: Any) -> Any:
         return x * 0.0

@@ -16,6 +16,7 @@ import numpy as np
 
 from problems.coreset import CoresetSelection
 from problems.pure_cleaning import _cross_entropy, _softmax
+from problems.pure_logistic import full_batch
 
 
 class PureCoreset(NamedTuple):
@@ -58,20 +59,11 @@ class PureCoreset(NamedTuple):
         """Σ_i weights_i d_i r_iᵀ in each sample's task block, flattened like y."""
         return (D.T @ (weights[:, None] * R)).reshape(like.shape)
 
-    def g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("g", None, x, y)
-
-    def grad_y_g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("grad_y_g", None, x, y)
-
-    def grad_x_g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("grad_x_g", None, x, y)
-
-    def hvp_yy_g(self, x: Any, y: Any, v: Any) -> Any:
-        return self.on_batch("hvp_yy_g", None, x, y, v)
-
-    def cross_xy_g(self, x: Any, y: Any, v: Any) -> Any:
-        return self.on_batch("cross_xy_g", None, x, y, v)
+    g = full_batch("g")
+    grad_y_g = full_batch("grad_y_g")
+    grad_x_g = full_batch("grad_x_g")
+    hvp_yy_g = full_batch("hvp_yy_g")
+    cross_xy_g = full_batch("cross_xy_g")
 
     def grad_x_f(self, x: Any, y: Any) -> Any:
         return self.reg * self.regularizer_grad(x)

@@ -40,6 +40,15 @@ def _loss_grad(D: Any, b: Any, y: Any) -> Any:
     return (-b * _sigmoid(-b * (y @ D.T))) @ D / b.shape[-1]
 
 
+def full_batch(name: str) -> Any:
+    """The oracle `name` of a form with `on_batch`, on the full batch: `on_batch(name, None, x, y, *v)`."""
+    def oracle(self: Any, x: Any, y: Any, *v: Any) -> Any:
+        return self.on_batch(name, None, x, y, *v)
+
+    oracle.__name__ = name
+    return oracle
+
+
 class PureRegularization(NamedTuple):
     """Training rows D (n, p) and signs b (n,), validation rows Dv (m, p) and signs bv (m,), the start's
     log-strength."""
@@ -91,17 +100,13 @@ class PureRegularization(NamedTuple):
         D, b = (self.Dv, self.bv) if idx is None else (self.Dv[idx], self.bv[idx])
         return (x * 0.0)[..., None, :], self._per_sample_loss_grads(D, b, y)
 
-    def g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("g", None, x, y)
-
-    def grad_y_g(self, x: Any, y: Any) -> Any:
-        return self.on_batch("grad_y_g", None, x, y)
+    g = full_batch("g")
+    grad_y_g = full_batch("grad_y_g")
 
     def grad_x_g(self, x: Any, y: Any) -> Any:
         return 0.5 * _exp(x) * y * y
 
-    def hvp_yy_g(self, x: Any, y: Any, v: Any) -> Any:
-        return self.on_batch("hvp_yy_g", None, x, y, v)
+    hvp_yy_g = full_batch("hvp_yy_g")
 
     def cross_xy_g(self, x: Any, y: Any, v: Any) -> Any:
         return _exp(x) * y * v  # the regulariser: the only x–y coupling, not sampled

@@ -112,3 +112,22 @@ def check_per_sample_oracles(form: Any, p: BilevelProblem, x: np.ndarray, y: np.
              *zip(form.grad_f_samples(x, y), p.grad_f(x, y))]
     for rows, full in means:
         np.testing.assert_allclose(np.asarray(rows).mean(0), full, rtol=1e-12, atol=1e-15)
+
+
+def check_form_derivatives(form: Any, idx: Any, x: np.ndarray, y: np.ndarray, v: np.ndarray,
+                           rng: np.random.Generator, coordinates: int = 12) -> None:
+    """A pure form's ∇y g (at `coordinates` random coordinates of y), ∇x g, ∇²yy g · v and ∇²xy g · v on minibatch
+    `idx` (None: the full batch) against central differences of its own g and ∇y g there."""
+    g = lambda x_, y_: float(form.on_batch("g", idx, x_, y_)[0])  # noqa: E731
+    grad_y = lambda x_, y_: form.on_batch("grad_y_g", idx, x_, y_)  # noqa: E731
+    u = rng.standard_normal(x.shape[-1])
+    some = rng.choice(y.shape[-1], coordinates, replace=False)
+    fd = fd_gradient(lambda z: g(x, np.where(np.isin(np.arange(y.shape[-1]), some), z, y)), y)[some]
+    np.testing.assert_allclose(grad_y(x, y)[some], fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(form.on_batch("grad_x_g", idx, x, y) @ u,
+                               fd_directional(lambda z: np.array([g(z, y)]), x, u)[0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(form.on_batch("hvp_yy_g", idx, x, y, v), fd_directional(lambda z: grad_y(x, z), y, v),
+                               rtol=1e-6, atol=1e-8)
+    # ∇²xy g · v is J v (dim_x), the x-derivative of ⟨∇y g, v⟩
+    np.testing.assert_allclose(form.on_batch("cross_xy_g", idx, x, y, v) @ u,
+                               fd_directional(lambda z: np.array([grad_y(z, y) @ v]), x, u)[0], rtol=1e-6, atol=1e-9)

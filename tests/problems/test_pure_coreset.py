@@ -8,7 +8,7 @@ import problems
 from problems.coreset import top_k
 from problems.pure_coreset import _top_k_counts, pure_coreset
 from tests.algorithms.test_engines import needs_jax
-from tests.oracle_checks import fd_directional, fd_gradient
+from tests.oracle_checks import check_form_derivatives
 
 RTOL = 1e-12
 NAMES = ("grad_y_g", "grad_x_g", "hvp_yy_g", "cross_xy_g", "grad_f", "grad_x_f", "g")
@@ -75,20 +75,8 @@ def test_the_top_k_counts_are_the_problems_with_ties_too():
 def test_the_derivatives_are_gs_by_central_differences(problem, point):
     form, (x, y, v) = pure_coreset(problem), point
     rng = np.random.default_rng(2)
-    u = rng.standard_normal(problem.dim_x)
     for idx in (None, MINIBATCH):
-        g = lambda x_, y_: float(form.on_batch("g", idx, x_, y_)[0])  # noqa: E731
-        grad_y = lambda x_, y_: form.on_batch("grad_y_g", idx, x_, y_)  # noqa: E731
-        some = rng.choice(problem.dim_y, 12, replace=False)  # coordinates of y (the full gradient is 650 of them)
-        fd = fd_gradient(lambda z: g(x, np.where(np.isin(np.arange(problem.dim_y), some), z, y)), y)[some]
-        np.testing.assert_allclose(grad_y(x, y)[some], fd, rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose(form.on_batch("grad_x_g", idx, x, y) @ u,
-                                   fd_directional(lambda z: np.array([g(z, y)]), x, u)[0], rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose(form.on_batch("hvp_yy_g", idx, x, y, v), fd_directional(lambda z: grad_y(x, z), y, v),
-                                   rtol=1e-6, atol=1e-8)
-        np.testing.assert_allclose(form.on_batch("cross_xy_g", idx, x, y, v) @ u,
-                                   fd_directional(lambda z: np.array([grad_y(z, y) @ v]), x, u)[0], rtol=1e-6,
-                                   atol=1e-9)
+        check_form_derivatives(form, idx, x, y, v, rng)
 
 
 @needs_jax

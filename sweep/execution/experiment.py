@@ -114,7 +114,7 @@ def _config_maker(study: Study, registry: str, checkpoints: dict[str, str], batc
     def make(key: str, runs: tuple[RunSpec, ...]) -> TrialConfig:
         resume = {r.run_key: checkpoints[r.run_key] for r in runs if r.run_key in checkpoints}
         return TrialConfig(key, runs, study.checkpoint_seconds, study.report_seconds, tuple(study.imports), registry,
-                           resume, batched, study.backend)
+                           resume, batched, study.backend, mlflow_points=not browse.browsing(study))
 
     return make
 

@@ -17,6 +17,7 @@ from typing import Any
 from algorithms.threads import blas_threads
 from problems.shared.registries import import_modules
 from sweep.execution.trial_batch import run_batch
+from sweep.results import gc_pause
 from sweep.execution.trial_runs import META, Body, Report, Resume, Skip, as_trial_config, chunks, make_run
 from sweep.study.model import RunSpec, TrialConfig
 
@@ -34,6 +35,12 @@ def execute_trial(config: TrialConfig | Mapping[str, Any], report: Report, state
     config = as_trial_config(config)
     import_modules(config.imports)
     body = Body(config, report, state, skip, resume)
+    with gc_pause.sparse():
+        _run_all(config, body)
+
+
+def _run_all(config: TrialConfig, body: Body) -> None:
+    """Every pending run of the trial, batched where it can be; what was measured is sent also on a failure."""
     try:
         # The limit is set once per stretch of runs sharing it (a study sets one value for all its runs):
         # threadpoolctl takes ~0.3 ms each time, as much as a tiny run's whole overhead.

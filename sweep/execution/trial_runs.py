@@ -121,8 +121,9 @@ class Reporter:
         """Report what was gathered (with `checkpoint`, naming the runs whose state it holds)."""
         if not self.pending:
             return
-        for chunk in self.pending.values():  # the MLflow points, encoded here rather than on the driver
-            chunk["points"] = points_text(chunk["records"])
+        if self.config.mlflow_points:
+            for chunk in self.pending.values():  # the MLflow points, encoded here rather than on the driver
+                chunk["points"] = points_text(chunk["records"])
         meta = {"trial_key": self.config.key, "runs": Chunks(self.pending.values()), **self.where,
                 SHARD: shard(self.pending.values(), self.config.key, self.where)}
         if checkpoint is not None:

@@ -30,3 +30,26 @@ def json_loads(text: str) -> Any:
     collector's)."""
     with paused():
         return json.loads(text)
+
+
+@contextlib.contextmanager
+def sparse(threshold: int = 50_000) -> Iterator[None]:
+    """Fewer cycle collections inside the block: the objects alive at its start left out of them (unless something
+    froze objects already: a driver's `long_lived`), and a young collection after `threshold` new containers
+    rather than Python's 700; both as they were afterwards.
+
+    A trial of thousands of tiny runs makes a dozen containers a run and keeps its runs to the end, so the collector
+    walked the growing batch again and again: a quarter of a worker's CPU at 7,000 runs (136 against 93 µs a run).
+    Cycles are still collected, only less often.
+    """
+    old = gc.get_threshold()
+    froze = gc.get_freeze_count() == 0
+    if froze:
+        gc.freeze()
+    gc.set_threshold(threshold, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if froze:
+            gc.unfreeze()

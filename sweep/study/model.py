@@ -166,6 +166,10 @@ class TrialConfig:
     resume: dict[str, str] = dataclasses.field(default_factory=dict)
     batched: bool = False  # runs sharing an instance step as one batch (sweep.trial_batch)
     backend: str = "numpy"  # what steps a batch: numpy | jax (sweep.study.backend)
+    #: Whether reports carry each run's MLflow metric points: not for a study whose children are chosen once its
+    #: runs have ended (sweep.tracking.browse), which reads them from the store (at 10⁵ tiny runs the points
+    #: were a third of a worker's CPU).
+    mlflow_points: bool = True
 
     @property
     def run_keys(self) -> tuple[str, ...]:
@@ -201,7 +205,7 @@ class TrialConfig:
         return {"key": self.key, "runs": [dataclasses.asdict(r) for r in self.runs],
                 "checkpoint_seconds": self.checkpoint_seconds, "report_seconds": self.report_seconds,
                 "imports": list(self.imports), "done_registry": self.done_registry, "resume": dict(self.resume),
-                "batched": self.batched, "backend": self.backend}
+                "batched": self.batched, "backend": self.backend, "mlflow_points": self.mlflow_points}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialConfig:

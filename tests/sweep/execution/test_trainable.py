@@ -251,3 +251,26 @@ def test_a_problem_entry_budget_merges_over_the_studys(spec_error):
     spec_error(data, "problems[0].budget.iterations", "positive integer")
     data["problems"][0]["budget"] = 3
     spec_error(data, "problems[0].budget", "must be a mapping")
+
+
+def test_reports_carry_mlflow_points_only_when_the_trial_config_asks_for_them():
+    from sweep.tracking.metric_points import points_of
+
+    cfg = trial_config(seeds=(0,))
+    with_points, _ = collect(cfg)
+    without, _ = collect(dataclasses.replace(cfg, mlflow_points=False))
+    got = [ch for r in with_points for ch in chunks(r)]
+    assert got and all(points_of(ch["points"])[-1][0] == ch["records"][-1]["iteration"] for ch in got)
+    assert not any("points" in ch for r in without for ch in chunks(r))
+    assert [strip(r) for r in without] == [strip(r) for r in with_points]  # the records themselves are the same
+    assert TrialConfig.from_dict(dataclasses.replace(cfg, mlflow_points=False).to_dict()).mlflow_points is False
+
+
+def test_a_study_whose_children_are_chosen_at_the_end_sends_no_points_from_its_trials():
+    from sweep.execution.experiment import _config_maker
+
+    small = toy(seeds=(0, 1))
+    large = dataclasses.replace(small, mlflow_children=1)  # 2 runs > 1: children chosen once the runs ended
+    runs = small.trials[0].config(0.0, small.imports).runs
+    assert _config_maker(small, "r", {})("k", runs).mlflow_points is True
+    assert _config_maker(large, "r", {})("k", runs).mlflow_points is False

@@ -243,7 +243,7 @@ def _end_mlflow(session: Session, connecting: Background, report_dir: Path | Non
     """Send what MLflow missed while running, attach the report, end the parent run; its id."""
     tracker, synced = connecting.result()
     if browse.browsing(session.study):  # children for what a reader browses, a table of every run
-        synced.add_many(browse.sync_browsed(tracker, session.store, session.study, synced.keys))
+        synced.add_many(session.browsed.result() if session.browsed else _sync_browsed(session, connecting))
     else:
         synced.add_many(tracker.sync(session.store, session.index, synced.keys))
     session.timeline.mark("synced")
@@ -251,6 +251,12 @@ def _end_mlflow(session: Session, connecting: Background, report_dir: Path | Non
         tracker.log_report(report_dir, report_name)  # 'report-partial' while runs are missing
     tracker.end_study(status, counts, active_seconds(session))
     return tracker.parent_id
+
+
+def _sync_browsed(session: Session, connecting: Background) -> set[str]:
+    """A large study's browsed children and table of every run (sweep.tracking.browse); the runs now reachable."""
+    tracker, synced = connecting.result()
+    return browse.sync_browsed(tracker, session.store, session.study, synced.keys)
 
 
 def _unsent(session: Session, connecting: Background) -> int:
@@ -290,7 +296,10 @@ def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before
         with held:
             session.timeline.mark("ray_ready")
             experiment = _loaded(loading)
-            return experiment.run(session, pending, progress, connecting, driver.address is not None, report)
+            writer = experiment.run(session, pending, progress, connecting, driver.address is not None, report)
+            if browse.browsing(session.study) and not writer.stalled:  # every run is in the store: its children now
+                session.browsed = Background(lambda: _sync_browsed(session, connecting), "bisweep-mlflow-browse")
+            return writer
     finally:
         session.timeline.mark("ray_down")
 

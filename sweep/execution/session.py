@@ -72,3 +72,6 @@ class Session:
     ray_held: bool  # Ray started (and guarded) by the caller for several sessions: neither started nor stopped here
     stopped: bool = False  # Ctrl-C stopped the session's experiment
     answers: Answers = dataclasses.field(default_factory=Answers)  # when the MLflow store last answered
+    #: A large study's browsed children and table of runs (sweep.tracking.browse), being written from the moment its
+    #: experiment ended, while Ray stops and the report builds: `.result()` is the runs they made reachable.
+    browsed: Any = None

@@ -251,6 +251,33 @@ def test_the_same_study_again_on_the_same_ray_into_a_new_results_directory_runs_
     assert left == []  # each session's registry of finished runs ends with it
 
 
+def test_a_study_larger_than_its_mlflow_children_gets_its_browsed_children_and_every_run_in_the_table(
+        ray_session, tmp_path):
+    """A browsed study through a whole session: its trials send no metric points, its children and table are written
+    once its experiment ended (while Ray stops), and the parent run ends after them with every run reachable."""
+    import pandas as pd
+    from mlflow import MlflowClient
+    from mlflow.artifacts import download_artifacts
+
+    data = {"name": "browsed", "imports": ["tests.sweep.toy_algorithms"], "kind": "comparison",
+            "problems": [{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5}}],
+            "algorithms": [{"name": "toy_aid", "params": {"lr": [0.05, 0.1, 0.2, 0.3, 0.4]}}], "seeds": 1,
+            "budget": {"iterations": 6}, "n_evals": 3, "mlflow_children": 2}
+    outcome = run_study(spec.validate(data), tmp_path / "res", out=open(os.devnull, "w"), report=False)
+    assert outcome.counts == {"finished": 5, "diverged": 0, "failed": 0, "missing": 0}
+    client = MlflowClient(outcome.tracking_uri)
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    kids = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert len(kids) == 2  # the best and the worst configuration, each its one seed
+    assert all(len(client.get_metric_history(k.info.run_id, "Metrics/F")) == 4 for k in kids)  # its 3 points + end
+    table = pd.read_parquet(download_artifacts(run_id=parent.info.run_id, artifact_path="runs/runs.parquet",
+                                               tracking_uri=outcome.tracking_uri, dst_path=str(tmp_path / "dl")))
+    assert sorted(table["run_key"]) == sorted(spec.validate(data).run_keys)
+    marks = json.loads((tmp_path / "res" / "sessions.jsonl").read_text().splitlines()[-1])
+    assert marks["fit_done"] <= marks["synced"] <= marks["end"]
+
+
 def test_a_jax_study_runs_its_batches_compiled_on_ray(ray_session, tmp_path):
     """`backend: jax` through Ray Tune: every run finished once, its records those of the JAX engine."""
     pytest.importorskip("jax")

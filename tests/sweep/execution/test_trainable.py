@@ -274,3 +274,17 @@ def test_a_study_whose_children_are_chosen_at_the_end_sends_no_points_from_its_t
     runs = small.trials[0].config(0.0, small.imports).runs
     assert _config_maker(small, "r", {})("k", runs).mlflow_points is True
     assert _config_maker(large, "r", {})("k", runs).mlflow_points is False
+
+
+def test_the_tiny_trial_benchmark_prints_its_four_variants():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_trial_tiny.py"), "20", "--repeats", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines()[3:]]
+    assert [r[:2] for r in rows] == [["yes", "no"], ["yes", "yes"], ["no", "no"], ["no", "yes"]]
+    assert all(0 < float(r[2]) < 1e5 for r in rows)

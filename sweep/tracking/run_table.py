@@ -9,7 +9,9 @@ whose records repeat an iteration) is read whole, as `RunColumns.summary` gives 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,7 +114,7 @@ def table(study: Study, ended: Ended) -> Any:
     params = _param_columns([study.points[i] for i in used.tolist()], study.axis_name)
     texts = {}
     for name in list(params):  # as text one column at a time (10⁵ runs × 15 parameters as str objects: ~90 MB)
-        texts[name] = pa.array([None if v is None else str(v) for v in params.pop(name)], pa.string()).take(at)
+        texts[name] = _texts(params.pop(name)).take(at)
     columns: dict[str, Any] = {
         "run_key": pa.array(runs.keys, pa.string()),
         "configuration": pa.array([study.points[i].key for i in used.tolist()], pa.string()).take(at),
@@ -127,6 +129,18 @@ def table(study: Study, ended: Ended) -> Any:
         if present.any():
             columns[name] = pa.array(values, pa.float64(), mask=~present)
     return pa.table(columns)
+
+
+def _texts(values: list[Any]) -> Any:
+    """A parameter column as Arrow text (None as null); a column holding one object throughout (a parameter every
+    configuration shares) made text once."""
+    import pyarrow as pa
+
+    first = values[0] if values else None
+    if values and all(map(operator.is_, values, itertools.repeat(first))):
+        one = pa.array([None if first is None else str(first)], pa.string())
+        return one.take(pa.array(np.zeros(len(values), np.int64)))
+    return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 def _param_columns(points: Sequence[Any], axis_name: str | None) -> dict[str, list[Any]]:

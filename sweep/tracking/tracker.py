@@ -50,10 +50,28 @@ def child_params(point: Point, seed: int | None, axis_name: str | None) -> dict[
         axis = {f"axis.{axis_name}": "reference" if value is None else value}
     params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
               "instance_seed": point.instance_seed, "n_evals": point.n_evals, **axis,
-              **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
-              **{f"problem.{k}": v for k, v in point.problem_params.items()},
-              **{f"budget.{k}": v for k, v in point.budget.items()}}
+              **{f"alg.{k}": v for k, v in point.algorithm_params.items() if v is not None},
+              **_prefixed("problem.", point.problem_params), **_prefixed("budget.", point.budget)}
     return {k: v for k, v in params.items() if v is not None}
+
+
+#: (prefix, id of a mapping) -> (the mapping, its prefixed values): the points of a grid share their problem's
+#: parameters and budget (sweep.results.study_file), made once for them all (at 10⁵ points the per-point copies were
+#: half of the runs table's time).
+_PREFIXED: dict[tuple[str, int], tuple[Any, dict[str, Any]]] = {}
+_PREFIXED_MAX = 4096
+
+
+def _prefixed(prefix: str, mapping: dict[str, Any]) -> dict[str, Any]:
+    """{prefix + name: value} of a mapping's values that are not None (a point's mappings never change)."""
+    hit = _PREFIXED.get((prefix, id(mapping)))
+    if hit is not None and hit[0] is mapping:  # the cache holds the mapping: its id is not another's meanwhile
+        return hit[1]
+    if len(_PREFIXED) >= _PREFIXED_MAX:
+        _PREFIXED.clear()
+    out = {f"{prefix}{k}": v for k, v in mapping.items() if v is not None}
+    _PREFIXED[(prefix, id(mapping))] = (mapping, out)
+    return out
 
 
 def shared_params(study: Study) -> dict[str, str]:

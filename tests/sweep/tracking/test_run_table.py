@@ -1,5 +1,6 @@
 """The table of every ended run and what ranks each run, read column by column from the store: checked against
 each run's summary read whole (`RunColumns.summary`), for runs of every kind a store holds."""
+import dataclasses
 import math
 
 import numpy as np
@@ -101,3 +102,34 @@ def test_no_ended_run_is_an_empty_table(tmp_path, study):
     store.ensure()
     got = run_table.gather(study, run_columns.load(store), {})
     assert got.outcomes.keys == [] and run_table.table(study, got).num_rows == 0
+
+
+def test_a_parameter_column_is_its_values_as_text_whether_or_not_one_object_fills_it():
+    shared = {"a": 1}
+    for values in ([0.1] * 3, [None] * 2, [shared, shared], [1, True, 1.0], [0.1, 0.2, None], [], [True] * 2):
+        assert run_table._texts(values).to_pylist() == [None if v is None else str(v) for v in values], values
+
+
+def test_a_childs_parameters_are_its_configurations_with_shared_mappings_made_once(toy_study):
+    from sweep.tracking import tracker
+
+    def plain(point, seed, axis):  # the definition, without the cache
+        params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
+                  "instance_seed": point.instance_seed, "n_evals": point.n_evals,
+                  **{f"alg.{k}": v for k, v in point.algorithm_params.items()},
+                  **{f"problem.{k}": v for k, v in point.problem_params.items()},
+                  **{f"budget.{k}": v for k, v in point.budget.items()}}
+        return {k: v for k, v in params.items() if v is not None}
+
+    study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": LRS}}], seeds=1)
+    points = study.points
+    assert points[0].problem_params is points[1].problem_params  # a grid's points share it
+    for point in points + points:  # the second pass from the cache
+        assert child_params(point, 3, None) == plain(point, 3, None)
+        assert list(child_params(point, 3, None)) == list(plain(point, 3, None))  # the columns' order too
+    other = dataclasses.replace(points[0], problem_params={**points[0].problem_params, "dim_x": 7})
+    assert child_params(other, None, None)["problem.dim_x"] == 7  # another mapping: not the cached one's values
+    tracker._PREFIXED.clear()
+    for i in range(tracker._PREFIXED_MAX + 5):  # the cache stays bounded
+        tracker._prefixed("problem.", {"k": i})
+    assert len(tracker._PREFIXED) <= tracker._PREFIXED_MAX

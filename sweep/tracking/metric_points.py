@@ -59,16 +59,30 @@ def _name(key: str) -> tuple[str, bool, int]:
     return got
 
 
+#: A record's keys, in order -> those that may be logged, with (MLflow name, sparse, how): a run's records have the
+#: same keys, so a record looks at its handful of loggable values rather than at its every field.
+_PLANS: dict[tuple[str, ...], list[tuple[str, str, bool, int]]] = {}
+
+
+def _plan(keys: tuple[str, ...]) -> list[tuple[str, str, bool, int]]:
+    got = _PLANS.get(keys)
+    if got is None:
+        got = [(k, *named) for k in keys if (named := _name(k))[2] != SKIP]
+        if len(_PLANS) < MAX_NAMES:
+            _PLANS[keys] = got
+    return got
+
+
 def mlflow_metrics(record: dict[str, Any]) -> list[tuple[str, float]]:
     """(MLflow name, value) of every number of a record worth a chart point: the curves, and at the run's last
     record (its status no longer 'running') the final values too."""
     last = record.get("status", "running") != "running"
     out = []
-    for k, v in record.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            name, sparse, how = _name(k)
-            if (how == CURVE or (how == LAST and last)) and not (sparse and v == 0):
-                out.append((name, float(v)))
+    for k, name, sparse, how in _plan(tuple(record)):
+        v = record[k]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (how == CURVE or last) \
+                and not (sparse and v == 0):
+            out.append((name, float(v)))
     return out
 
 

@@ -288,3 +288,16 @@ def test_the_tiny_trial_benchmark_prints_its_four_variants():
     rows = [line.split() for line in out.stdout.splitlines()[3:]]
     assert [r[:2] for r in rows] == [["yes", "no"], ["yes", "yes"], ["no", "no"], ["no", "yes"]]
     assert all(0 < float(r[2]) < 1e5 for r in rows)
+
+
+def test_a_trials_batch_keys_are_each_runs_own_encoding_whether_or_not_runs_share_their_mappings():
+    from sweep.execution import trial
+
+    study = toy(seeds=(0, 1), lr=[0.1, 0.3])
+    runs = [r for t in study.trials for r in t.config(0.0, study.imports).runs]
+    copied = [dataclasses.replace(r, problem_params=dict(r.problem_params), budget=dict(r.budget)) for r in runs]
+    other = dataclasses.replace(runs[0], problem_params={**runs[0].problem_params, "dim_x": 5})
+    mixed = runs + copied + [other, dataclasses.replace(runs[0], instance_seed=7)]
+    assert trial._batch_keys(mixed, True) == [trial._batch_of(r, True) for r in mixed]
+    assert len(set(trial._batch_keys(mixed, True))) == 4  # seeds 0 and 1, the other problem, the other instance
+    assert trial._batch_keys(mixed, False) == [r.run_key for r in mixed]

@@ -17,8 +17,8 @@ from typing import Any
 from algorithms.threads import blas_threads
 from problems.shared.registries import import_modules
 from sweep.execution.trial_batch import run_batch
-from sweep.results import gc_pause
 from sweep.execution.trial_runs import META, Body, Report, Resume, Skip, as_trial_config, chunks, make_run
+from sweep.results import gc_pause
 from sweep.study.model import RunSpec, TrialConfig
 
 __all__ = ["META", "Report", "Resume", "Skip", "chunks", "execute_trial", "make_run"]

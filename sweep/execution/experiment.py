@@ -17,6 +17,7 @@ from ray.tune import Callback, CheckpointConfig, FailureConfig, RunConfig, Stopp
 from ray.tune.stopper import CombinedStopper
 
 from sweep.execution import batching, options
+from sweep.execution.actor_reuse import keep_starting_actors
 from sweep.execution.background import Background
 from sweep.execution.ctrl_c import CtrlC
 from sweep.execution.dispatch import RunQueue, StudySearcher
@@ -70,8 +71,8 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
     ctrl_c = CtrlC(progress.message)
     watch = NodeWatch(local_raylet())
     try:
-        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), ctrl_c.catching(), \
-                watch:
+        with tune_env(max_pending=slots + 1), trials_on_idle_workers(enabled=started_here()), keep_starting_actors(), \
+                ctrl_c.catching(), watch:
             tuner = _tuner(study, StudySearcher(queue), session.exp_path, callbacks, CombinedStopper(ctrl_c, watch))
             with long_lived():
                 _fit(tuner, watch)

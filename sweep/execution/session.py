@@ -7,11 +7,14 @@ import gc
 import os
 import time
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sweep.results.store import ResultStore
 from sweep.study.model import Point, Study
 from sweep.tracking.mlflow_store import Answers
+
+if TYPE_CHECKING:
+    from sweep.execution.background import Background
 
 
 class Timeline:
@@ -74,4 +77,4 @@ class Session:
     answers: Answers = dataclasses.field(default_factory=Answers)  # when the MLflow store last answered
     #: A large study's browsed children and table of runs (sweep.tracking.browse), being written from the moment its
     #: experiment ended, while Ray stops and the report builds: `.result()` is the runs they made reachable.
-    browsed: Any = None
+    browsed: Background | None = None

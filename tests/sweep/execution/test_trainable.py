@@ -298,6 +298,6 @@ def test_a_trials_batch_keys_are_each_runs_own_encoding_whether_or_not_runs_shar
     copied = [dataclasses.replace(r, problem_params=dict(r.problem_params), budget=dict(r.budget)) for r in runs]
     other = dataclasses.replace(runs[0], problem_params={**runs[0].problem_params, "dim_x": 5})
     mixed = runs + copied + [other, dataclasses.replace(runs[0], instance_seed=7)]
-    assert trial._batch_keys(mixed, True) == [trial._batch_of(r, True) for r in mixed]
+    assert trial._batch_keys(mixed, True) == [trial._batch_of(r) for r in mixed]
     assert len(set(trial._batch_keys(mixed, True))) == 4  # seeds 0 and 1, the other problem, the other instance
     assert trial._batch_keys(mixed, False) == [r.run_key for r in mixed]

@@ -116,11 +116,17 @@ class Result:
 
         return names, values
 
-    def records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+    @property
+    def evaluated(self) -> int:
+        """The points with values: all of them, or the first ones of a stack computed so far (jax_engine.py)."""
+        return len(self.values["F"])
+
+    def records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric>
-        non-finite" or the grown metric); then its records stop."""
+        non-finite" or the grown metric); then its records stop. Those of the points evaluated (`evaluated`),
+        from point `since` on (the earlier ones were sent when a stack had computed only them)."""
         extra, extra_values = self._extras()
         every = ["iteration", "status", *self.values, *extra]
         columns = [self.values[n].tolist() for n in self.values]  # Python floats at once, not per element
@@ -131,7 +137,7 @@ class Result:
         done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
         # Before the first point any run ends at, every run's record is its row: made without per-run checks.
         first_end = min([*nonfinite, *grown, *(int(np.searchsorted(self.points, f)) for f in failed if f != NEVER)])
-        for i, it in enumerate(self.points):
+        for i, it in enumerate(self.points[:self.evaluated]):
             status = "finished" if i == last else "running"
             if it >= diagnostics_from:
                 names, shown = every, [col[i] for col in columns]
@@ -141,7 +147,8 @@ class Result:
             shown += extra_values(i, it)
             if i < first_end:
                 previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
-                yield from enumerate(previous)
+                if i >= since:
+                    yield from enumerate(previous)
                 continue
             rows = zip([it] * k_runs, [status] * k_runs, *shown)  # one tuple per run
             for k, row in enumerate(rows):
@@ -154,13 +161,15 @@ class Result:
                     why = self._nonfinite(k, i)
                 if why is not None:
                     done[k] = True
-                    yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
+                    if i >= since:
+                        yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
                     continue
                 rec = previous[k] = dict(zip(names, row))
                 if grown[k] == i:
                     done[k] = True
                     rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
-                yield k, rec
+                if i >= since:
+                    yield k, rec
 
 
 @functools.lru_cache(maxsize=64)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from algorithms.batched import BatchedRuns, batchable
+from algorithms.explicit.jax_engine import is_saved
 from sweep.execution.trial_compiled import run_compiled
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
@@ -24,8 +25,14 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
     problem = body.instances.of(first)
     if not batchable(first.algorithm, problem):
         return False
-    if body.config.backend == "jax" and all(body.start_state(s.run_key) is None for _, s in todo) and \
+    saved = [body.start_state(s.run_key) for _, s in todo]
+    if body.config.backend == "jax" and all(s is None or is_saved(s) for s in saved) and \
             run_compiled(body, todo, problem):
+        return True
+    if any(is_saved(s) for s in saved):  # midway on the JAX engine, which cannot take them now: one after another,
+        for (index, spec), state in zip(todo, saved):  # a JAX state's run again from its start on NumPy's streams
+            run = make_run(spec, body.instances) if is_saved(state) else None  # (its records sent are not resent)
+            body.run_one(index, spec, run, replayed=state["point"] + 1 if is_saved(state) else 0)
         return True
     try:
         batch = BatchedRuns(first.algorithm, problem, [s.algorithm_params for _, s in todo],
@@ -34,7 +41,7 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
         return False
     if not batch.batched:
         return False
-    starts = [body.start_state(s.run_key) for _, s in todo]
+    starts = saved
     for run, start in zip(batch.runs, starts):
         if start is not None:
             run.load_state_dict(start)

@@ -1,69 +1,134 @@
 """The runs of one batch as compiled JAX programs (a study's `backend: jax`, sweep/study/backend.py).
 
 The batch's runs are split into stacks whose configs share every field that may not vary (loop counts, flags),
-and each stack runs whole through `algorithms.explicit`'s JAX engine: one `vmap`-ed, `jit`-compiled program per
-stack shape (compiled once per process and reused by later trials of the same shape; a stack is padded to a
-few sizes (at most 25 % more rows) so that there are few shapes). Its records are sent
-as the NumPy batch sends them, each run's end with its share of the stack's wall time; nothing is checkpointed
-midway, so a trial stopped during a stack runs that stack again. Should a stack's program raise, its runs run one
-after another on the NumPy run loop, so that a run that fails fails alone.
+and each stack runs through `algorithms.explicit`'s JAX engine: one `vmap`-ed, `jit`-compiled program per stack
+shape (compiled once per process and reused by later trials of the same shape; a stack is padded to a few sizes (at
+most 25 % more rows) so that there are few shapes). A stack is computed a window of evaluation points at a time,
+each window as long as the time to the next checkpoint (`checkpoint_seconds`; `report_seconds` when that is 0), as
+the previous window's speed predicts; after a window its records are sent as the NumPy batch sends them (each run's
+end with its share of the stack's wall time) and, when one is due, a checkpoint holds each going run's state
+(`CompiledStack.saved`). A trial resumed from it rebuilds the stacks of those runs and goes on from there, with the
+same iterates and random keys, sending no record twice. Should a stack's program raise, its unfinished runs run
+one after another on the NumPy run loop (their records already sent are not sent again; a run resumed from a JAX
+state starts again there, on the NumPy generator of its seed), so that a run that fails fails alone.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
+import numpy as np
+
 from algorithms import explicit
 from algorithms.base import get
+from algorithms.explicit.jax_engine import CompiledStack, is_saved
+from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
 from problems.shared.errors import ParameterError
-from sweep.execution.trial_runs import Body
+from sweep.execution.trial_runs import Body, make_run
 from sweep.study.backend import jax_algorithms
 from sweep.study.model import RunSpec
 
 #: The statuses that end a run's records.
 ENDS = ("finished", "diverged")
+#: The first window of a stack whose speed is not known yet: this fraction of its iterations (at least one stretch).
+FIRST_WINDOW = 1 / 16
+#: The shortest window aimed at (seconds): shorter ones would spend more on the host than on the device.
+MIN_WINDOW_SECONDS = 0.05
+
+#: A run of a stack: (its index in the trial, its spec, its parsed config, its saved JAX state or None).
+Member = tuple[int, RunSpec, Any, "dict[str, Any] | None"]
 
 
 def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> bool:
-    """Run `todo` (one batch, none started) stack by stack on the JAX engine; False when it cannot take them
-    (nothing was sent: the NumPy engine runs them)."""
+    """Run `todo` (one batch: none started, or some resumed from the JAX engine's states) stack by stack on the JAX
+    engine; False when it cannot take them (nothing was sent: the NumPy engine runs them)."""
     first = todo[0][1]
     if first.algorithm not in jax_algorithms():
         return False
     defn = explicit.definition(first.algorithm)
     try:
         explicit.jax_form(defn, problem)  # the problem's arrays for the engine
-        stacks = [(stack, defn.configs([c for _, _, c in stack])) for stack in _stacks(first.algorithm, todo)]
+        stacks = [(stack, defn.configs([m[2] for m in stack])) for stack in _stacks(body, first.algorithm, todo)]
     except ParameterError:  # a config the engine refuses (validation names it): the NumPy engine runs the batch
         return False
     for stack, configs in stacks:
-        started, clock = time.time(), time.monotonic()
-        size = padded(len(stack))
-        seeds = [spec.seed for _, spec, _ in stack]
-        try:
-            result = explicit.run(first.algorithm, problem, configs + configs[-1:] * (size - len(stack)),
-                                  first.budget["iterations"], first.n_evals, engine="jax",
-                                  seeds=seeds + seeds[-1:] * (size - len(stack)), divergence=first.divergence)
-        except Exception:  # noqa: BLE001  (nothing of the stack was sent) its runs one after another: one that
-            for index, spec, _ in stack:  # raises fails alone, as when a NumPy batch raises
-                body.run_one(index, spec)
-            continue
-        share = (time.monotonic() - clock) / len(stack)  # the stack's wall time, divided among its runs
-        ended = []
-        for k, record in result.records():
-            if k >= len(stack):  # a padding row
-                continue
-            index, spec, _ = stack[k]
-            for name in ("time", "cpu_time"):  # the program's seconds among the stack's runs, not its rows
-                record[name] *= size / len(stack)
-            end = record["status"] in ENDS
-            body.out.add(index, spec, record, [started, time.time()] if end else None, share if end else None)
-            if end:
-                ended.append(spec.run_key)
-        body.ended(ended)
-        body.out.send()
+        run_stack(body, defn, problem, stack, configs)
     return True
+
+
+def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any]) -> None:
+    """One stack window by window to its end, its records sent and its going runs checkpointed after each window."""
+    first, saved = stack[0][1], [m[3] for m in stack]
+    size = padded(len(stack))
+    sent = [0 if s is None else s["point"] + 1 for s in saved]  # each run's records sent (a resumed one's before)
+    started, clock = time.time(), time.monotonic()
+    rule = first.divergence if isinstance(first.divergence, Divergence) else Divergence.from_dict(first.divergence)
+    try:
+        compiled = CompiledStack(defn, problem, _pad(configs, size), explicit.points(first.budget["iterations"],
+                                 first.n_evals), _pad([m[1].seed for m in stack], size), rule,
+                                 _pad(saved, size) if saved[0] is not None else None)
+        since, per_iteration = sent[0], None
+        while since < len(compiled.points):
+            window, at = time.monotonic(), compiled.points[compiled.done]
+            to = window_end(compiled, per_iteration, _window_seconds(body, window))
+            compiled.advance(to)
+            per_iteration = (time.monotonic() - window) / (compiled.points[to] - at)
+            _send(body, stack, compiled, since, size, started, clock, sent)
+            _checkpoint(body, stack, compiled)
+            since = to + 1
+    except Exception:  # noqa: BLE001  its unfinished runs one after another: one that raises fails alone
+        for k, (index, spec, _, _) in enumerate(stack):
+            if spec.run_key not in body.state["done"]:
+                body.run_one(index, spec, make_run(spec, body.instances), replayed=sent[k])
+
+
+def window_end(compiled: CompiledStack, per_iteration: float | None, seconds: float) -> int:
+    """The last point of the next window: as far as `seconds` go at `per_iteration` seconds an iteration (the first
+    window, whose speed is unknown: `FIRST_WINDOW` of the iterations left), at least one stretch."""
+    points, done = compiled.points, compiled.done
+    reach = (points[-1] - points[done]) * FIRST_WINDOW if per_iteration is None else seconds / max(per_iteration, 1e-12)
+    return max(done + 1, int(np.searchsorted(points, points[done] + reach, side="right")) - 1)
+
+
+def _window_seconds(body: Body, now: float) -> float:
+    """The time a window may take: to the next checkpoint (every report's time when each report carries one)."""
+    every = float(body.config.checkpoint_seconds) or float(body.config.report_seconds)
+    return max(body.last_save + every - now if body.config.checkpoint_seconds else every, MIN_WINDOW_SECONDS)
+
+
+def _send(body: Body, stack: list[Member], compiled: CompiledStack, since: int, size: int, started: float,
+          clock: float, sent: list[int]) -> None:
+    """The records of the points from `since` on, each run's end with its share of the stack's wall time."""
+    share = (time.monotonic() - clock) / len(stack)
+    ended = []
+    for k, record in compiled.result().records(since):
+        if k >= len(stack):  # a padding row
+            continue
+        index, spec, _, _ = stack[k]
+        for name in ("time", "cpu_time"):  # the program's seconds among the stack's runs, not its rows
+            record[name] *= size / len(stack)
+        end = record["status"] in ENDS
+        body.out.add(index, spec, record, [started, time.time()] if end else None, share if end else None)
+        sent[k] += 1
+        if end:
+            ended.append(spec.run_key)
+    body.ended(ended)
+
+
+def _checkpoint(body: Body, stack: list[Member], compiled: CompiledStack) -> None:
+    """Send what was gathered, with a checkpoint of the stack's going runs' states when one is due (the midway
+    states of runs of other stacks, a resumed trial's, are kept)."""
+    now = time.monotonic()
+    checkpoint = None
+    if body.checkpoint_due(now) and compiled.done < len(compiled.points) - 1:
+        done = set(body.state["done"])
+        going = {m[1].run_key: row for m, row in zip(stack, compiled.saved()) if m[1].run_key not in done}
+        batch = {**{k: v for k, v in (body.state.get("batch") or {}).items() if k not in done}, **going}
+        body.state = {"done": body.state["done"], "current": None, **({"batch": batch} if batch else {})}
+        checkpoint = body.saved(now)
+    if checkpoint is not None or body.out.due(now) or compiled.done == len(compiled.points) - 1:
+        body.out.send(checkpoint)
 
 
 def padded(k: int) -> int:
@@ -74,12 +139,19 @@ def padded(k: int) -> int:
     return -(-k // step) * step
 
 
-def _stacks(algorithm: str, todo: list[tuple[int, RunSpec]]) -> list[list[tuple[int, RunSpec, Any]]]:
-    """The batch's runs, each with its parsed config, by the fields a stack shares (in the order they first
-    appear)."""
+def _pad(items: list[Any], size: int) -> list[Any]:
+    """`items` filled up to `size` with copies of the last one (a stack's padding rows)."""
+    return items + items[-1:] * (size - len(items))
+
+
+def _stacks(body: Body, algorithm: str, todo: list[tuple[int, RunSpec]]) -> list[list[Member]]:
+    """The batch's runs, each with its parsed config and saved JAX state, by the fields a stack shares and the point
+    their states were saved at (in the order they first appear)."""
     cls = get(algorithm)
-    out: dict[tuple, list[tuple[int, RunSpec, Any]]] = {}
+    out: dict[tuple, list[Member]] = {}
     for index, spec in todo:
         config = cls.Config.from_dict(spec.algorithm_params)
-        out.setdefault(group_key(cls, config), []).append((index, spec, config))
+        saved = body.start_state(spec.run_key)
+        saved = saved if is_saved(saved) else None
+        out.setdefault((group_key(cls, config), saved and saved["point"]), []).append((index, spec, config, saved))
     return list(out.values())

@@ -1,13 +1,15 @@
 """A study's `backend: jax` (sweep/study/backend.py, sweep/execution/trial_compiled.py): its batches run as compiled
 JAX programs and give the NumPy engine's records (to 1e-10 on the deterministic quadratic, oracle counts exact),
-stack by stack; a batch it cannot take, or one resumed midway, runs on the NumPy engine; what it cannot run is
+stack by stack; a stack checkpointed midway resumes on the JAX engine where it was, sending no record twice; a batch
+it cannot take, or one resumed midway from the NumPy engine's states, runs on the NumPy engine; what it cannot run is
 refused at validation."""
 import dataclasses
 import importlib.util
 
 import pytest
 
-from sweep.execution import trial_compiled
+from algorithms.checkpoint import decode, encode
+from sweep.execution import trial_batch, trial_compiled
 from sweep.execution.trial import execute_trial
 from sweep.study import spec
 from sweep.study.model import RunSpec, TrialConfig
@@ -204,13 +206,56 @@ def test_validation_says_what_the_jax_backend_cannot_run(monkeypatch):
 
 @needs_jax
 def test_a_stack_whose_program_raises_runs_one_run_after_another(monkeypatch):
-    from algorithms import explicit
-
     study = spec.validate({**STUDY, "algorithms": STUDY["algorithms"][:1], "backend": "jax"})
 
     def broken(*args, **kwargs):
         raise MemoryError("the device ran out of memory")
 
-    monkeypatch.setattr(explicit, "run", broken)
+    monkeypatch.setattr(trial_compiled, "CompiledStack", broken)
     out = records_of(study, "jax")
     assert len(out) == 9 and all(r[-1]["status"] == "finished" and "time_mode" not in r[-1] for r in out.values())
+
+
+def gathered(into, checkpoints=None):
+    """A report function that adds each run's records to `into` and, given `checkpoints`, notes each checkpoint with
+    midway states (as a checkpoint stores it) beside a copy of the records sent up to it."""
+    def report(result, state):
+        for chunk in result["bisweep"]["runs"]:
+            into.setdefault(chunk["run_key"], []).extend(chunk["records"])
+        if checkpoints is not None and state and state.get("batch"):
+            arrays = {}
+            doc = encode(state, arrays)
+            checkpoints.append(({k: list(v) for k, v in into.items()}, decode(doc, arrays)))
+    return report
+
+
+@needs_jax
+@pytest.mark.parametrize("resumed_on", ["jax", "numpy"])
+def test_a_jax_trial_checkpoints_its_stacks_midway_and_a_resume_sends_nothing_twice(monkeypatch, resumed_on):
+    """A window per evaluation point, a checkpoint after each; a trial resumed from one in the middle (on the JAX
+    engine, or on NumPy's when JAX cannot take the states: each run again from its start, its records sent before
+    not sent again) gives every run's records of the uninterrupted trial, each once."""
+    monkeypatch.setattr(trial_compiled, "MIN_WINDOW_SECONDS", 1e-9)  # the shortest windows: one stretch each
+    study = spec.validate({**STUDY, "backend": "jax", "budget": {"iterations": 120}, "n_evals": 10})
+    runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
+    config = TrialConfig("all", runs, 0.0, batched=True, backend="jax")  # a checkpoint with every report
+    whole, checkpoints = {}, []
+    execute_trial(config, gathered(whole, checkpoints))
+    assert len(whole) == 15 and len(checkpoints) >= 10
+    before, state = checkpoints[len(checkpoints) // 2]
+    midway = state["batch"]
+    assert midway and all(s["engine"] == "jax" and s["point"] > 0 for s in midway.values())
+    after = {}
+    if resumed_on == "numpy":  # JAX cannot take them now (e.g. another engine asked): NumPy's run loop
+        monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+    execute_trial(config, gathered(after), state)
+    assert set(after) == set(midway) | (set(whole) - set(before))  # the runs going on, and those not begun
+    for key, records in whole.items():
+        mine = before.get(key, []) + after.get(key, [])
+        assert [r["iteration"] for r in mine] == [r["iteration"] for r in records]  # each point once
+        assert [r["status"] for r in mine] == [r["status"] for r in records]
+        for a, b in zip(mine, records):
+            assert max(abs(a[n] - b[n]) / max(1.0, abs(b[n])) for n in b if n not in NOT_NUMBERS) < EXACT
+        if key in midway:
+            assert after[key][0]["iteration"] > before[key][-1]["iteration"]
+            assert after[key][-1].get("time_mode") == ("compiled" if resumed_on == "jax" else None)

@@ -57,7 +57,8 @@ The design, in the style of optax's `init`/`update`:
 
 * Divergence: any rule of the run loop (`divergence=`: its factor, its watched quantities); default its default.
 
-What the engines do not do (yet): oracle-call and seconds budgets, checkpoints and resume. `Result.records()` gives
+What the engines do not do (yet): oracle-call and seconds budgets, and the NumPy engines' checkpoints (the JAX
+engine's `CompiledStack` saves each run's state between windows of points and resumes from it). `Result.records()` gives
 the run loop's records otherwise.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ import time
 
 from algorithms.batched import BatchedRuns, batchable
 from algorithms.explicit.jax_engine import is_saved
-from sweep.execution.trial_compiled import run_compiled
+from sweep.execution.trial_compiled import draws, on_numpy, run_compiled
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
 
@@ -29,10 +29,12 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
     if body.config.backend == "jax" and all(s is None or is_saved(s) for s in saved) and \
             run_compiled(body, todo, problem):
         return True
-    if any(is_saved(s) for s in saved):  # midway on the JAX engine, which cannot take them now: one after another,
-        for (index, spec), state in zip(todo, saved):  # a JAX state's run again from its start on NumPy's streams
-            run = make_run(spec, body.instances) if is_saved(state) else None  # (its records sent are not resent)
-            body.run_one(index, spec, run, replayed=state["point"] + 1 if is_saved(state) else 0)
+    if any(is_saved(s) for s in saved):  # midway on the JAX engine, which cannot take them now: one after another
+        for (index, spec), state in zip(todo, saved):
+            if is_saved(state):  # again from its start, its records sent not sent again
+                on_numpy(body, index, spec, state["point"] + 1, draws(spec))
+            else:
+                body.run_one(index, spec)
         return True
     try:
         batch = BatchedRuns(first.algorithm, problem, [s.algorithm_params for _, s in todo],

@@ -9,8 +9,9 @@ the previous window's speed predicts; after a window its records are sent as the
 end with its share of the stack's wall time) and, when one is due, a checkpoint holds each going run's state
 (`CompiledStack.saved`). A trial resumed from it rebuilds the stacks of those runs and goes on from there, with the
 same iterates and random keys, sending no record twice. Should a stack's program raise, its unfinished runs run
-one after another on the NumPy run loop (their records already sent are not sent again; a run resumed from a JAX
-state starts again there, on the NumPy generator of its seed), so that a run that fails fails alone.
+again one after another on the NumPy run loop (their records already sent are not sent again), so that a run that
+fails fails alone; a run that draws from JAX's streams and sent records already fails instead, saying why (NumPy's
+samples would follow JAX's under one run key).
 """
 from __future__ import annotations
 
@@ -77,10 +78,26 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
             _send(body, stack, compiled, since, size, started, clock, sent)
             _checkpoint(body, stack, compiled)
             since = to + 1
-    except Exception:  # noqa: BLE001  its unfinished runs one after another: one that raises fails alone
+    except Exception as exc:  # noqa: BLE001  its unfinished runs one after another: one that raises fails alone
         for k, (index, spec, _, _) in enumerate(stack):
             if spec.run_key not in body.state["done"]:
-                body.run_one(index, spec, make_run(spec, body.instances), replayed=sent[k])
+                on_numpy(body, index, spec, sent[k], defn.draws_for(configs[k]), exc)
+
+
+def draws(spec: RunSpec) -> bool:
+    """Whether the run draws from a random stream on the JAX engine (its definition's `draws_for` its config)."""
+    return explicit.definition(spec.algorithm).draws_for(get(spec.algorithm).Config.from_dict(spec.algorithm_params))
+
+
+def on_numpy(body: Body, index: int, spec: RunSpec, sent: int, draws: bool, why: BaseException | None = None) -> None:
+    """A run of a JAX stack again from its start on the NumPy run loop, its first `sent` records (sent already from
+    the JAX engine) not sent again; a run that draws and sent some cannot (NumPy's samples would follow JAX's under
+    one run key): it fails, saying so."""
+    if sent and draws:
+        cause = why or "its state cannot be resumed here"
+        raise RuntimeError(f"{spec.run_key}: the JAX engine stopped after {sent} of its records ({cause}); the run "
+                           "draws from JAX's random streams, which the NumPy run loop cannot continue") from why
+    body.run_one(index, spec, make_run(spec, body.instances), replayed=sent)
 
 
 def window_end(compiled: CompiledStack, per_iteration: float | None, seconds: float) -> int:

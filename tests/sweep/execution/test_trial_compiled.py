@@ -259,3 +259,21 @@ def test_a_jax_trial_checkpoints_its_stacks_midway_and_a_resume_sends_nothing_tw
         if key in midway:
             assert after[key][0]["iteration"] > before[key][-1]["iteration"]
             assert after[key][-1].get("time_mode") == ("compiled" if resumed_on == "jax" else None)
+
+
+@needs_jax
+def test_a_run_that_draws_is_not_continued_on_numpys_streams_after_jax_records(monkeypatch):
+    """SOBA with minibatches draws from JAX's keys: resumed midway where JAX cannot take it, it fails saying why,
+    rather than follow JAX's samples with NumPy's under one run key."""
+    monkeypatch.setattr(trial_compiled, "MIN_WINDOW_SECONDS", 1e-9)
+    finite = {"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "n_samples": 6, "rank": 2}}
+    study = spec.validate({**STUDY, "backend": "jax", "problems": [finite], "seeds": 1, "n_evals": 10,
+                           "algorithms": [{"name": "soba", "params": {"batch_size": 2, "rho": [0.05, 0.1]}}]})
+    runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
+    assert all(trial_compiled.draws(r) for r in runs)
+    config = TrialConfig("all", runs, 0.0, batched=True, backend="jax")
+    checkpoints = []
+    execute_trial(config, gathered({}, checkpoints))
+    monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+    with pytest.raises(RuntimeError, match="draws from JAX's random streams, which the NumPy run loop cannot continue"):
+        execute_trial(config, gathered({}), checkpoints[0][1])

@@ -69,19 +69,29 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
         compiled = CompiledStack(defn, problem, _pad(configs, size), explicit.points(first.budget["iterations"],
                                  first.n_evals), _pad([m[1].seed for m in stack], size), rule,
                                  _pad(saved, size) if saved[0] is not None else None)
-        since, per_iteration = sent[0], None
-        while since < len(compiled.points):
-            window, at = time.monotonic(), compiled.points[compiled.done]
-            to = window_end(compiled, per_iteration, _window_seconds(body, window))
+    except Exception as exc:  # noqa: BLE001  (a compile, the device) its runs alone, one that raises fails alone
+        return _on_numpy(body, defn, stack, configs, sent, exc)
+    since, per_iteration = sent[0], None
+    while since < len(compiled.points):
+        window, at = time.monotonic(), compiled.points[compiled.done]
+        to = window_end(compiled, per_iteration, _window_seconds(body, window))
+        try:
             compiled.advance(to)
-            per_iteration = (time.monotonic() - window) / (compiled.points[to] - at)
-            _send(body, stack, compiled, since, size, started, clock, sent)
-            _checkpoint(body, stack, compiled)
-            since = to + 1
-    except Exception as exc:  # noqa: BLE001  its unfinished runs one after another: one that raises fails alone
-        for k, (index, spec, _, _) in enumerate(stack):
-            if spec.run_key not in body.state["done"]:
-                on_numpy(body, index, spec, sent[k], defn.draws_for(configs[k]), exc)
+        except Exception as exc:  # noqa: BLE001  its unfinished runs alone (their records sent not sent again)
+            return _on_numpy(body, defn, stack, configs, sent, exc)
+        per_iteration = (time.monotonic() - window) / (compiled.points[to] - at)
+        _send(body, stack, compiled, since, size, started, clock, sent)
+        _checkpoint(body, stack, compiled)
+        since = to + 1
+    return None
+
+
+def _on_numpy(body: Body, defn: Any, stack: list[Member], configs: list[Any], sent: list[int],
+              why: BaseException) -> None:
+    """The stack's unfinished runs one after another on the NumPy run loop (`on_numpy`)."""
+    for k, (index, spec, _, _) in enumerate(stack):
+        if spec.run_key not in body.state["done"]:
+            on_numpy(body, index, spec, sent[k], defn.draws_for(configs[k]), why)
 
 
 def draws(spec: RunSpec) -> bool:

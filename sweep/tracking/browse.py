@@ -31,7 +31,7 @@ from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Study
 from sweep.tracking import run_table
 from sweep.tracking.run_table import Outcomes
-from sweep.tracking.tracker import Tracker
+from sweep.tracking.tracker import BULK_METRICS, Tracker
 
 #: The tag that says why a seed was browsed (best or worst of its configuration).
 SEED_TAG = "bisweep.seed_rank"
@@ -155,7 +155,7 @@ def write_children(tracker: Tracker, stored: run_columns.RunColumns, study: Stud
             for record in stored.records(key):
                 tracker.add(key, point, seed, record, where)
             tracker.finish(key, summary["status"], summary.get("error"), summary.get("span"))
-            tracker.flush()
+            tracker.flush(metrics=BULK_METRICS)
     tracker.flush(force=True)
 
 

@@ -39,6 +39,10 @@ RUN_KEY = "bisweep.run_key"
 SPEC_HASH = "bisweep.spec_hash"
 FLUSH_METRICS = 1000
 FLUSH_SECONDS = 2.0
+#: Metric points per write of runs that have ended already (children written from the store): fewer, larger
+#: transactions. 10⁴ browsed children of a 10⁵-run study: 4.07-4.77 s against 4.96-5.18 s at FLUSH_METRICS (4 runs
+#: each, in turn); 2×10⁵ points a write took 5.6-6.0 s (SQLite's page cache spills).
+BULK_METRICS = 20_000
 #: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
 DESCRIPTION = "mlflow.note.content"
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
@@ -303,9 +307,9 @@ class Tracker:
         """Metric points waiting for the next flush."""
         return self._batch.size
 
-    def flush(self, force: bool = False) -> None:
-        """Write what is buffered (every run at once) when enough has gathered or enough time has passed."""
-        if not self._batch or (not force and self._batch.size < FLUSH_METRICS
+    def flush(self, force: bool = False, metrics: int = FLUSH_METRICS) -> None:
+        """Write what is buffered (every run at once) when `metrics` points have gathered or enough time has passed."""
+        if not self._batch or (not force and self._batch.size < metrics
                                and time.monotonic() - self._last_flush < FLUSH_SECONDS):
             return
         batch, self._batch = self._batch, Batch()
@@ -333,7 +337,7 @@ class Tracker:
                 self.add(key, point, seed, rec, summary.get("where"))
             self.child(key, point, seed, summary.get("where"))
             self.finish(key, status, summary.get("error"), summary.get("span"))
-            self.flush()
+            self.flush(metrics=BULK_METRICS)
             if status in DONE_STATUSES:
                 done.add(key)
         self.flush(force=True)

@@ -44,14 +44,15 @@ class Batch:
     new: dict[str, NewRun] = dataclasses.field(default_factory=dict)
     metrics: dict[str, list[tuple[str, float, int, int]]] = dataclasses.field(default_factory=dict)
     ended: dict[str, tuple[str, str | None]] = dataclasses.field(default_factory=dict)  # (status, error)
+    size: int = 0  # metric points buffered (counted as they are added: asked before each of thousands of adds)
 
     def __bool__(self) -> bool:
         return bool(self.new or self.metrics or self.ended)
 
-    @property
-    def size(self) -> int:
-        """Metric points buffered."""
-        return sum(len(m) for m in self.metrics.values())
+    def add(self, run_key: str, points: list[tuple[str, float, int, int]]) -> None:
+        """A run's metric points (key, value, timestamp ms, step)."""
+        self.metrics.setdefault(run_key, []).extend(points)
+        self.size += len(points)
 
 
 def mlflow_status(status: str) -> str:

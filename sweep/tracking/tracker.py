@@ -291,7 +291,7 @@ class Tracker:
             return
         steps.add(step)
         ts = _now_ms()
-        self._batch.metrics.setdefault(run_key, []).extend((k, v, ts, step) for k, v in points)
+        self._batch.add(run_key, [(k, v, ts, step) for k, v in points])
 
     def finish(self, run_key: str, status: str, error: str | None = None, span: list[float] | None = None) -> None:
         """Close a run at the next flush: FINISHED for finished/diverged (the status tag says which), else FAILED.

@@ -1,6 +1,7 @@
 """The end of a study larger than its `mlflow_children`: `browse.sync_browsed` (the table of every ended run, the
 choice of children, their writes to a fresh MLflow SQLite store), this checkout against an older commit in turn, one
-process each: CPU seconds of the step, the process's peak RSS and the runs in the table, as min / median.
+process each: wall and CPU seconds of the step (the wall includes waiting for the disk: a transaction's commit
+syncs the database file), the process's peak RSS and the runs in the table, as min / median.
 
 The results directory is any finished study's (e.g. the 10⁵ tiny runs `bench_million.py` or a `bisweep run` leaves);
 its study file is the one it was run from.
@@ -33,10 +34,10 @@ uri = f"sqlite:///{sys.argv[3]}/mlflow.db"
 tracker = Tracker(uri, study.name, local_artifact_location(uri))
 tracker.start_study(study)
 store = ResultStore(sys.argv[2])
-start = time.process_time()
+start, clock = time.process_time(), time.perf_counter()
 done = browse.sync_browsed(tracker, store, study, set())
-cpu = time.process_time() - start
-print(json.dumps({"cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "runs": len(done)}))
+cpu, wall = time.process_time() - start, time.perf_counter() - clock
+print(json.dumps({"cpu": cpu, "wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "runs": len(done)}))
 """
 
 
@@ -59,7 +60,8 @@ def main() -> None:
                                          text=True, check=True)
                 got[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
                 print(f"  {label}: {got[label][-1]}", flush=True)
-    rows = [{"code": label, "runs": f"{int(g[0]['runs']):,}", "sync_browsed CPU s": mm([x["cpu"] for x in g]),
+    rows = [{"code": label, "runs": f"{int(g[0]['runs']):,}", "sync_browsed wall s": mm([x["wall"] for x in g]),
+             "CPU s": mm([x["cpu"] for x in g]),
              "peak RSS MB": mm([x["rss_mb"] for x in g], "{:.0f}")} for label, g in got.items()]
     print(f"\nthe end of a browsed study (min / median of {args.repeats}, in turn)")
     print(table(rows))

@@ -80,15 +80,27 @@ def _prefixed(prefix: str, mapping: dict[str, Any]) -> dict[str, Any]:
 
 def shared_params(study: Study) -> dict[str, str]:
     """The parameters (as MLflow stores them) of equal value in every run of the study."""
-    shared: dict[str, str] | None = None
+    shared: dict[str, Any] | None = None  # name -> the first point's value, while every point has it (type and value)
     for point in study.points:
-        mine = {k: str(v)[:6000] for k, v in child_params(point, study.seeds[0], study.axis_name).items()}
-        shared = mine if shared is None else {k: v for k, v in shared.items() if mine.get(k) == v}
+        params = child_params(point, study.seeds[0], study.axis_name)
+        if shared is None:
+            shared = dict(params)
+            continue
+        for name in [k for k, v in shared.items() if not _same(params.get(k, _ABSENT), v)]:
+            del shared[name]
         if not shared:
             break
     if shared and len(study.seeds) > 1:
         shared.pop("seed", None)
-    return shared or {}
+    return {k: str(v)[:6000] for k, v in (shared or {}).items()}
+
+
+_ABSENT = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of one type (then their text is the same): 1 and 1.0, or True and 1, are not."""
+    return a is b or (type(a) is type(b) and a == b)
 
 
 def default_tracking_uri(results_dir: str | Path) -> str:

@@ -10,7 +10,7 @@ from sweep.results import run_columns
 from sweep.results.shards import shard_lines
 from sweep.results.store import ResultStore
 from sweep.tracking import run_table
-from sweep.tracking.tracker import child_params
+from sweep.tracking.tracker import child_params, shared_params
 
 LRS = [0.1, 0.2, 0.3, 0.4, 0.5]
 
@@ -133,3 +133,20 @@ def test_a_childs_parameters_are_its_configurations_with_shared_mappings_made_on
     for i in range(tracker._PREFIXED_MAX + 5):  # the cache stays bounded
         tracker._prefixed("problem.", {"k": i})
     assert len(tracker._PREFIXED) <= tracker._PREFIXED_MAX
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_shared_params_are_those_of_one_text_in_every_run(toy_study, seeds):
+    """The parent's parameters: each of one text (as MLflow stores it) in every configuration's child (the seed too,
+    when there is one)."""
+    study = toy_study(seeds=seeds, algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2], "inner_lr": 0.3}},
+                                               {"name": "toy_aid", "label": "other", "params": {"inner_lr": 0.3}}],
+                      problems=[{"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "mu": 0.2}},
+                                {"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "mu": 0.5}}])
+    texts = [{k: str(v)[:6000] for k, v in child_params(p, study.seeds[0], study.axis_name).items()}
+             for p in study.points]
+    expected = {k: v for k, v in texts[0].items() if all(t.get(k) == v for t in texts)}
+    if seeds > 1:
+        expected.pop("seed")
+    assert shared_params(study) == expected
+    assert {"alg.inner_lr", "problem.dim_y"} <= set(expected) and not {"alg.lr", "label", "problem.mu"} & set(expected)

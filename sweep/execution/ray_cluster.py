@@ -124,9 +124,11 @@ def start_ray(address: str | None, num_cpus: int | None, start_timeout: float = 
 
 
 #: What a local Ray's head starts that a study on this machine never uses: the autoscaler monitor (one node, nothing
-#: to scale) and the dashboard's API server (jobs, the state API, the web page). Each is a Python process that imports
-#: Ray; on 2 cores they made a local start 0.9 s longer: 2.78 s against 1.91, medians (benchmarks/bench_ray_start.py).
-HEAD_SERVICES = ("start_monitor", "start_api_server")
+#: to scale), the dashboard's API server (jobs, the state API, the web page) and the log monitor (it sends the workers'
+#: output to a driver that asks for it: `log_to_driver` is off; the workers still write their log files). Each is a
+#: Python process that imports Ray; on 2 cores the first two made a local start 0.9 s longer (2.78 s against 1.91,
+#: medians), the log monitor ~0.5 s more (2.61 against 3.13 s, medians of 4; benchmarks/bench_ray_start.py).
+HEAD_SERVICES = ("start_monitor", "start_api_server", "start_log_monitor")
 
 
 @contextlib.contextmanager

@@ -220,14 +220,14 @@ def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_k
     assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT
 
 
-def test_a_local_ray_starts_without_the_monitor_and_the_dashboard_server_then_ray_is_as_before(ray_session):
+def test_a_local_ray_starts_without_the_monitors_and_the_dashboard_server_then_ray_is_as_before(ray_session):
     from ray._private.node import Node
 
     from sweep.execution import ray_cluster
 
     processes = ray_cluster._node().all_processes
     assert "gcs_server" in processes and "raylet" in processes  # what a study needs, started
-    assert "monitor" not in processes and "dashboard" not in processes
+    assert "monitor" not in processes and "dashboard" not in processes and "log_monitor" not in processes
     assert all(Node.__dict__[name].__name__ == name for name in ray_cluster.HEAD_SERVICES)  # put back after the start
 
 

@@ -9,6 +9,7 @@ and a claim whose verdicts read compute seconds.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -49,19 +50,31 @@ def instance_seed(point: Point, seed: int) -> int:
 
 def batch_key(point: Point, seed: int) -> str | None:
     """What runs of one batch share (None: the algorithm cannot be batched, the run goes alone)."""
-    part = _PARTS.get(point.key)
-    if part is None:
-        if len(_PARTS) >= _PARTS_MAX:
-            _PARTS.clear()
-        part = _PARTS[point.key] = "" if not algorithm_batchable(point.algorithm) else encoded_list(
-            [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals, point.divergence,
-             point.blas_threads])
+    part = _part(point)
     return f"{part}|{instance_seed(point, seed)}" if part else None
 
 
-#: point key -> its part of the batch key ("" when its algorithm cannot be batched), made once per point.
-_PARTS: dict[str, str] = {}
-_PARTS_MAX = 100_000
+def _part(point: Point) -> str:
+    """The point's part of its batch key ("" when its algorithm cannot be batched), made once for the points that
+    share their problem parameters, budget and divergence rule (a grid's points share those objects)."""
+    shared = (point.problem_params, point.budget, point.divergence)
+    key = (point.algorithm, point.problem, point.n_evals, point.blas_threads, *map(id, shared))
+    hit = _PARTS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], shared)):  # the cache holds them: their ids are theirs
+        return hit[1]
+    if len(_PARTS) >= _PARTS_MAX:
+        _PARTS.clear()
+    part = "" if not algorithm_batchable(point.algorithm) else encoded_list(
+        [point.algorithm, point.problem, point.problem_params, point.budget, point.n_evals, point.divergence,
+         point.blas_threads])
+    _PARTS[key] = (shared, part)
+    return part
+
+
+#: (algorithm, problem, n_evals, BLAS threads, ids of the problem parameters, budget and divergence rule) -> (those
+#: objects, the part of the batch key they give): at 10⁵ points one entry per grid instead of one per point.
+_PARTS: dict[tuple, tuple[tuple, str]] = {}
+_PARTS_MAX = 4096
 
 
 def grouped(runs: Sequence[tuple[Point, int]]) -> list[tuple[Point, int]]:

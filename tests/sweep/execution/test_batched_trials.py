@@ -177,3 +177,23 @@ def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch):
     assert ended == [r.run_key for r in cfg.runs[:2]]  # the runs before it finished, with every record
     close({k: got[k] for k in ended}, {k: want[k] for k in ended})
     assert bad.run_key in got and not set(got) - {r.run_key for r in cfg.runs[:3]}  # the rest did not start
+
+
+def test_a_batch_key_is_its_points_encoding_whether_or_not_points_share_their_mappings():
+    """Made once for the points sharing their problem parameters, budget and rule (by identity), a key equals the
+    encoding of the point's own fields: copies give the same key, another value another."""
+    st = study(axis={"values": [0.01, 0.02]})
+    a, b = st.points[0], st.points[1]
+    assert a.problem_params is b.problem_params and a.budget is b.budget  # a grid's points share them
+    own = dataclasses.replace(a, problem_params=copy.deepcopy(a.problem_params), budget=dict(a.budget))
+    other = dataclasses.replace(a, problem_params={**a.problem_params, "dim_x": 6})
+    longer = dataclasses.replace(b, budget={**b.budget, "iterations": 61})
+
+    def encoding(p, seed):
+        fields = [p.algorithm, p.problem, p.problem_params, p.budget, p.n_evals, p.divergence, p.blas_threads]
+        return json.dumps(fields, sort_keys=True, default=repr) + f"|{seed}"
+
+    for point in (a, b, own, other, longer, a):
+        assert batching.batch_key(point, 3) == encoding(point, 3)
+    assert batching.batch_key(a, 3) == batching.batch_key(own, 3) != batching.batch_key(other, 3)
+    assert batching.batch_key(b, 3) != batching.batch_key(longer, 3)

@@ -40,8 +40,8 @@ SPEC_HASH = "bisweep.spec_hash"
 FLUSH_METRICS = 1000
 FLUSH_SECONDS = 2.0
 #: Metric points per write of runs that have ended already (children written from the store): fewer, larger
-#: transactions. 10⁴ browsed children of a 10⁵-run study: 4.07-4.77 s against 4.96-5.18 s at FLUSH_METRICS (4 runs
-#: each, in turn); 2×10⁵ points a write took 5.6-6.0 s (SQLite's page cache spills).
+#: transactions (each commit syncs the database file). 10⁴ browsed children of a 10⁵-run study: 4.25-4.34 s against
+#: 4.95-5.31 s wall at FLUSH_METRICS (3 runs each, in turn); 2×10⁵ points a write took 5.6-6.0 s (SQLite's cache spills).
 BULK_METRICS = 20_000
 #: Experiment tags: its description (shown on the experiment page) and its kind (a training experiment).
 DESCRIPTION = "mlflow.note.content"

@@ -170,8 +170,8 @@ def test_the_option_overrides_the_study_field_and_a_bad_field_names_itself(toy_s
 
 @pytest.mark.parametrize("bulk, writes", [(1, 4), (10**9, 1)])
 def test_browsed_seeds_are_written_in_writes_of_bulk_metrics(tmp_path, grid, monkeypatch, bulk, writes):
-    """The children of ended runs go to MLflow in writes of at least `BULK_METRICS` points (fewer transactions: a
-    10⁵-run study's end step 12 % shorter), the same runs whatever the size."""
+    """The children of ended runs go to MLflow in writes of at least `BULK_METRICS` points (fewer transactions), the
+    same runs whatever the size."""
     store = stored(tmp_path, grid)
     t = tracker_of(tmp_path, grid)
     monkeypatch.setattr(browse, "BULK_METRICS", bulk)

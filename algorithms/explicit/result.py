@@ -134,10 +134,16 @@ class Result:
         metrics = [j for j, n in enumerate(self.values) if not n.startswith("diag/")]
         failed, nonfinite, grown = self._ends()
         k_runs, last = len(self.configs), len(self.points) - 1
-        done, previous = [False] * k_runs, [{"iteration": 0}] * k_runs
+        failed_at = [len(self.points) if f == NEVER else int(np.searchsorted(self.points, f)) for f in failed]
+        # A run's records stop at the point it ends at; those of the points before `since` are not made (but the
+        # one before it: a run that ends later repeats its last record), and a run that ended before is done.
+        ends = list(map(min, failed_at, nonfinite, grown))
+        done, previous = [e < since for e in ends], [{"iteration": 0}] * k_runs
         # Before the first point any run ends at, every run's record is its row: made without per-run checks.
-        first_end = min([*nonfinite, *grown, *(int(np.searchsorted(self.points, f)) for f in failed if f != NEVER)])
+        first_end = min(ends, default=0)
         for i, it in enumerate(self.points[:self.evaluated]):
+            if i < since - 1:
+                continue
             status = "finished" if i == last else "running"
             if it >= diagnostics_from:
                 names, shown = every, [col[i] for col in columns]

@@ -19,7 +19,6 @@ import numpy as np
 
 from sweep.results.run_columns import RunColumns
 from sweep.study.model import Study
-from sweep.tracking.tracker import child_params
 
 #: How long an error may be in the table (the whole one is in the run's summary).
 ERROR_CHARS = 500
@@ -144,19 +143,44 @@ def _texts(values: list[Any]) -> Any:
 
 
 def _param_columns(points: Sequence[Any], axis_name: str | None) -> dict[str, list[Any]]:
-    """Each configuration's parameters, column by column (None where a configuration has no such one)."""
-    raw: dict[str, list[Any]] = {}
-    shape: tuple[str, ...] = ()  # the last configuration's names, when they were every column in order
-    for i, point in enumerate(points):
-        params = child_params(point, None, axis_name)
-        if tuple(params) == shape:  # the usual case: the same names as the configuration before
-            for column, v in zip(raw.values(), params.values()):
-                column.append(v)
-            continue
-        for name, v in params.items():
-            raw.setdefault(name, [None] * i).append(v)
-        for column in raw.values():
-            if len(column) <= i:
-                column.append(None)
-        shape = tuple(params) if tuple(params) == tuple(raw) else ()
-    return raw
+    """Each configuration's parameters (`child_params` without a seed), column by column (None where a configuration
+    has no such one), the columns in the order their names first appear configuration by configuration. The mappings
+    a grid's configurations share (problem parameters, budget) are read once per mapping, not once per configuration
+    (10⁵ configurations: 0.44-0.49 s when each one's parameters were a dict)."""
+    n = len(points)
+    columns: dict[str, list[Any]] = {}
+    first: dict[str, tuple[int, int, int]] = {}  # name -> (first configuration with it, its place in that one's)
+
+    def column(name: str, at: tuple[int, int, int]) -> list[Any]:  # each name is first met where it first appears:
+        if name not in columns:  # configurations in order, the shared mappings in the order of their first one
+            columns[name], first[name] = [None] * n, at
+        return columns[name]
+
+    for place, name in enumerate(("algorithm", "label", "problem", "instance_seed", "n_evals")):  # as child_params
+        values = [getattr(p, name) for p in points]
+        at = next((i for i, v in enumerate(values) if v is not None), None)
+        if at is not None:
+            column(name, (at, 0, place))[:] = values
+    if axis_name:
+        name = f"axis.{axis_name}"
+        for i, p in enumerate(points):
+            if "axis" in p.coords or p.coords.get("reference"):
+                value = p.coords.get("axis")
+                column(name, (i, 0, 5))[i] = "reference" if value is None else value
+    names: dict[str, str] = {}
+    for i, p in enumerate(points):
+        for j, (k, v) in enumerate(p.algorithm_params.items()):
+            if v is not None:
+                column(names.get(k) or names.setdefault(k, f"alg.{k}"), (i, 1, j))[i] = v
+    for kind, (prefix, attr) in enumerate((("problem.", "problem_params"), ("budget.", "budget")), 2):
+        shared: dict[int, tuple[Mapping[str, Any], list[int]]] = {}  # one entry per mapping object
+        for i, p in enumerate(points):
+            mapping = getattr(p, attr)
+            shared.setdefault(id(mapping), (mapping, []))[1].append(i)
+        for mapping, rows in shared.values():
+            for j, (k, v) in enumerate(mapping.items()):
+                if v is not None:
+                    col = column(prefix + k, (rows[0], kind, j))
+                    for i in rows:
+                        col[i] = v
+    return {name: columns[name] for name in sorted(columns, key=first.__getitem__)}

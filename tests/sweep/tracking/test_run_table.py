@@ -150,3 +150,29 @@ def test_shared_params_are_those_of_one_text_in_every_run(toy_study, seeds):
         expected.pop("seed")
     assert shared_params(study) == expected
     assert {"alg.inner_lr", "problem.dim_y"} <= set(expected) and not {"alg.lr", "label", "problem.mu"} & set(expected)
+
+
+def test_the_parameter_columns_are_each_configurations_child_parameters_in_first_seen_order(toy_study):
+    """Made from the mappings a grid shares once per mapping, they equal the definition: each configuration's
+    `child_params` (no seed), a column per name in the order names first appear, None where one has no such name."""
+    study = toy_study(name="cols", kind="stepsize_sensitivity", axis={"factors": [0.5, 2.0]}, seeds=1,
+                      algorithms=[{"name": "toy_aid", "params": {"inner_steps": [2, 3]}}])
+    base = study.points
+    assert base[0].problem_params is base[1].problem_params and any("axis" in p.coords for p in base)
+    replace = dataclasses.replace
+    points = [
+        *base,
+        replace(base[0], instance_seed=None, coords={}),  # no axis value, no instance seed
+        replace(base[1], algorithm_params={"inner_lr": 0.2, "lr": None, "new": 1}),  # another order, a None, a name
+        replace(base[0], problem_params={**base[0].problem_params, "dim_x": 9, "extra": "x", "mu": None}),
+        replace(base[1], budget={"iterations": 7, "oracle_calls": None}, coords={"reference": True}),
+        replace(base[0], label="late", coords={"axis": None, "reference": True}),
+    ]
+    for ps, axis in ((points, study.axis_name), (points[::-1], study.axis_name), (points, None), (points[:1], "f"),
+                     ([], "f")):
+        expected: dict = {}
+        for i, point in enumerate(ps):
+            for name, v in child_params(point, None, axis).items():
+                expected.setdefault(name, [None] * len(ps))[i] = v
+        got = run_table._param_columns(ps, axis)
+        assert got == expected and list(got) == list(expected)

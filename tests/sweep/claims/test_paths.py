@@ -126,7 +126,8 @@ def _scaling(ds, per_seed):
 def test_growth_mirrored_about_the_threshold_gives_mirrored_labels(p, noise):
     """The baselines' cost per iteration d^p (per seed, with noise) against its mirror about F2CSA's growth plus the
     gap θ (base' = d^(2θ) · f2² / base: the gap to F2CSA mirrored about θ, seed by seed): the growth verdict goes the
-    mirrored way."""
+    mirrored way. A gap whose bound is θ itself is left out: its mirror is θ again, and rounding puts each side of
+    it (hypothesis found p = 1.3 without noise: bounds 0.29999999999999905 and 0.3000000000000004)."""
     ds = [100.0, 300.0, 1000.0, 4000.0]
     theta = f2csa.SUPER_C.threshold
     f2 = [[1e-3 * d * math.exp(noise[4 * k + i]) for i, d in enumerate(ds)] for k in range(3)]
@@ -138,6 +139,8 @@ def test_growth_mirrored_about_the_threshold_gives_mirrored_labels(p, noise):
         return next(v for v in _scaling(ds, per_seed) if v.criterion == "f2csa_superlinear")
 
     one, other = judged(base), judged(mirror)
+    bounds = [] if one.estimate is None else [one.estimate.low, one.estimate.high]
+    assume(all(abs(b - theta) > 1e-9 for b in bounds))
     assert other.status == SWAP[one.status]
 
 

@@ -64,7 +64,7 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
     size = padded(len(stack))
     sent = [0 if s is None else s["point"] + 1 for s in saved]  # each run's records sent (a resumed one's before)
     started, clock = time.time(), time.monotonic()
-    rule = first.divergence if isinstance(first.divergence, Divergence) else Divergence.from_dict(first.divergence)
+    rule = Divergence.from_dict(first.divergence)  # a run spec's rule is plain data (None: the default)
     try:
         compiled = CompiledStack(defn, problem, _pad(configs, size), explicit.points(first.budget["iterations"],
                                  first.n_evals), _pad([m[1].seed for m in stack], size), rule,

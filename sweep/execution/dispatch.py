@@ -31,14 +31,13 @@ TARGET_TRIAL_SECONDS = 2.0
 MAX_RUNS_PER_TRIAL = 1000
 #: Most runs one trial of batched runs takes: a trial costs ~0.1-0.2 s of Tune and Ray around its runs, which
 #: 1,000 tiny batched runs (~0.1 ms each) do not amortize.
-import os
-MAX_BATCH_RUNS_PER_TRIAL = int(os.environ.get('XMAX', '10000'))
+MAX_BATCH_RUNS_PER_TRIAL = 10_000
 #: Wall time a trial of batched runs aims at: a larger batch steps each run faster.
 BATCH_TRIAL_SECONDS = 10.0
 #: Runs of a batch whose shape has not been seen yet that one trial takes.
 FIRST_BATCH = 32
 #: Near the end, a trial of batched runs still takes about this much work.
-MIN_BATCH_TRIAL_SECONDS = float(os.environ.get('XMIN', '1'))
+MIN_BATCH_TRIAL_SECONDS = 1.0
 #: Weight of the newest duration in a shape's running estimate.
 SMOOTHING = 0.2
 

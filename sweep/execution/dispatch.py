@@ -121,19 +121,35 @@ class RunQueue:
         return max(1, -(-self.remaining // (2 * self.slots)))
 
     def _batch_size(self, key: str) -> int:
-        """How many consecutive runs of batch `key` the next trial takes: about `BATCH_TRIAL_SECONDS` of them by
-        their observed shares (`FIRST_BATCH` of a shape not seen yet); near the end fewer, so that every slot
+        """How many consecutive runs the next trial takes, starting with batch `key`: about `BATCH_TRIAL_SECONDS` of
+        them by their observed shares (`FIRST_BATCH` of a shape not seen yet); near the end fewer, so that every slot
         gets work, but not below `MIN_BATCH_TRIAL_SECONDS` of them (tiny runs would otherwise end in a trail of
-        ever smaller trials, each costing Tune and Ray ~0.1-0.2 s)."""
-        est = self._seconds.get(self.shape(self._peek(0)[0]))
+        ever smaller trials, each costing Tune and Ray ~0.1-0.2 s). When batch `key` ends before that, the
+        following batches of the same shape join the trial, each whole (a study of many problem instances has
+        as many batches, one or a few runs each: a trial apiece cost ~25 ms of the driver a run)."""
+        shape = self.shape(self._peek(0)[0])
+        est = self._seconds.get(shape)
         if est is None:
             cap = FIRST_BATCH
         else:
             least = int(MIN_BATCH_TRIAL_SECONDS / max(est, 1e-9))
             cap = min(int(BATCH_TRIAL_SECONDS / max(est, 1e-9)), max(self._tail(), least))
         cap = max(1, min(cap, MAX_BATCH_RUNS_PER_TRIAL, self.remaining))
-        k = 1
-        while k < cap and self.batch_key(*self._peek(k)) == key:
+        k = self._batch_end(0, key, cap)
+        while k < cap:
+            following = self.batch_key(*self._peek(k))
+            if following is None or self.shape(self._peek(k)[0]) != shape:
+                break
+            end = self._batch_end(k, following, cap + 1)
+            if end > cap:  # it does not fit whole: it starts the next trial
+                break
+            k = end
+        return k
+
+    def _batch_end(self, start: int, key: str, cap: int) -> int:
+        """The index after the run of batch `key` that ends the stretch beginning at `start`, at most `cap`."""
+        k = start + 1
+        while k < min(cap, self.remaining) and self.batch_key(*self._peek(k)) == key:
             k += 1
         return k
 

@@ -98,3 +98,44 @@ def test_batched_trials_near_the_end_keep_a_second_of_work(study, share, want):
         sizes.append(len(cfg.runs))
     assert sizes == want and sizes[0] == FIRST_BATCH and sum(sizes) == 1200
     assert all(n >= MIN_BATCH_TRIAL_SECONDS / share for n in sizes[1:-1])
+
+
+def _sizes(q):
+    out = []
+    while (cfg := q.next_trial()) is not None:
+        out.append(len(cfg.runs))
+    return out
+
+
+def test_batched_trials_take_whole_following_batches_of_the_same_shape(study):
+    """A study of many problem instances has a batch per instance: a trial takes several whole batches (up to the
+    seconds it aims at), never part of a following one, never one of another shape or one that does not batch."""
+    from sweep.execution.dispatch import BATCH_TRIAL_SECONDS, FIRST_BATCH
+
+    runs = sorted(((p, s) for p in study.points for s in study.seeds), key=lambda r: r[0].problem_params["dim_x"])
+    index = {p.run_key(s): i for i, (p, s) in enumerate(runs)}
+
+    def shape_of(p):  # the runs: 600 of dim_x 2, then 600 of dim_x 3
+        return p.problem_params["dim_x"]
+
+    def batches_of(size, unbatchable=()):
+        return lambda p, s: None if index[p.run_key(s)] in unbatchable else f"{shape_of(p)}:{index[p.run_key(s)] // size}"
+
+    # one run per batch: the first trial takes FIRST_BATCH of them, then BATCH_TRIAL_SECONDS of runs
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 1, batch_key=batches_of(1))
+    assert len(q.next_trial().runs) == FIRST_BATCH
+    for p, _ in runs:
+        q.observe(p, 0.0625)
+    sizes = _sizes(q)
+    assert sizes[0] == BATCH_TRIAL_SECONDS / 0.0625 == 160
+    assert sum(sizes) == 1200 - FIRST_BATCH and sizes[:4] == [160, 160, 160, 88]  # the rest of dim_x 2, alone
+    # batches of 20: a trial of FIRST_BATCH (32) takes the first whole and not part of the second
+    for seconds, want in ((0.07, 140), (0.0625, 160)):  # 142 runs' worth: 7 whole batches; 160: 8, ending at the cap
+        q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 1, batch_key=batches_of(20))
+        assert len(q.next_trial().runs) == 20
+        q.observe(runs[0][0], seconds)
+        assert len(q.next_trial().runs) == want
+    # a run that does not batch ends the stretch; the next trial starts with it, alone
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 1, batch_key=batches_of(1, unbatchable={5}))
+    assert len(q.next_trial().runs) == 5
+    assert len(q.next_trial().runs) == 1

@@ -100,8 +100,9 @@ class BatchedRuns(StackRecords, CohortRounds):
         """One round: every running run to its next evaluation point (or its end); the records it made.
 
         Between rounds every run's own `Run` holds its whole state (`state_dict`), or its `holder` writes it
-        there when asked (a cohort: see `sync`)."""
-        if not self.batched:
+        there when asked (a cohort: see `sync`). A batch of one run steps it as `Run.advance` does (the same records:
+        stacking one row only costs; at 2 iterations a run, 1.1 against 0.7 ms in a trial)."""
+        if not self.batched or len(self.runs) == 1:
             return self._one_at_a_time()
         if self._cohort is not None:
             return self._cohort_round(self._cohort)

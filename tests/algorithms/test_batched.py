@@ -338,3 +338,15 @@ def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_su
     rows.screens, rows.floors = screens(limits)
     failed, metric = rows.diverged(Stack(np.array([[10.5], [0.0], [0.0]]), y))
     assert failed.tolist() == [True, False, False] and metric == ["‖x‖", "", ""]
+
+
+@pytest.mark.parametrize("config", [CONFIGS["soba"][0], CONFIGS["soba"][2]])
+def test_a_batch_of_one_run_gives_its_run_loops_records_exactly(config):
+    """A batch of one (a study of many problem instances has one per instance) steps its run as `Run.advance`
+    does: the very records, the diverging one included, labelled batched."""
+    budget = {"iterations": 25}
+    want = sequential("soba", "quadratic_sum", [config], budget, [3])[0]
+    got = batched("soba", "quadratic_sum", [config], budget, [3])[0]
+    assert [{k: v for k, v in r.items() if k not in TIMES} for r in got] == \
+        [{k: v for k, v in r.items() if k not in TIMES} for r in want]
+    assert all(r["time_mode"] == "batched" for r in got) and got[-1]["status"] == want[-1]["status"]

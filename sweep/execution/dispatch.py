@@ -17,6 +17,7 @@ the searcher says FINISHED only once no trial is in flight.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,6 +61,7 @@ class RunQueue:
         self.slots = max(1, slots)
         self.trials_made = 0
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
+        self._plans: dict[str, int] = {}  # batch key -> its trials' size (0: by the estimate, trial by trial)
         self.batch_key = batch_key
 
     @property
@@ -121,12 +123,15 @@ class RunQueue:
         return max(1, -(-self.remaining // (2 * self.slots)))
 
     def _batch_size(self, key: str) -> int:
-        """How many consecutive runs the next trial takes, starting with batch `key`: about `BATCH_TRIAL_SECONDS` of
-        them by their observed shares (`FIRST_BATCH` of a shape not seen yet); near the end fewer, so that every slot
-        gets work, but not below `MIN_BATCH_TRIAL_SECONDS` of them (tiny runs would otherwise end in a trail of
-        ever smaller trials, each costing Tune and Ray ~0.1-0.2 s). When batch `key` ends before that, the
-        following batches of the same shape join the trial, each whole (a study of many problem instances has
-        as many batches, one or a few runs each: a trial apiece cost ~25 ms of the driver a run)."""
+        """How many consecutive runs the next trial takes, starting with batch `key`.
+
+        A shape not seen yet: `FIRST_BATCH` runs. Then about `BATCH_TRIAL_SECONDS` of runs by their observed shares;
+        near the end fewer, so that every slot gets work, but not below `MIN_BATCH_TRIAL_SECONDS` of them (tiny
+        runs would otherwise end in a trail of ever smaller trials, each costing Tune and Ray ~0.1-0.2 s). A batch
+        larger than that is cut once into equal parts, at least one per slot (`_planned`): a larger stack steps
+        each of its runs faster, so halving the rest at every trial would cost. When batch `key` ends before the
+        trial is full, the following batches of the same shape join it, each whole (a study of many problem
+        instances has as many batches, one or a few runs each: a trial apiece cost ~25 ms of the driver a run)."""
         shape = self.shape(self._peek(0)[0])
         est = self._seconds.get(shape)
         if est is None:
@@ -134,6 +139,7 @@ class RunQueue:
         else:
             least = int(MIN_BATCH_TRIAL_SECONDS / max(est, 1e-9))
             cap = min(int(BATCH_TRIAL_SECONDS / max(est, 1e-9)), max(self._tail(), least))
+            cap = self._planned(key, est, cap, least) or cap
         cap = max(1, min(cap, MAX_BATCH_RUNS_PER_TRIAL, self.remaining))
         k = self._batch_end(0, key, cap)
         while k < cap:
@@ -146,6 +152,17 @@ class RunQueue:
             k = end
         return k
 
+    def _planned(self, key: str, est: float, cap: int, least: int) -> int:
+        """The size of batch `key`'s trials when what is left of it (counted once, when its runs' seconds are first
+        known) is more than one trial takes (`cap`): that rest in equal parts, as few as `BATCH_TRIAL_SECONDS` and
+        `MAX_BATCH_RUNS_PER_TRIAL` allow but at least one per slot, none under `least` runs; else 0."""
+        if key not in self._plans:
+            rest = self._batch_end(0, key, self.remaining)
+            parts = max(self.slots, math.ceil(rest * est / BATCH_TRIAL_SECONDS),
+                        math.ceil(rest / MAX_BATCH_RUNS_PER_TRIAL))
+            self._plans[key] = max(math.ceil(rest / parts), min(rest, least)) if rest > cap else 0
+        return self._plans[key]
+
     def _batch_end(self, start: int, key: str, cap: int) -> int:
         """The index after the run of batch `key` that ends the stretch beginning at `start`, at most `cap`."""
         k = start + 1
@@ -153,9 +170,15 @@ class RunQueue:
             k += 1
         return k
 
+    def waiting(self) -> bool:
+        """Whether the next trial waits for a run's seconds: its runs batch, their shape has none observed yet, and
+        every slot has a trial (Tune asks for trials ahead; sized blind, they would all be `FIRST_BATCH`)."""
+        return (self.batch_key is not None and self.in_flight >= self.slots and self.remaining > 0
+                and self.batch_key(*self._peek(0)) is not None and self.shape(self._peek(0)[0]) not in self._seconds)
+
     def next_trial(self) -> TrialConfig | None:
-        """The config of the next trial, or None when every run has been handed out."""
-        if not self.remaining:
+        """The config of the next trial, or None when every run has been handed out or the next one `waiting`."""
+        if not self.remaining or self.waiting():
             return None
         runs = tuple(RunSpec.of(p, s) for p, s in self._take(self._size()))
         k = len(runs)
@@ -176,7 +199,9 @@ class StudySearcher(Searcher):
         cfg = self.queue.next_trial()
         if cfg is not None:
             return {"trial": cfg}
-        return Searcher.FINISHED if self.queue.in_flight == 0 else None  # a failing trial may hand runs back
+        if self.queue.in_flight == 0 and not self.queue.remaining:
+            return Searcher.FINISHED
+        return None  # a failing trial may hand runs back, or the next trial waits for a run's seconds
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         """Nothing to learn: the driver's callbacks record every run."""

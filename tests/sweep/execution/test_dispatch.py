@@ -84,9 +84,10 @@ def test_runs_handed_back_are_dispatched_and_finished_only_when_nothing_is_in_fl
 
 @pytest.mark.parametrize("share, want", [
     (1e-4, [32, 1168]),  # tiny runs: after the first batch, the rest is under a second's work: one trial
-    (1e-2, [32, 292, 219, 165, 123, 100, 100, 100, 69]),  # the tail shrinks to a second's work (100 runs), no less
+    (1e-2, [32, 584, 584]),  # 11.7 s of runs left: in halves, one per slot (a larger stack steps its runs faster)
+    (0.05, [32, 195, 195, 195, 195, 195, 193]),  # 58.4 s left: six equal parts of at most BATCH_TRIAL_SECONDS
 ])
-def test_batched_trials_near_the_end_keep_a_second_of_work(study, share, want):
+def test_a_large_batch_is_cut_once_into_equal_trials_of_a_second_of_work_or_more(study, share, want):
     from sweep.execution.dispatch import FIRST_BATCH, MIN_BATCH_TRIAL_SECONDS
 
     runs = [(p, s) for p in study.points for s in study.seeds]
@@ -139,3 +140,24 @@ def test_batched_trials_take_whole_following_batches_of_the_same_shape(study):
     q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 1, batch_key=batches_of(1, unbatchable={5}))
     assert len(q.next_trial().runs) == 5
     assert len(q.next_trial().runs) == 1
+
+
+def test_trials_of_a_batch_not_timed_yet_wait_once_every_slot_has_one(study):
+    """Tune asks for trials ahead: sized blind, every one would be FIRST_BATCH runs. Once every slot has a trial of a
+    shape whose runs have no seconds yet, the searcher waits (None, not FINISHED) until they come or a trial ends."""
+    from sweep.execution.dispatch import FIRST_BATCH
+
+    runs = [(p, s) for p in study.points for s in study.seeds]
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 2, batch_key=lambda p, s: "one batch")
+    searcher = StudySearcher(q)
+    assert [len(searcher.suggest(f"t{i}")["trial"].runs) for i in range(2)] == [FIRST_BATCH] * 2
+    assert q.waiting() and searcher.suggest("t2") is None and searcher.suggest("t3") is None
+    q.trial_ended()  # one failed, nothing observed: a slot is free, sized blind again
+    assert not q.waiting() and len(searcher.suggest("t4")["trial"].runs) == FIRST_BATCH and q.waiting()
+    q.observe(runs[0][0], 0.01)  # the rest (1,104 runs, 11 s) in two equal trials
+    assert not q.waiting()
+    assert [len(searcher.suggest(f"t{i}")["trial"].runs) for i in (5, 6)] == [552, 552]
+    assert searcher.suggest("t7") is None
+    for _ in range(q.in_flight):
+        q.trial_ended()
+    assert searcher.suggest("t8") == Searcher.FINISHED

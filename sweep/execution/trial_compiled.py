@@ -154,7 +154,7 @@ def _checkpoint(body: Body, stack: list[Member], compiled: CompiledStack) -> Non
         batch = {**{k: v for k, v in (body.state.get("batch") or {}).items() if k not in done}, **going}
         body.state = {"done": body.state["done"], "current": None, **({"batch": batch} if batch else {})}
         checkpoint = body.saved(now)
-    if checkpoint is not None or body.out.due(now) or compiled.done == len(compiled.points) - 1:
+    if checkpoint is not None or body.out.due(now):  # the rest at the trial's end (a stack a shard: 2.5 ms each)
         body.out.send(checkpoint)
 
 

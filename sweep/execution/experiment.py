@@ -36,8 +36,8 @@ from sweep.tracking import browse
 
 def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, connecting: Any, on_cluster: bool,
         report: bool) -> MlflowCallback:
-    """The pending runs through one fresh Tune experiment (Ray is up); the MLflow writer, closed (`stalled` when
-    the store stopped answering)."""
+    """The pending runs through one fresh Tune experiment (Ray is up); the MLflow writer, stopping (`session.writer`
+    too: the runner closes it, whether this returns or raises)."""
     study, store = session.study, session.store
     if report:  # the report's plotting library loads while the driver waits for the first trial (~0.3 s)
         Background(figures.pyplot, "bisweep-preload-matplotlib", yielding=True)
@@ -81,7 +81,8 @@ def run(session: Session, pending: list[tuple[Point, int]], progress: Progress, 
         session.timeline.mark("fit_done")
         if writer.backlog:
             progress.message(f"bisweep: finishing MLflow logging ({writer.backlog} results queued)")
-        writer.close()
+        session.writer = writer
+        writer.stop()  # it logs what is queued while Ray stops; the runner closes it once Ray is down
         session.timeline.marks["trials"] = queue.trials_made
         registry.end()
     if watch.lost is not None:

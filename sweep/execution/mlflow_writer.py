@@ -72,7 +72,8 @@ class MlflowCallback(Callback):
         self.error: Exception | None = None
         self.connect_error: Exception | None = None
         self.max_lag = 0.0  # longest time a result waited before its write ended (seconds)
-        self.drain_seconds = 0.0  # how long `close` waited for the queue to empty
+        self.drain_seconds = 0.0  # from `stop` until the queue was empty (when `close` had to wait for it)
+        self._stopping: float | None = None  # when `stop` was asked
         self.answers = answers or Answers()  # when the store last answered (the tracker marks it)
         self.stalled = False  # `close` gave up: the store stopped answering with results still queued
         self._queue: queue.Queue = queue.Queue()
@@ -131,15 +132,22 @@ class MlflowCallback(Callback):
             print(f"bisweep: MLflow logging paused ({type(exc).__name__}: {first}); "
                   "results are kept on disk and synced at the end", file=sys.stderr)
 
+    def stop(self) -> None:
+        """Let the writer thread end once everything queued is logged, without waiting (`close` waits): the
+        driver stops Ray meanwhile."""
+        if self._stopping is None:
+            self._stopping = time.monotonic()
+            if self._thread.is_alive():
+                self._queue.put(None)
+
     def close(self, stall: float | None = None) -> bool:
         """Log everything queued, then stop the writer thread; False (and `stalled`) when the store went `stall`
         seconds (default mlflow_store.STALL_SECONDS) without answering: the thread is left behind, the results
         stay on disk for the next run to send."""
-        start = time.monotonic()
+        self.stop()
         if self._thread.is_alive():
-            self._queue.put(None)
             self.stalled = not wait_answering(self._thread, self.answers, stall)
-        self.drain_seconds = time.monotonic() - start
+            self.drain_seconds = time.monotonic() - self._stopping
         return not self.stalled
 
     # ---- Tune events ----

@@ -78,3 +78,5 @@ class Session:
     #: A large study's browsed children and table of runs (sweep.tracking.browse), being written from the moment its
     #: experiment ended, while Ray stops and the report builds: `.result()` is the runs they made reachable.
     browsed: Background | None = None
+    #: The experiment's MLflow writer (sweep.execution.mlflow_writer), set as it stops: closed once Ray is down.
+    writer: Any = None

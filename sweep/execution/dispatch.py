@@ -9,11 +9,13 @@ deep copies are the same object, its text is its key), so Tune's tags and copies
 A trial takes consecutive runs of the queue (configuration by configuration): `runs_per_trial` of them,
 or, when that is not set, as many as take about `TARGET_TRIAL_SECONDS` by the durations of finished runs
 of the same shape (algorithm, problem and its parameters, budget), and a single run of a shape not seen
-yet. Runs that batch (`batch_key`, sweep.batching) go together: a trial takes consecutive runs of one batch,
-as many as take about `BATCH_TRIAL_SECONDS` by their observed shares of a batch's time (`FIRST_BATCH` of a
-shape not seen yet). Near the end trials shrink so that the last ones end together on every slot. When a trial fails for
-good, only the run that raised has failed: the runs after it go back to the queue for another trial, so
-the searcher says FINISHED only once no trial is in flight.
+yet. Near the end trials shrink so that the last ones end together on every slot. Runs that batch (`batch_key`,
+sweep.batching) go together: a trial takes consecutive runs of one batch, `FIRST_BATCH` of a shape not seen yet
+(one such trial per slot; the next waits for their seconds), then about `BATCH_TRIAL_SECONDS` by their observed
+shares of a batch's time; a batch larger than that is cut once into equal trials, at least one per slot, and a
+smaller one is joined by the following whole batches of its shape. When a trial fails for good, only the run that
+raised has failed: the runs after it go back to the queue for another trial, so the searcher says FINISHED only
+once no trial is in flight.
 """
 from __future__ import annotations
 

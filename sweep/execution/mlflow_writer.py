@@ -72,8 +72,9 @@ class MlflowCallback(Callback):
         self.error: Exception | None = None
         self.connect_error: Exception | None = None
         self.max_lag = 0.0  # longest time a result waited before its write ended (seconds)
-        self.drain_seconds = 0.0  # from `stop` until the queue was empty (when `close` had to wait for it)
+        self.drain_seconds = 0.0  # from `stop` until the queue was empty (or `close` gave up)
         self._stopping: float | None = None  # when `stop` was asked
+        self._stopped: float | None = None  # when the thread had logged everything queued before it
         self.answers = answers or Answers()  # when the store last answered (the tracker marks it)
         self.stalled = False  # `close` gave up: the store stopped answering with results still queued
         self._queue: queue.Queue = queue.Queue()
@@ -111,6 +112,7 @@ class MlflowCallback(Callback):
             for _ in items:
                 self._queue.task_done()
             if stop:
+                self._stopped = time.monotonic()
                 return
 
     def _write(self, items: list[tuple]) -> None:
@@ -147,7 +149,7 @@ class MlflowCallback(Callback):
         self.stop()
         if self._thread.is_alive():
             self.stalled = not wait_answering(self._thread, self.answers, stall)
-            self.drain_seconds = time.monotonic() - self._stopping
+        self.drain_seconds = (self._stopped or time.monotonic()) - self._stopping
         return not self.stalled
 
     # ---- Tune events ----

@@ -459,3 +459,29 @@ def test_tunes_thread_waits_while_the_writer_is_a_bound_behind(tmp_path, toy_stu
     for _ in range(3):
         cb2.on_trial_result(0, [], None, writer_results(keys, True))
     assert cb2.close()
+
+
+def test_stop_returns_at_once_and_close_waits_for_what_was_queued(tmp_path, study):
+    """The driver stops Ray while the writer logs its queue: `stop` does not wait, `close` does, and the drain is
+    counted from `stop` to the queue's end, not to `close`."""
+    import threading
+    import time
+
+    key, store, ready = study.run_keys[0], ResultStore(tmp_path), threading.Event()
+    t = tracker(tmp_path, study)
+
+    def connect():
+        ready.wait(10)
+        return t, SyncLog(store, t.parent_id)
+
+    cb = MlflowCallback(connect, index_of(study), store)
+    cb.on_trial_result(0, [], None, ended_result(key, [0, 1, 2]))
+    start = time.monotonic()
+    cb.stop()
+    assert time.monotonic() - start < 0.5 and cb._thread.is_alive()  # the writer still connects: nothing written
+    time.sleep(0.3)
+    ready.set()
+    cb._thread.join(10)
+    time.sleep(0.3)  # the queue is empty well before `close` is asked
+    assert cb.close() and history(t, key) == [0, 1, 2] and key in cb.synced.keys
+    assert 0.3 <= cb.drain_seconds < time.monotonic() - start - 0.25

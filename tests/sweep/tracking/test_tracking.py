@@ -229,7 +229,7 @@ def test_what_goes_to_mlflow_curves_of_the_measurements_and_where_the_run_ended(
 def test_a_run_continued_midway_backfills_even_when_the_crashed_driver_sent_nothing_of_it(tmp_path, study):
     # The killed driver stored steps 0..8 on disk but its writer had not yet created the run's child in
     # MLflow; the next session continues the run from its checkpoint at step 8 and sees only 13.
-    point, key = study.points[0], study.run_keys[0]
+    key = study.run_keys[0]
     store = ResultStore(tmp_path)
     tracker(tmp_path, study)  # the first driver's parent run, nothing of this run sent
     for r in records([0, 1, 2, 3, 5, 8]):

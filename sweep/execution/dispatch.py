@@ -157,12 +157,18 @@ class RunQueue:
     def _planned(self, key: str, est: float, cap: int, least: int) -> int:
         """The size of batch `key`'s trials when what is left of it (counted once, when its runs' seconds are first
         known) is more than one trial takes (`cap`): that rest in equal parts, as few as `BATCH_TRIAL_SECONDS` and
-        `MAX_BATCH_RUNS_PER_TRIAL` allow but at least one per slot, none under `least` runs; else 0."""
+        `MAX_BATCH_RUNS_PER_TRIAL` allow but at least one per slot, none under `least` runs; else 0. A batch longer
+        than every slot's largest trial is not counted to its end (10⁶ runs: 2 s on Tune's thread): its trials are
+        as large as those bounds allow."""
         if key not in self._plans:
-            rest = self._batch_end(0, key, self.remaining)
-            parts = max(self.slots, math.ceil(rest * est / BATCH_TRIAL_SECONDS),
-                        math.ceil(rest / MAX_BATCH_RUNS_PER_TRIAL))
-            self._plans[key] = max(math.ceil(rest / parts), min(rest, least)) if rest > cap else 0
+            longest = self.slots * MAX_BATCH_RUNS_PER_TRIAL + 1
+            rest = self._batch_end(0, key, longest)
+            if rest >= longest:
+                self._plans[key] = min(MAX_BATCH_RUNS_PER_TRIAL, max(int(BATCH_TRIAL_SECONDS / max(est, 1e-9)), least))
+            else:
+                parts = max(self.slots, math.ceil(rest * est / BATCH_TRIAL_SECONDS),
+                            math.ceil(rest / MAX_BATCH_RUNS_PER_TRIAL))
+                self._plans[key] = max(math.ceil(rest / parts), min(rest, least)) if rest > cap else 0
         return self._plans[key]
 
     def _batch_end(self, start: int, key: str, cap: int) -> int:

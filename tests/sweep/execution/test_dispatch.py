@@ -161,3 +161,24 @@ def test_trials_of_a_batch_not_timed_yet_wait_once_every_slot_has_one(study):
     for _ in range(q.in_flight):
         q.trial_ended()
     assert searcher.suggest("t8") == Searcher.FINISHED
+
+
+def test_a_batch_longer_than_every_slots_largest_trial_is_cut_into_the_largest_trials(study, monkeypatch):
+    """Counted only as far as every slot's largest trial (a million-run batch is not walked to its end on Tune's
+    thread): its trials are as large as MAX_BATCH_RUNS_PER_TRIAL and BATCH_TRIAL_SECONDS allow."""
+    from sweep.execution import dispatch
+
+    monkeypatch.setattr(dispatch, "MAX_BATCH_RUNS_PER_TRIAL", 100)
+    runs = [(p, s) for p in study.points for s in study.seeds]
+    calls = []
+
+    def batch_key(p, s):
+        calls.append(1)
+        return "one batch"
+
+    q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 2, batch_key=batch_key)
+    assert [len(q.next_trial().runs) for _ in range(2)] == [32, 32]
+    q.observe(runs[0][0], 1e-4)
+    calls.clear()
+    assert len(q.next_trial().runs) == 100 and len(calls) < 2 * 100 + 1 + 100 + 10  # not 1,136 runs walked
+    assert _sizes(q) == [100] * 10 + [36]

@@ -37,6 +37,7 @@ from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
+from sweep.study.model import Study
 from sweep.study.errors import short
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
 from sweep.study.model import scale_names
@@ -63,11 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = options.with_max_failures(study, args.max_failures)
     study = options.with_mlflow_children(study, args.mlflow_children)
     if args.validate_only:
-        k = study.runs_per_trial
-        per = f"{k} runs per trial" if k else "trials sized to about 2 s of runs each"
-        n = study.configurations
+        n, mode = study.configurations, batching.resolve(study)
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {per}\n  {batching.resolve(study).why}")
+              f"= {n * len(study.seeds)} runs; {_trial_sizes(study, mode.on)}\n  {mode.why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
@@ -81,6 +80,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"bisweep: {outcome.counts['missing']} runs did not run; `bisweep run {args.study} --resume` "
               "finishes them", file=sys.stderr)
     return 0 if outcome.complete else 1
+
+
+def _trial_sizes(study: Study, batched: bool) -> str:
+    """How the study's runs are cut into trials (sweep.execution.dispatch, whose import this command spares)."""
+    if study.runs_per_trial:
+        return f"{study.runs_per_trial} runs per trial"
+    if batched and any(batching.algorithm_batchable(a) for a in {p.algorithm for p in study.points}):
+        return ("trials sized to about 2 s of runs each, of batched runs about 10 s (a large batch in equal parts, "
+                "at least one per slot)")
+    return "trials sized to about 2 s of runs each"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -198,3 +198,17 @@ def test_a_batch_key_is_its_points_encoding_whether_or_not_points_share_their_ma
         assert batching.batch_key(point, 3) == encoding(point, 3)
     assert batching.batch_key(a, 3) == batching.batch_key(own, 3) != batching.batch_key(other, 3)
     assert batching.batch_key(b, 3) != batching.batch_key(longer, 3)
+
+
+def test_validate_only_says_how_batched_runs_are_cut_into_trials(tmp_path, capsys):
+    """The CLI spares itself the dispatcher's import (Ray Tune): its text must say the dispatcher's seconds."""
+    from sweep.cli import main
+    from sweep.execution.dispatch import BATCH_TRIAL_SECONDS, TARGET_TRIAL_SECONDS
+
+    path = tmp_path / "b.yaml"
+    for batched, want in (("auto", f"about {TARGET_TRIAL_SECONDS:g} s of runs each, of batched runs about "
+                                   f"{BATCH_TRIAL_SECONDS:g} s (a large batch in equal parts, at least one per slot)"),
+                          ("off", f"about {TARGET_TRIAL_SECONDS:g} s of runs each\n")):
+        path.write_text(json.dumps({**STUDY, "batched": batched}))
+        assert main(["run", str(path), "--validate-only"]) == 0
+        assert want in capsys.readouterr().out

@@ -84,6 +84,9 @@ def test_a_report_is_not_rebuilt_when_nothing_changed(tmp_path, toy_study, run_t
     assert not loads and png.stat().st_mtime_ns == stamp
     assert "report up to date" in capsys.readouterr().out
     assert [r["best_config"] for r in again.tables["best"]] == [r["best_config"] for r in first.tables["best"]]
+    runs = again.tables["runs"]
+    assert runs._rows is None  # the tables of a report up to date are read when asked (10⁵ runs: ~500 MB)
+    assert list(runs) == list(first.tables["runs"]) and len(runs) == 2 * len(st.seeds)
     build_report(tmp_path, quiet=True, force=True)
     assert len(loads) == 1 and png.stat().st_mtime_ns != stamp
     key = st.points[0].run_key(0)  # a run ends differently (say it was re-run): the report is rebuilt

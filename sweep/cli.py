@@ -37,10 +37,9 @@ from sweep.results import storage_sync
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
-from sweep.study.model import Study
 from sweep.study.errors import short
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
-from sweep.study.model import scale_names
+from sweep.study.model import Study, scale_names
 from sweep.study.sources import results_dir, study_name
 from sweep.tracking import ui_server
 from sweep.tracking.masking import mask

@@ -39,7 +39,7 @@ from sweep.results.store import ResultStore
 from sweep.study import spec
 from sweep.study.errors import short
 from sweep.study.limits import MAX_RUNS, MAX_RUNS_LIMIT
-from sweep.study.model import Study, scale_names
+from sweep.study.model import scale_names
 from sweep.study.sources import results_dir, study_name
 from sweep.tracking import ui_server
 from sweep.tracking.masking import mask
@@ -65,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.validate_only:
         n, mode = study.configurations, batching.resolve(study)
         print(f"study '{study.name}' (scale {study.scale}) is valid: {n} configurations x {len(study.seeds)} seeds "
-              f"= {n * len(study.seeds)} runs; {_trial_sizes(study, mode.on)}\n  {mode.why}")
+              f"= {n * len(study.seeds)} runs; {batching.trial_sizes(study)}\n  {mode.why}")
         if growth := kinds.get(study.kind).growth(study):
             print(f"  {growth}")
         return 0
@@ -79,16 +79,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"bisweep: {outcome.counts['missing']} runs did not run; `bisweep run {args.study} --resume` "
               "finishes them", file=sys.stderr)
     return 0 if outcome.complete else 1
-
-
-def _trial_sizes(study: Study, batched: bool) -> str:
-    """How the study's runs are cut into trials (sweep.execution.dispatch, whose import this command spares)."""
-    if study.runs_per_trial:
-        return f"{study.runs_per_trial} runs per trial"
-    if batched and any(batching.algorithm_batchable(a) for a in {p.algorithm for p in study.points}):
-        return ("trials sized to about 2 s of runs each, of batched runs about 10 s (a large batch in equal parts, "
-                "at least one per slot)")
-    return "trials sized to about 2 s of runs each"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -43,6 +43,16 @@ def algorithm_batchable(name: str) -> bool:
     return bool(algorithms.get(name).__dict__.get("batchable", False))
 
 
+def trial_sizes(study: Study) -> str:
+    """How the study's runs are cut into trials, in words (sweep.execution.dispatch, which imports Ray Tune)."""
+    if study.runs_per_trial:
+        return f"{study.runs_per_trial} runs per trial"
+    if resolve(study).on and any(algorithm_batchable(a) for a in {p.algorithm for p in study.points}):
+        return ("trials sized to about 2 s of runs each, of batched runs about 10 s (a large batch in equal parts, "
+                "at least one per slot)")
+    return "trials sized to about 2 s of runs each"
+
+
 def instance_seed(point: Point, seed: int) -> int:
     """The seed that builds the run's problem instance."""
     return seed if point.instance_seed is None else point.instance_seed

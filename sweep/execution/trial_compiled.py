@@ -2,7 +2,8 @@
 
 The batch's runs are split into stacks whose configs share every field that may not vary (loop counts, flags),
 and each stack runs through `algorithms.explicit`'s JAX engine: one `vmap`-ed, `jit`-compiled program per stack
-shape (compiled once per process and reused by later trials of the same shape; a stack is padded to a few sizes (at
+shape (compiled once per process and reused by later trials of the same shape, and kept in JAX's persistent
+compilation cache for later processes, sweep/execution/jax_cache.py; a stack is padded to a few sizes (at
 most 25 % more rows) so that there are few shapes). A stack is computed a window of evaluation points at a time,
 each window as long as the time to the next checkpoint (`checkpoint_seconds`; `report_seconds` when that is 0), as
 the previous window's speed predicts; after a window its records are sent as the NumPy batch sends them (each run's
@@ -26,6 +27,7 @@ from algorithms.explicit.jax_engine import CompiledStack, is_saved
 from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
 from problems.shared.errors import ParameterError
+from sweep.execution.jax_cache import use_compilation_cache
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.backend import jax_algorithms
 from sweep.study.model import RunSpec
@@ -47,6 +49,7 @@ def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> b
     first = todo[0][1]
     if first.algorithm not in jax_algorithms():
         return False
+    use_compilation_cache()  # before the process's first compile
     defn = explicit.definition(first.algorithm)
     try:
         explicit.jax_form(defn, problem)  # the problem's arrays for the engine

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """Where the migrated empty store is kept."""
+    """The user's bisweep cache directory: the migrated empty store, JAX's compiled programs (execution/jax_cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "bisweep"
 

@@ -10,11 +10,16 @@ never used. A cache directory set through JAX's own settings (`JAX_COMPILATION_C
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 from sweep.tracking.mlflow_store import cache_dir
 
 #: Programs that compile faster than this are not kept (JAX's default, 1 s, would keep none on a fast machine).
 MIN_COMPILE_SECONDS = 0.1
+#: The most the cache holds (bytes; a stack shape's programs are ~25 KB): the least recently used go beyond it. A
+#: bound also makes JAX lock the directory around each read and write, so that trial processes compiling the same
+#: program at once never read one half written.
+MAX_BYTES = 256 * 2**20
 
 
 @functools.cache
@@ -26,3 +31,5 @@ def use_compilation_cache() -> None:
     if jax.config.jax_compilation_cache_dir is None:
         jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+        if importlib.util.find_spec("filelock") is not None:  # JAX's bounded cache needs it (Ray brings it)
+            jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)

@@ -246,7 +246,8 @@ def ended_result(key, steps):
     return {**recs[-1], META: meta}
 
 
-def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(tmp_path, study):
+def waiting_writer(tmp_path, study):
+    """(run key, tracker, a writer whose connection waits for the event, the event)."""
     import threading
 
     key, store, ready = study.run_keys[0], ResultStore(tmp_path), threading.Event()
@@ -256,7 +257,11 @@ def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(t
         ready.wait(10)
         return t, SyncLog(store, t.parent_id)
 
-    cb = MlflowCallback(connect, index_of(study), store)
+    return key, t, MlflowCallback(connect, index_of(study), store), ready
+
+
+def test_results_that_arrive_while_the_writer_connects_are_written_once_it_has(tmp_path, study):
+    key, t, cb, ready = waiting_writer(tmp_path, study)
     cb.on_step_begin(0, [])
     cb.on_trial_result(0, [], None, ended_result(key, [0, 1, 2]))
     assert cb.tracker is None and cb.backlog == 1  # queued, Tune's thread not held up
@@ -464,17 +469,9 @@ def test_tunes_thread_waits_while_the_writer_is_a_bound_behind(tmp_path, toy_stu
 def test_stop_returns_at_once_and_close_waits_for_what_was_queued(tmp_path, study):
     """The driver stops Ray while the writer logs its queue: `stop` does not wait, `close` does, and the drain is
     counted from `stop` to the queue's end, not to `close`."""
-    import threading
     import time
 
-    key, store, ready = study.run_keys[0], ResultStore(tmp_path), threading.Event()
-    t = tracker(tmp_path, study)
-
-    def connect():
-        ready.wait(10)
-        return t, SyncLog(store, t.parent_id)
-
-    cb = MlflowCallback(connect, index_of(study), store)
+    key, t, cb, ready = waiting_writer(tmp_path, study)
     cb.on_trial_result(0, [], None, ended_result(key, [0, 1, 2]))
     start = time.monotonic()
     cb.stop()

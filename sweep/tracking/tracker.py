@@ -99,8 +99,16 @@ _ABSENT = object()
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal values of one type (then their text is the same): 1 and 1.0, or True and 1, are not."""
-    return a is b or (type(a) is type(b) and a == b)
+    """Values whose text is the same, compared without making it for the usual scalars: equal and of one type (1 and
+    1.0, or True and 1, are not); a container also by its text ([1, 2] and [1.0, 2.0] are equal, not the same)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    return type(a) in _SCALARS or str(a) == str(b)
+
+
+_SCALARS = frozenset({int, float, str, bool})
 
 
 def default_tracking_uri(results_dir: str | Path) -> str:

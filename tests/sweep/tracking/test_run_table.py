@@ -176,3 +176,11 @@ def test_the_parameter_columns_are_each_configurations_child_parameters_in_first
                 expected.setdefault(name, [None] * len(ps))[i] = v
         got = run_table._param_columns(ps, axis)
         assert got == expected and list(got) == list(expected)
+
+
+def test_values_are_the_same_parameter_only_when_their_texts_are():
+    from sweep.tracking.tracker import _same
+
+    pairs = [(1, 1), (0.5, 0.5), ("a", "a"), (None, None), ([1, 2], [1, 2]), (1, 1.0), (True, 1), ([1, 2], [1.0, 2.0]),
+             ({"a": 1}, {"a": 1.0}), ((1,), [1]), (2, 3)]
+    assert [_same(a, b) for a, b in pairs] == [str(a) == str(b) for a, b in pairs]

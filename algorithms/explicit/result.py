@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -152,7 +154,7 @@ class Result:
                 shown = [columns[j][i] for j in metrics]
             shown += extra_values(i, it)
             if i < first_end:
-                previous = list(map(_record_maker(tuple(names)), [it] * k_runs, [status] * k_runs, *shown))
+                previous = _rows(tuple(names), [[it] * k_runs, [status] * k_runs, *shown], k_runs)
                 if i >= since:
                     yield from enumerate(previous)
                 continue
@@ -176,6 +178,37 @@ class Result:
                     rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
                 if i >= since:
                     yield k, rec
+
+
+def _rows(names: tuple[str, ...], cols: list[list[Any]], k: int) -> list[dict[str, Any]]:
+    """Every run's record at one point, {names[j]: cols[j][run]}: a copy of the values every run shares (oracle
+    counts, status, seconds; ~2/3 of a record's fields) with each run's own set in it (26k records of 28 fields:
+    ~7x faster than a dict display each)."""
+    own = tuple(j for j, col in enumerate(cols) if not _same(col))
+    shared = _record_maker(names)(*(col[0] for col in cols))  # the own fields' places too, in the record's order
+    return list(map(_record_filler(names, own), itertools.repeat(shared, k), *(cols[j] for j in own)))
+
+
+def _same(col: list[Any]) -> bool:
+    """Whether every run has the same value: equal ones (a NumPy column's are of one type), but not floats 0.0
+    (0.0 == -0.0: each run keeps its own sign)."""
+    first = col[0]
+    return (col[-1] == first and col.count(first) == len(col)
+            and not (type(first) is float and first == 0.0
+                     and min(map(math.copysign, itertools.repeat(1.0, len(col)), col)) < 0))
+
+
+@functools.lru_cache(maxsize=256)
+def _record_filler(names: tuple[str, ...], own: tuple[int, ...]) -> Callable[..., dict[str, Any]]:
+    """A function of (shared record, the values of names[j] for j in `own`) returning a copy of the record with
+    those set: made once per set of names and own fields, as `_record_maker`."""
+    if not all(type(name) is str for name in names):  # repr of a str is a string literal, nothing else is run
+        raise TypeError(f"record names must be str, got {names!r}")
+    lines = [f"    r[{names[j]!r}] = v{j}\n" for j in own]
+    source = f"def fill(shared{''.join(f', v{j}' for j in own)}):\n    r = shared.copy()\n{''.join(lines)}    return r\n"
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # noqa: S102  (our own literals only)
+    return scope["fill"]
 
 
 @functools.lru_cache(maxsize=64)

@@ -230,12 +230,12 @@ class Params:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict of the field values."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name) for f in _fields_of(type(self))}
 
     def recorded(self) -> dict[str, Any]:
         """The field values a study records (part of a run's identity): `as_dict()` without the fields
         marked `omit_at_default` that hold their default."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+        return {f.name: getattr(self, f.name) for f in _fields_of(type(self))
                 if not (f.metadata.get("omit_at_default") and getattr(self, f.name) == f.default)}
 
     def replace(self: T, **changes: Any) -> T:

@@ -56,8 +56,11 @@ class StoreCallback(Callback):
             meta["runs"] = type(meta["runs"])(c for c in meta["runs"]
                                                if self.store.status(c["run_key"]) not in DONE_STATUSES)
             table = None
-        ended = [(c["run_key"], self._summary(c["run_key"], c, meta["trial_key"], where))
-                 for c in chunks(result) if c["done"]]
+        done = [c for c in chunks(result) if c["done"]]
+        ended = [(c["run_key"], self._summary(c["run_key"], c, meta["trial_key"], where)) for c in done]
+        if self.queue is not None:  # a batched run's share of the batch's wall time sizes the next trials
+            self.queue.observe_many([(self.index[c["run_key"]][0], c.get("seconds", c["span"][1] - c["span"][0]))
+                                     for c in done if c.get("span")])
         # The report as one shard (records and summaries), committed by one index line, then ended.txt in one write.
         self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended,
                                table if isinstance(table, bytes) else None)
@@ -72,11 +75,9 @@ class StoreCallback(Callback):
                                if self.store.status(r.run_key) in DONE_STATUSES])
 
     def _summary(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> dict[str, Any]:
-        """The summary of a run that ended with this chunk (its duration goes to the queue that sizes trials)."""
+        """The summary of a run that ended with this chunk."""
         point, seed = self.index[key]
         final = chunk["records"][-1]
-        if self.queue is not None and chunk.get("span"):  # a batched run: its share of the batch's wall time
-            self.queue.observe(point, chunk.get("seconds", chunk["span"][1] - chunk["span"][0]))
         return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
                 "where": where, "span": chunk.get("span"), "point": point}  # made plain data only if stored whole
 

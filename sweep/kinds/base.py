@@ -16,7 +16,6 @@ a study's `imports:` can bring more.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from sweep.results.runs import RunData
 from sweep.study.checks import invalid
 from sweep.study.errors import shown
 from sweep.study.expand import Expansion, pairs
-from sweep.study.model import Point, Study
+from sweep.study.model import Point, Study, encoded_list
 from sweep.study.plugins import DEFAULT_KIND, KINDS  # noqa: F401  DEFAULT_KIND: sweep.kinds.DEFAULT_KIND
 from sweep.study.record import StudyRecord
 
@@ -188,19 +187,16 @@ def count_cartesian(kind: Kind, ctx: Expansion, axis: dict[str, Any]) -> tuple[i
 def _duplicate(probs: list[tuple[Any, ...]], algs: list[tuple[Any, ...]]) -> tuple[Any, Any] | None:
     """An (algorithm, problem) configuration pair that two entries both give, or None: the same problem
     configuration twice with any algorithm on it, or the same algorithm configuration twice on a common problem."""
-    def encode(v: Any) -> str:
-        return json.dumps(v, sort_keys=True, default=repr)
-
     seen: dict[Any, Any] = {}
     for p in probs:
-        ident = (p[0], encode(p[1]), encode(p[4]))
+        ident = (p[0], encoded_list([p[1], p[4]]))
         a = next((a for a in algs if pairs(a[0], {"name": p[0]})), None) if ident in seen else None
         if a is not None:
             return a, p
         seen[ident] = p
     by_ident: dict[Any, list[Any]] = {}
     for a in algs:
-        ident = (a[0]["name"], a[0]["label"], encode(a[1]))
+        ident = (a[0]["name"], a[0]["label"], encoded_list([a[1]]))
         for other in by_ident.get(ident, []):
             p = next((p for p in probs if pairs(a[0], {"name": p[0]}) and pairs(other[0], {"name": p[0]})), None)
             if p is not None:

@@ -54,10 +54,11 @@ def write(path: Path, head: dict[str, Any], points: Sequence[Point]) -> None:
         for k, v in {**head, "point_fields": fields, "point_common": common}.items():
             fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
         fh.write(' "points": [')
+        own = [n for n in fields if n not in common]  # every point has these fields when some are common
+        encode = json.JSONEncoder(default=repr).encode  # one encoder, not one per point (json.dumps')
         for i, point in enumerate(points):
-            d = point.to_dict()
-            own = {n: v for n, v in d.items() if n not in common} if common else d
-            fh.write(("\n  " if i == 0 else ",\n  ") + json.dumps(own, default=repr))
+            d = {n: getattr(point, n) for n in own} if common else point.to_dict()
+            fh.write(("\n  " if i == 0 else ",\n  ") + encode(d))
         fh.write("\n ]\n}\n")
     os.replace(tmp, path)
 

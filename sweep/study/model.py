@@ -90,6 +90,9 @@ class Point:
 _ENCODED: dict[int, tuple[Any, str]] = {}
 _ENCODED_MAX = 4096
 _STRING = json.encoder.encode_basestring_ascii  # what json.dumps gives a str (ensure_ascii)
+#: json.dumps(value, sort_keys=True, default=repr) without json.dumps making an encoder per call (3.4 -> 2.7 µs for
+#: an algorithm's config, which every point has its own of)
+_JSON = json.JSONEncoder(sort_keys=True, default=repr).encode
 
 
 def encoded_list(parts: Sequence[Any]) -> str:
@@ -108,13 +111,13 @@ def _encoded(value: Any) -> str:
     if value is None:
         return "null"
     if kind is not dict:
-        return json.dumps(value, sort_keys=True, default=repr)
+        return _JSON(value)
     hit = _ENCODED.get(id(value))
     if hit is not None and hit[0] is value:
         return hit[1]
     if len(_ENCODED) >= _ENCODED_MAX:
         _ENCODED.clear()
-    text = json.dumps(value, sort_keys=True, default=repr)
+    text = _JSON(value)
     _ENCODED[id(value)] = (value, text)
     return text
 

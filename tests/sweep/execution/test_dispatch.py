@@ -55,6 +55,20 @@ def test_trials_take_about_two_seconds_of_runs_of_a_known_shape(study):
         assert cfg.key == f"{cfg.runs[0].run_key}+{len(cfg.runs) - 1}"
 
 
+def test_a_reports_runs_observed_at_once_move_each_shapes_estimate_as_one_by_one(study):
+    runs = [p for p, _ in queue_of(study)[1]]
+    small, large = (next(p for p in runs if p.problem_params["dim_x"] == d) for d in (2, 3))
+    other_small = next(p for p in runs if p.problem_params["dim_x"] == 2 and p is not small)
+    seen = [(small, 0.03), (other_small, 0.13), (large, 1.0), (small, 0.08), (large, 2.0)]
+    at_once, one_by_one = queue_of(study)[0], queue_of(study)[0]
+    at_once.observe_many(seen)
+    for p, seconds in seen:
+        one_by_one.observe(p, seconds)
+    assert at_once._seconds == pytest.approx(one_by_one._seconds, rel=1e-15)
+    assert at_once._seconds[at_once.shape(small)] == pytest.approx(0.8 * (0.8 * 0.03 + 0.2 * 0.13) + 0.2 * 0.08)
+    assert at_once._seconds[at_once.shape(large)] == pytest.approx(0.8 * 1.0 + 0.2 * 2.0)
+
+
 def test_the_tail_is_shared_by_every_slot_and_a_trial_is_bounded(study):
     q, runs = queue_of(study, slots=4)
     for p, _ in runs:

@@ -24,3 +24,9 @@ def test_a_mapping_shared_by_points_encodes_as_its_copy_and_scalars_as_json_does
     assert encoded_list([shared]) == encoded_list([dict(shared)])
     fresh = {"b": 2}
     assert encoded_list([fresh, 1.5, "x\\n"]) == json.dumps([fresh, 1.5, "x\\n"], sort_keys=True)
+
+
+@given(st.dictionaries(st.text(max_size=6), scalars, max_size=6))
+def test_a_mapping_of_names_to_scalars_encodes_as_json_dumps(config):
+    # a configuration's own mapping (not shared, so not cached) takes the fast path for flat mappings
+    assert encoded_list([config]) == json.dumps([config], sort_keys=True)

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import operator
 import pickle
 import re
 import weakref
@@ -142,11 +143,21 @@ class RunSpec:
     @classmethod
     def of(cls, point: Point, seed: int) -> RunSpec:
         """The run of `point` with `seed`."""
-        return cls(point.run_key(seed), seed, **{name: getattr(point, name) for name in _POINT_FIELDS})
+        # Filled as __init__ would (the same fields in the same order): a validated point's values need no
+        # checks, and a frozen dataclass's __init__ sets each field through object.__setattr__ (3.0 -> 1.2 µs;
+        # the driver makes one per run).
+        spec = object.__new__(cls)
+        values = spec.__dict__
+        values["run_key"], values["seed"] = point.run_key(seed), seed
+        for name in _POINT_FIELDS:
+            values[name] = getattr(point, name)
+        return spec
 
 
 #: The fields a `RunSpec` takes from its `Point` (all but run_key and seed).
 _POINT_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec))[2:]
+#: A `RunSpec`'s fields as a tuple, in order (what `TrialConfig.__reduce__` packs of each run).
+_RUN_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunSpec)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,8 +208,9 @@ class TrialConfig:
     # Packed once per config: the trial's every report carries its config back (Tune's auto-filled `config`).
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         packed = self.__dict__.get("_packed")
-        if packed is None:
-            fields = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+        if packed is None:  # the runs as tuples of their fields: pickled without a reduce call each (1.7 -> 1.0 µs)
+            fields = (self.key, tuple(map(_RUN_FIELDS, self.runs)),
+                      *(getattr(self, f.name) for f in dataclasses.fields(self)[2:]))
             packed = zlib.compress(pickle.dumps(fields, protocol=5), 1)
             _remember(self, packed)
         return _unpacked_trial_config, (packed,)
@@ -235,7 +247,8 @@ def _unpacked_trial_config(packed: bytes) -> TrialConfig:
     is immutable, so it is its own copy)."""
     config = _PACKED.get(packed)
     if config is None:
-        config = TrialConfig(*pickle.loads(zlib.decompress(packed)))
+        key, runs, *rest = pickle.loads(zlib.decompress(packed))
+        config = TrialConfig(key, tuple(RunSpec(*run) for run in runs), *rest)
         _remember(config, packed)
     return config
 

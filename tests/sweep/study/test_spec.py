@@ -468,3 +468,17 @@ def test_strings_and_nesting_of_a_mapping_are_bounded_before_the_schema_reads_it
         "axis.factors" + "[0]" * (limits.MAX_DEPTH - 2) + f": nests lists and mappings more than {limits.MAX_DEPTH} deep",
         "budget: has a key of 2,000 characters; at most 1,000",
         "description: must be at most 1,000 characters, got 1,001"]
+
+
+def test_a_run_spec_of_a_point_is_the_one_its_constructor_makes():
+    from sweep.study.model import RunSpec
+
+    st = spec.validate({**BASE, "divergence": {"factor": 1e4}, "blas_threads": 1})
+    point = st.points[1]
+    made = RunSpec.of(point, 2)
+    built = RunSpec(point.run_key(2), 2, point.algorithm, point.algorithm_params, point.problem, point.problem_params,
+                    point.instance_seed, point.budget, point.n_evals, point.divergence, point.blas_threads)
+    assert made == built and list(vars(made).items()) == list(vars(built).items())
+    assert made.divergence is not None and made.blas_threads == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seed = 3

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from sweep.execution.trial_runs import final_record
 from sweep.study.model import Study
 
 
@@ -61,10 +62,10 @@ class Progress:
         for chunk in run_chunks:
             if chunk["done"] and chunk["run_key"] not in self.ended:
                 self.ended.add(chunk["run_key"])
-                self.diverged += chunk["records"][-1]["status"] == "diverged"
+                self.diverged += final_record(chunk)["status"] == "diverged"
         last = run_chunks[-1]
         if trial_id in self.running:
-            self.running[trial_id] = 0.0 if last["done"] else self._run_fraction(last["records"][-1])
+            self.running[trial_id] = 0.0 if last["done"] else self._run_fraction(final_record(last))
 
     def runs_failed(self, run_keys: Iterable[str]) -> None:
         """The runs a failed trial leaves unfinished."""

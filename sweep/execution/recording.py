@@ -12,7 +12,7 @@ from ray.tune import Callback
 from sweep.execution.dispatch import RunQueue
 from sweep.execution.progress import trial_error
 from sweep.execution.trainable import META, chunks
-from sweep.execution.trial_runs import SHARD
+from sweep.execution.trial_runs import SHARD, final_record, record_idents, with_records
 from sweep.results.store import DONE_STATUSES, ResultStore
 from sweep.study.model import Point
 
@@ -49,21 +49,21 @@ class StoreCallback(Callback):
         if meta is None:
             return
         where = {"node": meta.get("node", ""), "host": meta.get("host", "")}
-        table = meta.pop(SHARD, None)  # the report as the trial encoded it (kept only while it is written)
         if any(self.store.status(c["run_key"]) in DONE_STATUSES for c in meta["runs"]):
             # A trial that could not ask the registry (its node lost) ran again runs that had ended: their
             # records go nowhere, here nor in MLflow (this callback runs first; Tune lets it change the result).
-            meta["runs"] = type(meta["runs"])(c for c in meta["runs"]
+            meta["runs"] = type(meta["runs"])(c for c in with_records(result)
                                                if self.store.status(c["run_key"]) not in DONE_STATUSES)
-            table = None
+            meta[SHARD] = None
+        table = meta.pop(SHARD, None)  # the report as the trial encoded it (kept only while it is written)
         done = [c for c in chunks(result) if c["done"]]
         ended = [(c["run_key"], self._summary(c["run_key"], c, meta["trial_key"], where)) for c in done]
         if self.queue is not None:  # a batched run's share of the batch's wall time sizes the next trials
             self.queue.observe_many([(self.index[c["run_key"]][0], c.get("seconds", c["span"][1] - c["span"][0]))
                                      for c in done if c.get("span")])
         # The report as one shard (records and summaries), committed by one index line, then ended.txt in one write.
-        self.store.write_shard([(c["run_key"], c["records"], c.get("lines")) for c in chunks(result)], ended,
-                               table if isinstance(table, bytes) else None)
+        self.store.write_shard([(c["run_key"], c.get("records"), c.get("lines"), record_idents(c))
+                                for c in chunks(result)], ended, table if isinstance(table, bytes) else None)
         if trial is not None:  # a checkpoint comes with the report naming the runs it holds (a batch: several)
             self._current[trial.trial_id] = meta.get("checkpointed") or [c["run_key"] for c in chunks(result)[-1:]]
 
@@ -77,7 +77,7 @@ class StoreCallback(Callback):
     def _summary(self, key: str, chunk: dict[str, Any], trial_key: str, where: dict[str, str]) -> dict[str, Any]:
         """The summary of a run that ended with this chunk."""
         point, seed = self.index[key]
-        final = chunk["records"][-1]
+        final = final_record(chunk)
         return {"run_key": key, "trial_key": trial_key, "seed": seed, "status": final["status"], "final": final,
                 "where": where, "span": chunk.get("span"), "point": point}  # made plain data only if stored whole
 

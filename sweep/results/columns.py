@@ -156,6 +156,17 @@ def split(table: Any) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, 
     return pairs, end_rows
 
 
+def records_by_run(data: bytes) -> dict[str, list[dict[str, Any]]]:
+    """The records of a shard's Parquet bytes by run key, in order (as the store reads them back)."""
+    table = decode(data)
+    if table is None:
+        raise ValueError("a report's shard is not a readable shard table")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, record in split(table)[0]:
+        out.setdefault(key, []).append(record)
+    return out
+
+
 def summary(end: dict[str, Any], final: dict[str, Any] | None) -> dict[str, Any]:
     """A run's summary as the JSON shards hold it, from its end row and its final record."""
     where = {k: end[f"end.{k}"] for k in ("node", "host") if end.get(f"end.{k}") is not None}

@@ -143,27 +143,36 @@ class ResultStore:
             self._prior = {k: {(r["iteration"], r["status"]) for r in rs} for k, rs in found.items()}
         return self._prior.get(run_key, set())
 
-    def write_shard(self, runs: Sequence[tuple[str, Sequence[dict[str, Any]], str | None]],
-                    ended: list[tuple[str, dict[str, Any]]], encoded: bytes | None = None) -> int:
-        """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None)) and
-        the summaries of the runs it ended, as one shard (a Parquet table, or JSON lines if it does not fit the
-        columns: sweep/results/columns.py) committed by one index line, then the ended runs in ended.txt in one
-        write; how many records were new. `encoded`: the table `columns.encode` makes of all these records and
-        summaries (a trial encodes it, off the driver), used when every record is new. A kill before the commit
-        loses the whole report (its runs run again on resume); one between the commit and ended.txt is repaired
-        from the shard (`repair`)."""
+    def write_shard(self, runs: Sequence[tuple[Any, ...]], ended: list[tuple[str, dict[str, Any]]],
+                    encoded: bytes | None = None) -> int:
+        """Store one report: the runs' records not stored yet ((run key, records, their `shard_lines` or None[, their
+        (iteration, status) each])) and the summaries of the runs it ended, as one shard (a Parquet table, or JSON
+        lines if it does not fit the columns: sweep/results/columns.py) committed by one index line, then the ended
+        runs in ended.txt in one write; how many records were new. `encoded`: the table `columns.encode` makes of all
+        these records and summaries (a trial encodes it, off the driver), used when every record is new; a run's
+        records may then be None (given by their idents), read from it only when some are not new. A kill before
+        the commit loses the whole report (its runs run again on resume); one between the commit and ended.txt is
+        repaired from the shard (`repair`)."""
+        runs = [(plain(key, "run key"), records, lines,
+                 [(int(r["iteration"]), str(r["status"])) for r in records] if not idents or idents[0] is None
+                 else list(idents[0])) for key, records, lines, *idents in runs]
+        repeated = len({key for key, _, _, _ in runs}) < len(runs) or any(
+            self._seen_for(key).intersection(ids) or len(set(ids)) < len(ids) for key, _, _, ids in runs)
+        if (repeated or self._data is not None) and any(records is None for _, records, _, _ in runs):
+            held = columns.records_by_run(encoded)  # the records the report sent in its shard only
+            runs = [(key, held.get(key, []) if records is None else records, lines, ids)
+                    for key, records, lines, ids in runs]
         fresh, new_count = [], 0
-        for key, records, lines in runs:
-            seen = self._seen_for(plain(key, "run key"))
-            idents = [(int(r["iteration"]), str(r["status"])) for r in records]
+        for key, records, lines, idents in runs:
+            seen = self._seen_for(key)
             if seen.intersection(idents) or len(set(idents)) < len(idents):
                 new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
                 lines = encoded = None
             else:
-                new = list(records)
+                new = records  # every record new: None when only the shard holds them (it is written as sent)
                 seen.update(idents)
             fresh.append((key, new, lines))
-            new_count += len(new)
+            new_count += len(idents) if new is records else len(new)
             if self._data is not None and new:
                 self._data.setdefault(key, ([], None))[0].extend(new)
         if not new_count and not ended:

@@ -10,6 +10,7 @@ import pytest
 
 from sweep.execution import batching
 from sweep.execution.dispatch import FIRST_BATCH, RunQueue
+from sweep.execution.trial_runs import with_records
 from sweep.study import spec
 from sweep.study.model import RunSpec, TrialConfig
 from tests.sweep.execution.test_trainable import by_run, collect
@@ -63,7 +64,7 @@ def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatch
     assert sorted(ended) == sorted(want_ended) and len(ended) == len(set(ended)) == len(st.points) * 2
     assert all(r["time_mode"] == "batched" for recs in got.values() for r in recs)
     assert all(r["iteration"] < s["iteration"] for recs in got.values() for r, s in zip(recs, recs[1:]))
-    done = [ch for res in results for ch in res["bisweep"]["runs"] if ch["done"]]
+    done = [ch for res in results for ch in with_records(res) if ch["done"]]
     assert all(0 < ch["seconds"] <= ch["span"][1] - ch["span"][0] for ch in done)  # a share of the batch's time
 
 
@@ -74,10 +75,10 @@ def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
     state = states[-1]
     assert state.get("batch") and not state["current"]  # the midway states of the runs of the batch going on
     rest, _ = collect(cfg, state=state)
-    redone = {ch["run_key"] for res in rest for ch in res["bisweep"]["runs"]}
+    redone = {ch["run_key"] for res in rest for ch in with_records(res)}
     assert redone and not redone & set(state["done"])  # finished runs are not run again
     for res in rest:
-        for ch in res["bisweep"]["runs"]:  # the others continue from their state, not from the start
+        for ch in with_records(res):  # the others continue from their state, not from the start
             if ch["run_key"] in state["batch"]:
                 assert ch["records"][0]["iteration"] > state["batch"][ch["run_key"]]["iteration"] - 1 >= 0
     got, ended = by_run(first + rest)

@@ -236,6 +236,7 @@ def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
     import dataclasses
 
     from sweep.execution.trial import execute_trial
+    from sweep.execution.trial_runs import chunks, final_record
     from sweep.study.model import Point, RunSpec, TrialConfig
 
     finals: dict[str, dict] = {}
@@ -251,9 +252,9 @@ def reference_finals(done: list[dict], batched: bool) -> dict[str, dict]:
         config = TrialConfig(key, tuple(specs), 1e9, 0.0, ("tests.sweep.toy_algorithms",), batched=batched)
 
         def report(result: dict, state: object) -> None:
-            for chunk in result["bisweep"]["runs"]:
+            for chunk in chunks(result):
                 if chunk["done"]:
-                    finals[chunk["run_key"]] = chunk["records"][-1]
+                    finals[chunk["run_key"]] = final_record(chunk)
 
         execute_trial(config, report)
     return finals

@@ -8,7 +8,7 @@ import pytest
 
 from sweep.execution.recording import Slim, StoreCallback
 from sweep.execution.trainable import META
-from sweep.execution.trial_runs import SHARD, shard
+from sweep.execution.trial_runs import SHARD, _light, shard
 from sweep.results import store as store_module
 from sweep.results.store import ResultStore
 
@@ -33,22 +33,25 @@ def test_tune_keeps_only_how_many_runs_a_report_and_the_copy_that_came_with_its_
     assert kept[1]["runs"] == want and result["F"] == 1.0
 
 
-def trial_report(study, ended_keys=(), only=None):
+def trial_report(study, ended_keys=(), only=None, light=False, iterations=(0, 3)):
     """A report as a trial sends it: two records per run of `study` (or of the run keys `only`), the runs of
-    `ended_keys` ended (with spans), and the report's shard the trial encoded."""
+    `ended_keys` ended (with spans), and the report's shard the trial encoded; `light`: each chunk with its final
+    record and idents only, its records in the shard (as a trial sends them)."""
     runs = []
     for i, point in enumerate(study.points):
         key = point.run_key(0)
         if only is not None and key not in only:
             continue
         done = key in ended_keys
-        recs = [{"iteration": it, "status": "running", "F": 1.0 / (i + it + 1)} for it in (0, 3)]
+        recs = [{"iteration": it, "status": "running", "F": 1.0 / (i + it + 1)} for it in iterations]
         if done:
             recs[-1]["status"] = "finished"
         runs.append({"run_key": key, "seed": 0, "index": i, "done": done, "points": "[]", "records": recs,
                      **({"span": [1.0, 2.0 + i]} if done else {})})
     where = {"node": "10.0.0.2", "host": "h", "pid": "7"}
     meta = {"trial_key": "t", "runs": runs, **where, SHARD: shard(runs, "t", where)}
+    if light:
+        meta["runs"] = [_light(c) for c in runs]
     return {"F": 1.0, META: meta}
 
 
@@ -56,14 +59,16 @@ def shard_files(root):
     return [(root / "shards" / n).read_bytes() for n in sorted(os.listdir(root / "shards"))]
 
 
-def test_the_trial_encodes_the_shard_the_driver_would_and_the_driver_stores_it(tmp_path, toy_study, monkeypatch):
+@pytest.mark.parametrize("light", [False, True])
+def test_the_trial_encodes_the_shard_the_driver_would_and_the_driver_stores_it(tmp_path, toy_study, monkeypatch,
+                                                                              light):
     study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3]}}], seeds=1)
     index = {p.run_key(0): (p, 0) for p in study.points}
     ended = {study.points[0].run_key(0), study.points[2].run_key(0)}
     stores = {}
     for name, drop in (("trial", False), ("driver", True)):
         monkeypatch.undo()
-        result = trial_report(study, ended)
+        result = trial_report(study, ended, light=light and not drop)
         if drop:  # the driver encodes it itself
             del result[META][SHARD]
         else:  # the driver stores the trial's bytes: it encodes nothing
@@ -83,14 +88,15 @@ def test_the_trial_encodes_the_shard_the_driver_would_and_the_driver_stores_it(t
     assert again.ended() == dict.fromkeys(sorted(ended), "finished")
 
 
-def test_a_report_with_a_run_that_had_ended_is_encoded_again_without_it(tmp_path, toy_study):
+@pytest.mark.parametrize("light", [False, True])
+def test_a_report_with_a_run_that_had_ended_is_encoded_again_without_it(tmp_path, toy_study, light):
     study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}], seeds=1)
     index = {p.run_key(0): (p, 0) for p in study.points}
     first, second = (p.run_key(0) for p in study.points)
     store = ResultStore(tmp_path)
     store.ensure()
-    StoreCallback(store, index).on_trial_result(0, [], None, trial_report(study, {first}, only={first}))
-    StoreCallback(store, index).on_trial_result(0, [], None, trial_report(study, {first, second}))  # a rerun
+    StoreCallback(store, index).on_trial_result(0, [], None, trial_report(study, {first}, only={first}, light=light))
+    StoreCallback(store, index).on_trial_result(0, [], None, trial_report(study, {first, second}, light=light))
     later = ResultStore(tmp_path)
     assert [r["iteration"] for r in later.records(first)] == [0, 3]  # stored once
     assert later.records(second)[-1]["status"] == "finished" and later.ended() == {first: "finished",
@@ -105,3 +111,22 @@ def test_slim_drops_a_shard_tune_would_keep():
     result[META][SHARD] = b"bytes"
     Slim().on_trial_result(0, [], None, result)
     assert SHARD not in result[META]
+
+
+def test_records_a_light_report_sent_again_are_read_from_its_shard_and_stored_once(tmp_path, toy_study):
+    # a trial that starts again from its checkpoint sends some records again: the driver stores each once, its
+    # records read from the report's shard (a light chunk carries only its final record and idents)
+    study = toy_study(algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2]}}], seeds=1)
+    index = {p.run_key(0): (p, 0) for p in study.points}
+    first, second = (p.run_key(0) for p in study.points)
+    store = ResultStore(tmp_path)
+    store.ensure()
+    StoreCallback(store, index).on_trial_result(0, [], None, trial_report(study, light=True, iterations=(0,)))
+    again = trial_report(study, {second}, light=True, iterations=(0, 3, 5))
+    assert all("records" not in c and c["idents"][0] == (0, "running") for c in again[META]["runs"])
+    StoreCallback(store, index).on_trial_result(0, [], None, again)
+    later = ResultStore(tmp_path)
+    assert [r["iteration"] for r in later.records(first)] == [0, 3, 5]
+    assert [(r["iteration"], r["status"], r["F"]) for r in later.records(second)] == [
+        (0, "running", 0.5), (3, "running", 0.2), (5, "finished", 1 / 7)]
+    assert later.ended() == {second: "finished"} and later.summary(second)["final"]["iteration"] == 5

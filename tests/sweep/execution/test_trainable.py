@@ -11,7 +11,8 @@ import algorithms
 import problems
 from algorithms.checkpoint import load_state, save_state
 from problems.shared.errors import ParameterError
-from sweep.execution.trainable import META, chunks, execute_trial
+from sweep.execution.trainable import META, execute_trial
+from sweep.execution.trial_runs import with_records as chunks  # a report's chunks, records decoded from its shard
 from sweep.execution.user_api import trainable_for
 from sweep.study import spec
 from sweep.study.model import TrialConfig

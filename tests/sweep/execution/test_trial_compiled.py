@@ -11,6 +11,7 @@ import pytest
 from algorithms.checkpoint import decode, encode
 from sweep.execution import trial_batch, trial_compiled
 from sweep.execution.trial import execute_trial
+from sweep.execution.trial_runs import with_records
 from sweep.study import spec
 from sweep.study.model import RunSpec, TrialConfig
 from tests.algorithms.test_engines import needs_jax
@@ -30,7 +31,7 @@ def records_of(study, backend):
     out = {}
 
     def report(result, _):
-        for chunk in result["bisweep"]["runs"]:
+        for chunk in with_records(result):
             out.setdefault(chunk["run_key"], []).extend(chunk["records"])
 
     runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
@@ -150,7 +151,7 @@ def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
     out = {}
 
     def report(result, _):
-        for chunk in result["bisweep"]["runs"]:
+        for chunk in with_records(result):
             out.setdefault(chunk["run_key"], []).extend(chunk["records"])
 
     execute_trial(dataclasses.replace(config, backend="jax"), report, states[0])  # both runs midway
@@ -220,7 +221,7 @@ def gathered(into, checkpoints=None):
     """A report function that adds each run's records to `into` and, given `checkpoints`, notes each checkpoint with
     midway states (as a checkpoint stores it) beside a copy of the records sent up to it."""
     def report(result, state):
-        for chunk in result["bisweep"]["runs"]:
+        for chunk in with_records(result):
             into.setdefault(chunk["run_key"], []).extend(chunk["records"])
         if checkpoints is not None and state and state.get("batch"):
             arrays = {}

@@ -44,6 +44,9 @@ MIN_BATCH_TRIAL_SECONDS = 1.0
 #: Weight of the newest duration in a shape's running estimate.
 SMOOTHING = 0.2
 
+#: Runs whose batch keys are made at once (not all of a 10⁶-run session's before its first trial).
+KEY_BLOCK = 4096
+
 MakeConfig = Callable[[str, tuple[RunSpec, ...]], TrialConfig]
 #: batch_key(point, seed) -> what the runs of one batch share (None: the run cannot be batched).
 BatchKey = Callable[[Point, int], "str | None"]
@@ -65,6 +68,7 @@ class RunQueue:
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
         self._plans: dict[str, int] = {}  # batch key -> its trials' size (0: by the estimate, trial by trial)
         self.batch_key = batch_key
+        self._keys: list[str | None] = []  # the batch keys of the first of `runs`, each made once, block by block
 
     @property
     def remaining(self) -> int:
@@ -81,6 +85,16 @@ class RunQueue:
 
     def _peek(self, i: int) -> tuple[Point, int]:
         return self._again[i] if i < len(self._again) else self._runs[self._next + i - len(self._again)]
+
+    def _key(self, i: int) -> str | None:
+        """The batch key of the i-th run still to hand out (`batch_key` must be set)."""
+        if i < len(self._again):
+            return self.batch_key(*self._again[i])
+        at = self._next + i - len(self._again)
+        while at >= len(self._keys):  # each run's once (a batch's plan and its trials walk it again: ~1.5 µs a key)
+            block = self._runs[len(self._keys):len(self._keys) + KEY_BLOCK]
+            self._keys.extend(self.batch_key(p, s) for p, s in block)
+        return self._keys[at]
 
     def _take(self, k: int) -> list[tuple[Point, int]]:
         out = self._again[:k]
@@ -113,7 +127,7 @@ class RunQueue:
         """How many runs the next trial takes."""
         if self.runs_per_trial is not None:
             return min(self.runs_per_trial, MAX_RUNS_PER_TRIAL, self.remaining)
-        key = self.batch_key(*self._peek(0)) if self.batch_key is not None else None
+        key = self._key(0) if self.batch_key is not None else None
         if key is not None:
             return self._batch_size(key)
         cap = min(MAX_RUNS_PER_TRIAL, self.remaining, self._tail())
@@ -153,7 +167,7 @@ class RunQueue:
         cap = max(1, min(cap, MAX_BATCH_RUNS_PER_TRIAL, self.remaining))
         k = self._batch_end(0, key, cap)
         while k < cap:
-            following = self.batch_key(*self._peek(k))
+            following = self._key(k)
             if following is None or self.shape(self._peek(k)[0]) != shape:
                 break
             end = self._batch_end(k, following, cap + 1)
@@ -182,7 +196,7 @@ class RunQueue:
     def _batch_end(self, start: int, key: str, cap: int) -> int:
         """The index after the run of batch `key` that ends the stretch beginning at `start`, at most `cap`."""
         k = start + 1
-        while k < min(cap, self.remaining) and self.batch_key(*self._peek(k)) == key:
+        while k < min(cap, self.remaining) and self._key(k) == key:
             k += 1
         return k
 
@@ -190,7 +204,7 @@ class RunQueue:
         """Whether the next trial waits for a run's seconds: its runs batch, their shape has none observed yet, and
         every slot has a trial (Tune asks for trials ahead; sized blind, they would all be `FIRST_BATCH`)."""
         return (self.batch_key is not None and self.in_flight >= self.slots and self.remaining > 0
-                and self.batch_key(*self._peek(0)) is not None and self.shape(self._peek(0)[0]) not in self._seconds)
+                and self._key(0) is not None and self.shape(self._peek(0)[0]) not in self._seconds)
 
     def next_trial(self) -> TrialConfig | None:
         """The config of the next trial, or None when every run has been handed out or the next one `waiting`."""

@@ -94,7 +94,7 @@ def final_record(chunk: Mapping[str, Any]) -> dict[str, Any]:
 def record_idents(chunk: Mapping[str, Any]) -> list[tuple[int, str]]:
     """(iteration, status) of each record of a reported chunk, in order."""
     if "idents" in chunk:
-        return [(int(i), str(s)) for i, s in chunk["idents"]]
+        return chunk["idents"]  # plain already (`_light`)
     return [(int(r["iteration"]), str(r["status"])) for r in chunk["records"]]
 
 
@@ -114,7 +114,7 @@ def _light(chunk: dict[str, Any]) -> dict[str, Any]:
     10⁵ tiny runs' records twice, as dicts and in the shard, spent ~1 s of CPU on the dicts)."""
     records = chunk.pop("records")
     chunk["final"] = records[-1]
-    chunk["idents"] = [(r["iteration"], r["status"]) for r in records]
+    chunk["idents"] = [(int(r["iteration"]), str(r["status"])) for r in records]
     return chunk
 
 

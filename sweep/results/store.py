@@ -155,7 +155,7 @@ class ResultStore:
         repaired from the shard (`repair`)."""
         runs = [(plain(key, "run key"), records, lines,
                  [(int(r["iteration"]), str(r["status"])) for r in records] if not idents or idents[0] is None
-                 else list(idents[0])) for key, records, lines, *idents in runs]
+                 else idents[0]) for key, records, lines, *idents in runs]
         repeated = len({key for key, _, _, _ in runs}) < len(runs) or any(
             self._seen_for(key).intersection(ids) or len(set(ids)) < len(ids) for key, _, _, ids in runs)
         if (repeated or self._data is not None) and any(records is None for _, records, _, _ in runs):

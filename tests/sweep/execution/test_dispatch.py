@@ -183,16 +183,17 @@ def test_a_batch_longer_than_every_slots_largest_trial_is_cut_into_the_largest_t
     from sweep.execution import dispatch
 
     monkeypatch.setattr(dispatch, "MAX_BATCH_RUNS_PER_TRIAL", 100)
+    monkeypatch.setattr(dispatch, "KEY_BLOCK", 50)
     runs = [(p, s) for p in study.points for s in study.seeds]
     calls = []
 
     def batch_key(p, s):
-        calls.append(1)
+        calls.append((p.key, s))
         return "one batch"
 
     q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 2, batch_key=batch_key)
     assert [len(q.next_trial().runs) for _ in range(2)] == [32, 32]
     q.observe(runs[0][0], 1e-4)
-    calls.clear()
-    assert len(q.next_trial().runs) == 100 and len(calls) < 2 * 100 + 1 + 100 + 10  # not 1,136 runs walked
+    assert len(q.next_trial().runs) == 100 and len(calls) <= 64 + 2 * 100 + 1 + 50  # not 1,200 runs' keys made
     assert _sizes(q) == [100] * 10 + [36]
+    assert sorted(calls) == sorted((p.key, s) for p, s in runs)  # each run's key made once

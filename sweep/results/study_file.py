@@ -24,7 +24,7 @@ from problems.shared.errors import ParameterError
 
 from sweep.results import gc_pause
 from sweep.results.safe_files import open_file
-from sweep.study.model import Point
+from sweep.study.model import Point, json_encoder
 
 
 def common_fields(points: Sequence[Point]) -> tuple[list[str], dict[str, Any]]:
@@ -55,7 +55,7 @@ def write(path: Path, head: dict[str, Any], points: Sequence[Point]) -> None:
             fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
         fh.write(' "points": [')
         own = [n for n in fields if n not in common]  # every point has these fields when some are common
-        encode = json.JSONEncoder(default=repr).encode  # one encoder, not one per point (json.dumps')
+        encode = json_encoder(sort_keys=False)  # one encoder, not one per point (json.dumps')
         for i, point in enumerate(points):
             d = {n: getattr(point, n) for n in own} if common else point.to_dict()
             fh.write(("\n  " if i == 0 else ",\n  ") + encode(d))

@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweep.study.model import encoded_list
+from sweep.study.model import encoded_list, json_encoder
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text())
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -30,3 +30,9 @@ def test_a_mapping_shared_by_points_encodes_as_its_copy_and_scalars_as_json_does
 def test_a_mapping_of_names_to_scalars_encodes_as_json_dumps(config):
     # a configuration's own mapping (not shared, so not cached) takes the fast path for flat mappings
     assert encoded_list([config]) == json.dumps([config], sort_keys=True)
+
+
+@given(values)
+def test_the_encoder_made_once_is_json_dumps_either_way_of_ordering_keys(value):
+    for sort_keys in (True, False):
+        assert json_encoder(sort_keys)(value) == json.dumps(value, sort_keys=sort_keys, default=repr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 import os
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Collection, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -208,20 +208,24 @@ class TakenColumn(Sequence):
         return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
 
 
-def load(store: Any) -> RunColumns:
-    """The records and summaries of every run a store holds, as columns."""
+def load(store: Any, runs: Collection[str] | None = None, last_only: bool = False) -> RunColumns:
+    """The records and summaries of every run a store holds, as columns: of the runs `runs` only (every run's
+    summary still), or only each run's latest record (`last_only`: what its summary and final values need; its
+    `records` are then that one)."""
     import pyarrow as pa
 
-    tables, summaries, irregular = record_tables(store)
-    out = build(tables, summaries, irregular, store)
+    tables, summaries, irregular = record_tables(store, runs, last_only)
+    out = build(tables, summaries, irregular, store, last_only)
     del tables
     pa.default_memory_pool().release_unused()  # the shards' tables are NumPy blocks now: ~80 MB at 10⁵ runs
     return out
 
 
-def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irregular: set[str], store: Any) -> RunColumns:
+def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irregular: set[str], store: Any,
+          last_only: bool = False) -> RunColumns:
     """RunColumns from record tables in storage order (pyarrow, each with run_key and `_order`), the runs'
-    summaries, the runs read record by record instead (`irregular`) and the store they are read from.
+    summaries, the runs read record by record instead (`irregular`) and the store they are read from; of each
+    run its latest record only when `last_only`.
 
     Sorted column by column into blocks made at their full size first: at 10⁵ runs a sorted copy of the whole
     table, every column as an array and the blocks stacked from them were ~230 MB alive at once."""
@@ -241,6 +245,11 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
     starts = np.flatnonzero(np.r_[True, ~same_key])
     stops = np.r_[starts[1:], len(keys)]
     repeated = np.flatnonzero(same_key & (its[1:] == its[:-1]))
+    again = set(keys.take(pa.array(repeated)).to_pylist()) - irregular
+    if last_only:  # a run's latest: its last row by iteration, then by table (a replayed iteration's later one)
+        order, keys = order.take(pa.array(stops - 1)), keys.take(pa.array(stops - 1))
+        starts = np.arange(len(keys))
+        stops = starts + 1
     names = [n for n in table.column_names if n not in ("run_key", "_order")]
     kinds = [_kind(table.column(n).type) for n in names]
     blocks = {k: np.empty((len(keys), kinds.count(k)), dtype=_DTYPES[k]) for k in dict.fromkeys(kinds)}
@@ -259,7 +268,6 @@ def build(tables: list[Any], summaries: MutableMapping[str, dict[str, Any]], irr
         filled[k] += 1
     spans = Spans(keys.take(pa.array(starts)).to_pylist(), starts, stops)
     out = RunColumns(names, list(blocks.values()), where, missing, spans, summaries)
-    again = set(keys.take(pa.array(repeated)).to_pylist()) - irregular
     out._fallback.update(_one_per_iteration(table, order, spans, again))
     out._fallback.update((k, store.records(k)) for k in irregular)
     return out
@@ -289,13 +297,15 @@ def _kind(t: Any) -> str:
             else "o")
 
 
-def record_tables(store: Any) -> tuple[list[Any], MutableMapping[str, dict[str, Any]], set[str]]:
+def record_tables(store: Any, runs: Collection[str] | None = None, last_only: bool = False
+                  ) -> tuple[list[Any], MutableMapping[str, dict[str, Any]], set[str]]:
     """The record tables of a store (older per-run files, then each shard, resets applied), every summary, and the
-    runs whose records are not plain values (lists, mappings: read record by record)."""
+    runs whose records are not plain values (lists, mappings: read record by record); `runs`, `last_only`: of
+    those runs only, each table's latest record of a run only (`load`), kept so as each table is read."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    tables: list[Any] = []
+    tables: list[Any] = _Kept(runs, last_only)
     irregular: set[str] = set()
     files = _file_summaries(store)
     summaries = Summaries(files)
@@ -323,6 +333,28 @@ def record_tables(store: Any) -> tuple[list[Any], MutableMapping[str, dict[str, 
     if dropped:
         tables = [_drop_reset(t, dropped) for t in tables]
     return tables, summaries, irregular
+
+
+class _Kept(list):
+    """A list of record tables that keeps, of each table appended, the rows of `runs` (all when None) and, when
+    `last_only`, a run's last row in the table only (a run's records are in order within a table; its latest of
+    all is then the last of these by iteration and table, as `build` sorts them)."""
+
+    def __init__(self, runs: Collection[str] | None, last_only: bool) -> None:
+        super().__init__()
+        self.runs, self.last_only = runs, last_only
+
+    def append(self, table: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.runs is not None:
+            table = table.filter(pc.is_in(table.column("run_key"), value_set=pa.array(list(self.runs), pa.string())))
+        if self.last_only and table.num_rows:
+            keys = table.column("run_key").to_numpy(zero_copy_only=False)
+            _, last = np.unique(keys[::-1], return_index=True)
+            table = table.take(pa.array(np.sort(len(keys) - 1 - last)))
+        super().append(table)
 
 
 def _file_summaries(store: Any) -> dict[str, dict[str, Any]]:

@@ -110,11 +110,13 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     (as a new step) only when one of its runs ended since."""
     ended = store.ended()
     metric, goal = study.report.metric, study.report.goal
-    stored = run_columns.load(store)  # the store's columns: a run's final record made a dict only while it is read
+    finals = run_columns.load(store, last_only=True)  # each run's final record: what ranks it and its table row
     tracker.answers.mark()  # work here is not the store's silence (at 10⁵ runs on a busy machine: over a minute)
-    runs = run_table.gather(study, stored, ended)
+    runs = run_table.gather(study, finals, ended)
     outcomes = runs.outcomes
     chosen = select(study, outcomes)
+    table = run_table.table(study, runs)
+    del finals
     tracker.answers.mark()
     points = {p.key: p for p in study.points}
     at = {k: i for i, k in enumerate(outcomes.keys)}
@@ -130,9 +132,12 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
             tracker.finish(pkey + SUMMARY_SUFFIX, "finished")
         tracker.flush(force=True)
     seeds = {k: study.seeds[j] for k, j in zip(outcomes.keys, outcomes.seed.tolist())}
-    write_children(tracker, stored, study, chosen, seeds, synced)
-    log_table(tracker, run_table.table(study, runs))
-    return {k for k, status in ended.items() if k in at and status in DONE_STATUSES}
+    done = {k for k, status in ended.items() if k in at and status in DONE_STATUSES}
+    del runs, outcomes, at
+    browsed = {k for keys in chosen.values() for k in keys}  # the runs whose records children show
+    write_children(tracker, run_columns.load(store, runs=browsed), study, chosen, seeds, synced)
+    log_table(tracker, table)
+    return done
 
 
 def write_children(tracker: Tracker, stored: run_columns.RunColumns, study: Study, chosen: dict[str, list[str]],

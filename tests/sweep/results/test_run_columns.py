@@ -54,3 +54,39 @@ def test_a_run_that_stored_an_iteration_twice_reads_one_record_per_iteration_wit
     monkeypatch.setattr(type(fresh.shards), "read", lambda self: pytest.fail("every shard read again"))
     cols = run_columns.load(fresh)
     assert list(cols.records("d.s0")) == want and [r["iteration"] for r in cols.records("a.s0")] == [0, 1]
+
+
+def history(tmp_path):
+    """Runs reported over several shards: one in two reports, one that stored an iteration twice, one from a JSON
+    shard, one still running, and a finished one beside them."""
+    from tests.sweep.results.test_shards import json_report
+
+    store = ResultStore(tmp_path)
+    twice = [*recs([0, 1]), {"iteration": 1, "status": "diverged", "F": 9.0, "diverged_at": 2}]
+    report(store, {"a.s0": recs([0, 1]), "d.s0": twice[:2], "b.s0": recs([0, 4], "finished"), "r.s0": recs([0])},
+           ["b.s0"])
+    report(store, {"a.s0": recs([2, 3], "finished"), "d.s0": twice[2:]}, ["a.s0", "d.s0"])
+    json_report(store, {"j.s0": recs([0, 5], "finished")}, ["j.s0"])
+    return ResultStore(tmp_path)
+
+
+def test_each_runs_last_record_alone_gives_its_summary_and_final_values_as_every_record_does(tmp_path):
+    store = history(tmp_path)
+    full, last = run_columns.load(store), run_columns.load(store, last_only=True)
+    keys = ["a.s0", "b.s0", "d.s0", "j.s0", "r.s0"]
+    for key in keys:
+        assert list(last.records(key)) == [full.records(key)[-1]], key
+        assert last.summary(key) == full.summary(key), key
+    assert last.ends(keys)[0] == full.ends(keys)[0] == ["finished", "finished", None, None, None]
+    rows_last, rows_full = last.ends(keys)[1], full.ends(keys)[1]
+    for name in ("F", "iteration", "status"):
+        assert last.take(name, rows_last[:2]) == full.take(name, rows_full[:2])
+    assert full.records("a.s0")[-1]["iteration"] == 3 and last.records("d.s0")[-1]["status"] == "diverged"
+
+
+def test_the_records_of_some_runs_only_equal_theirs_among_every_run(tmp_path):
+    store = history(tmp_path)
+    full, some = run_columns.load(store), run_columns.load(store, runs={"a.s0", "d.s0"})
+    assert list(some.records("a.s0")) == list(full.records("a.s0")) and len(full.records("a.s0")) == 4
+    assert list(some.records("d.s0")) == list(full.records("d.s0"))
+    assert list(some.records("b.s0")) == [] and some.summary("b.s0")["status"] == "finished"  # every summary kept

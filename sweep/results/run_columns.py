@@ -209,9 +209,8 @@ class TakenColumn(Sequence):
 
 
 def load(store: Any, runs: Collection[str] | None = None, last_only: bool = False) -> RunColumns:
-    """The records and summaries of every run a store holds, as columns: of the runs `runs` only (every run's
-    summary still), or only each run's latest record (`last_only`: what its summary and final values need; its
-    `records` are then that one)."""
+    """The records and summaries of every run a store holds, as columns: of the runs `runs` only, or only each
+    run's latest record (`last_only`: what its summary and final values need; its `records` are then that one)."""
     import pyarrow as pa
 
     tables, summaries, irregular = record_tables(store, runs, last_only)
@@ -300,14 +299,15 @@ def _kind(t: Any) -> str:
 def record_tables(store: Any, runs: Collection[str] | None = None, last_only: bool = False
                   ) -> tuple[list[Any], MutableMapping[str, dict[str, Any]], set[str]]:
     """The record tables of a store (older per-run files, then each shard, resets applied), every summary, and the
-    runs whose records are not plain values (lists, mappings: read record by record); `runs`, `last_only`: of
-    those runs only, each table's latest record of a run only (`load`), kept so as each table is read."""
+    runs whose records are not plain values (lists, mappings: read record by record); `runs`, `last_only`: the
+    records and summaries of those runs only, each table's latest record of a run only (`load`), kept so as each
+    table is read."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    tables: list[Any] = _Kept(runs, last_only)
+    tables = _Kept(runs, last_only)
     irregular: set[str] = set()
-    files = _file_summaries(store)
+    files = {k: v for k, v in _file_summaries(store).items() if runs is None or k in runs}
     summaries = Summaries(files)
     _add_rows(tables, irregular, [(k, r) for k, rs in _file_records(store).items() for r in rs], -1)
     position = 0
@@ -325,11 +325,11 @@ def record_tables(store: Any, runs: Collection[str] | None = None, last_only: bo
             ends = columns.is_end(value)
             recs = value.filter(pc.invert(ends)).drop_columns(list(columns.END))
             tables.append(recs.append_column("_order", pa.array(np.full(recs.num_rows, position))))
-            summaries.add_rows(value.filter(ends).select(["run_key", "status", *columns.END]))
+            summaries.add_rows(tables.of_runs(value.filter(ends).select(["run_key", "status", *columns.END])))
         else:
             pairs, found = store.shards._pairs(kind, value)
             _add_rows(tables, irregular, pairs, position)
-            summaries.update((s["run_key"], s) for s in found)
+            summaries.update((s["run_key"], s) for s in found if runs is None or s["run_key"] in runs)
     if dropped:
         tables = [_drop_reset(t, dropped) for t in tables]
     return tables, summaries, irregular
@@ -343,18 +343,29 @@ class _Kept(list):
     def __init__(self, runs: Collection[str] | None, last_only: bool) -> None:
         super().__init__()
         self.runs, self.last_only = runs, last_only
+        self._wanted: Any = None  # `runs` as an Arrow array, made once
 
-    def append(self, table: Any) -> None:
+    def of_runs(self, table: Any) -> Any:
+        """The rows of `table` of the runs kept."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if self.runs is not None:
-            table = table.filter(pc.is_in(table.column("run_key"), value_set=pa.array(list(self.runs), pa.string())))
+        if self.runs is None:
+            return table
+        if self._wanted is None:
+            self._wanted = pa.array(list(self.runs), pa.string())
+        return table.filter(pc.is_in(table.column("run_key"), value_set=self._wanted))
+
+    def append(self, table: Any) -> None:
+        import pyarrow as pa
+
+        table = self.of_runs(table)
         if self.last_only and table.num_rows:
             keys = table.column("run_key").to_numpy(zero_copy_only=False)
             _, last = np.unique(keys[::-1], return_index=True)
             table = table.take(pa.array(np.sort(len(keys) - 1 - last)))
         super().append(table)
+        pa.default_memory_pool().release_unused()
 
 
 def _file_summaries(store: Any) -> dict[str, dict[str, Any]]:

@@ -86,7 +86,9 @@ def test_each_runs_last_record_alone_gives_its_summary_and_final_values_as_every
 
 def test_the_records_of_some_runs_only_equal_theirs_among_every_run(tmp_path):
     store = history(tmp_path)
-    full, some = run_columns.load(store), run_columns.load(store, runs={"a.s0", "d.s0"})
+    full, some = run_columns.load(store), run_columns.load(store, runs={"a.s0", "d.s0", "j.s0"})
     assert list(some.records("a.s0")) == list(full.records("a.s0")) and len(full.records("a.s0")) == 4
     assert list(some.records("d.s0")) == list(full.records("d.s0"))
-    assert list(some.records("b.s0")) == [] and some.summary("b.s0")["status"] == "finished"  # every summary kept
+    assert list(some.records("b.s0")) == [] and some.summary("b.s0") is None  # nor its summary
+    assert all(some.summary(k) == full.summary(k) is not None for k in ("a.s0", "d.s0", "j.s0"))
+    assert list(some.records("j.s0")) == list(full.records("j.s0")) and len(full.records("j.s0")) == 2

@@ -24,37 +24,36 @@ from problems.shared.errors import ParameterError
 
 from sweep.results import gc_pause
 from sweep.results.safe_files import open_file
-from sweep.study.model import Point, json_encoder
+from sweep.study.model import OPTIONAL_POINT_FIELDS, Point, json_encoder
 
 
-def common_fields(points: Sequence[Point]) -> tuple[list[str], dict[str, Any]]:
-    """(a point's fields in order, the values of those every point has equal); no common values when the points
-    do not all have the same fields."""
+def common_fields(points: Sequence[Point]) -> tuple[list[str] | None, dict[str, Any]]:
+    """(a point's fields in order, the values of those every point has equal); (None, {}) when the points do not
+    all have the same fields (a JAX study's drawing points alone have `streams`)."""
     first = points[0].to_dict()
-    fields = list(first)
     shared = {n: v for n, v in first.items() if n != "key"}
-    for point in points[1:]:
-        d = point.to_dict()
-        if d.keys() != first.keys():
-            return fields, {}
-        for n in [n for n, v in shared.items() if d[n] is not v and d[n] != v]:
+    has = [n in first for n in OPTIONAL_POINT_FIELDS]
+    for point in points[1:]:  # read as attributes, not as each point's `to_dict` (10⁵ points: 0.3 -> 0.1 s)
+        if [getattr(point, n) is not None for n in OPTIONAL_POINT_FIELDS] != has:
+            return None, {}
+        for n in [n for n, v in shared.items() if (mine := getattr(point, n)) is not v and mine != v]:
             del shared[n]
-        if not shared:
-            break
-    return fields, shared
+    return list(first), shared
 
 
 def write(path: Path, head: dict[str, Any], points: Sequence[Point]) -> None:
     """study.json at `path`, written point by point (at 10⁵ configurations the whole text at once took ~70 MB
-    and seconds) to a temporary file renamed into place."""
+    and seconds) to a temporary file renamed into place: each point's own values, with the values every point
+    shares written once (`point_common`), or each point whole when they do not all have the same fields."""
     fields, common = common_fields(points) if points else ([], {})
+    layout = {} if fields is None else {"point_fields": fields, "point_common": common}
+    own = [n for n in fields or () if n not in common]
     tmp = path.with_suffix(".json.tmp")
     with open_file(tmp, "w") as fh:
         fh.write("{\n")
-        for k, v in {**head, "point_fields": fields, "point_common": common}.items():
+        for k, v in {**head, **layout}.items():
             fh.write(f" {json.dumps(k)}: {json.dumps(v, default=repr)},\n")
         fh.write(' "points": [')
-        own = [n for n in fields if n not in common]  # every point has these fields when some are common
         encode = json_encoder(sort_keys=False)  # one encoder, not one per point (json.dumps')
         for i, point in enumerate(points):
             d = {n: getattr(point, n) for n in own} if common else point.to_dict()

@@ -77,13 +77,15 @@ class Point:
                "algorithm_params": self.algorithm_params, "problem": self.problem,
                "problem_params": self.problem_params, "instance_seed": self.instance_seed,
                "budget": self.budget, "n_evals": self.n_evals, "coords": self.coords}
-        if self.divergence is not None:
-            out["divergence"] = self.divergence
-        if self.blas_threads is not None:
-            out["blas_threads"] = self.blas_threads
-        if self.streams is not None:
-            out["streams"] = self.streams
+        for name in OPTIONAL_POINT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
+
+
+#: The fields of a `Point` its plain data holds only when they are set.
+OPTIONAL_POINT_FIELDS = ("divergence", "blas_threads", "streams")
 
 
 #: id(value) -> (value, its JSON): the parameter mappings and budgets a grid's points share (kept alive, so an

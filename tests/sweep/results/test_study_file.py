@@ -60,3 +60,17 @@ def test_a_crafted_layout_is_refused_in_one_line(tmp_path, toy_study, change, me
     (tmp_path / "study.json").write_text(json.dumps(raw))
     with pytest.raises(ParameterError, match=f"study.json: {message}"):
         ResultStore(tmp_path).read_study()
+
+
+@pytest.mark.parametrize("changed", [0, 1, 2])
+def test_points_of_which_some_set_an_optional_field_are_written_and_read_back_whole(tmp_path, toy_study, changed):
+    import dataclasses
+
+    from sweep.results import study_file
+
+    points = list(grid_study(toy_study).points)
+    points[changed] = dataclasses.replace(points[changed], divergence={"factor": 1e4}, blas_threads=1)
+    study_file.write(tmp_path / "study.json", {"name": "s"}, points)
+    raw = json.loads((tmp_path / "study.json").read_text())
+    assert "point_common" not in raw and raw["points"] == [p.to_dict() for p in points]  # each point whole
+    assert study_file.read(tmp_path / "study.json")["points"] == [p.to_dict() for p in points]

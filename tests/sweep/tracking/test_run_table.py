@@ -152,6 +152,20 @@ def test_shared_params_are_those_of_one_text_in_every_run(toy_study, seeds):
     assert {"alg.inner_lr", "problem.dim_y"} <= set(expected) and not {"alg.lr", "label", "problem.mu"} & set(expected)
 
 
+@pytest.mark.parametrize("fixed", [{"inner_lr": 0.3}, {"inner_lr": 0.3, "fail_at": 99}])
+def test_shared_params_of_a_grid_on_one_problem_are_those_of_one_text_in_every_run(toy_study, fixed):
+    """A grid's points on one problem differ only in their algorithm's parameters (read without making every
+    point's whole child parameters): the same definition."""
+    study = toy_study(seeds=1, algorithms=[{"name": "toy_aid", "params": {"lr": [0.1, 0.2, 0.3], "inner_steps": [2, 3],
+                                                                          **fixed}}])
+    assert study.points[0].problem_params is study.points[-1].problem_params
+    texts = [{k: str(v)[:6000] for k, v in child_params(p, 0, study.axis_name).items()} for p in study.points]
+    expected = {k: v for k, v in texts[0].items() if all(t.get(k) == v for t in texts)}
+    assert shared_params(study) == expected
+    assert "alg.inner_lr" in expected and not {"alg.lr", "alg.inner_steps"} & set(expected)
+    assert ("alg.fail_at" in expected) == ("fail_at" in fixed)
+
+
 def test_the_parameter_columns_are_each_configurations_child_parameters_in_first_seen_order(toy_study):
     """Made from the mappings a grid shares once per mapping, they equal the definition: each configuration's
     `child_params` (no seed), a column per name in the order names first appear, None where one has no such name."""

@@ -173,12 +173,12 @@ def _run_locked(study: Study, report: bool, driver: Driver, ray_held: bool = Fal
         f"= {len(study.run_keys)} runs")
     say(f"bisweep: results in {shown_path(root)}")
     say(f"bisweep: MLflow tracking at {mask(uri)}")
-    index = {p.run_key(s): (p, s) for p in study.points for s in study.seeds}
+    index = dict(zip(study.run_keys, ((p, s) for p in study.points for s in study.seeds)))  # the keys made once
     session = Session(study, store, index, f"{storage.rstrip('/')}/{study.name}-{study.spec_hash}", timeline, out,
                        uri, ray_held)
     connecting = connect_tracking(uri, study, store, index, session.answers)  # on a thread, while Ray starts
     done = store.done(index)
-    pending = [(p, s) for p in study.points for s in study.seeds if p.run_key(s) not in done]
+    pending = [run for key, run in index.items() if key not in done]  # in the study's order, as `index`
     added, reset = store.repair(p.run_key(s) for p, s in pending)  # what a killed driver left half-written
     if added or reset:
         say(f"bisweep: repaired what a killed driver left: {added} ended runs noted in ended.txt, {reset} runs to "

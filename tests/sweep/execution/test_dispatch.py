@@ -197,3 +197,16 @@ def test_a_batch_longer_than_every_slots_largest_trial_is_cut_into_the_largest_t
     assert len(q.next_trial().runs) == 100 and len(calls) <= 64 + 2 * 100 + 1 + 50  # not 1,200 runs' keys made
     assert _sizes(q) == [100] * 10 + [36]
     assert sorted(calls) == sorted((p.key, s) for p, s in runs)  # each run's key made once
+
+
+def test_a_pickled_searcher_holds_no_runs_and_reads_back_finished(study):
+    # Tune pickles its tuner, the searcher in it, into tuner.pkl (a restore this platform never does)
+    import pickle
+
+    q, runs = queue_of(study)
+    searcher = StudySearcher(q)
+    packed = pickle.dumps(searcher)
+    assert len(packed) < 500 < len(pickle.dumps(runs))
+    again = pickle.loads(packed)
+    assert again.suggest("t0") == Searcher.FINISHED
+    assert searcher.suggest("t1")["trial"].runs  # the live searcher still hands out its runs

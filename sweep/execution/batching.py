@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import algorithms
-from sweep.study.model import Point, Study, encoded_list
+from sweep.study.encoding import encoded_list
+from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
 #: The values of the study field `batched`.

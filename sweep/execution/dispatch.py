@@ -25,7 +25,8 @@ from typing import Any
 
 from ray.tune.search import Searcher
 
-from sweep.study.model import Point, RunSpec, TrialConfig, encoded_list
+from sweep.study.encoding import encoded_list
+from sweep.study.model import Point, RunSpec, TrialConfig
 
 #: Wall time a trial of automatically grouped runs aims at: Tune's per-trial cost (~0.1 s) stays small
 #: against it, and the study's tail (the last trials) stays short.

@@ -27,7 +27,8 @@ from sweep.results.runs import RunData
 from sweep.study.checks import invalid
 from sweep.study.errors import shown
 from sweep.study.expand import Expansion, pairs
-from sweep.study.model import Point, Study, encoded_list
+from sweep.study.encoding import encoded_list
+from sweep.study.model import Point, Study
 from sweep.study.plugins import DEFAULT_KIND, KINDS  # noqa: F401  DEFAULT_KIND: sweep.kinds.DEFAULT_KIND
 from sweep.study.record import StudyRecord
 

@@ -24,7 +24,8 @@ from problems.shared.errors import ParameterError
 
 from sweep.results import gc_pause
 from sweep.results.safe_files import open_file
-from sweep.study.model import OPTIONAL_POINT_FIELDS, Point, json_encoder
+from sweep.study.encoding import json_encoder
+from sweep.study.model import OPTIONAL_POINT_FIELDS, Point
 
 
 def common_fields(points: Sequence[Point]) -> tuple[list[str] | None, dict[str, Any]]:

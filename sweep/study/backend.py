@@ -24,7 +24,8 @@ from typing import Any
 from algorithms import explicit
 from problems.shared.errors import ParameterError
 from sweep.study.errors import Errors
-from sweep.study.model import Point, Study, encoded_list
+from sweep.study.encoding import encoded_list
+from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
 
 #: The problems the JAX engine runs (problems/pure.py: the deterministic quadratic's form and the closed-form toys';

@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweep.study.model import encoded_list, json_encoder
+from sweep.study.encoding import encoded_list, json_encoder
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text())
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),

@@ -10,7 +10,8 @@ from sweep.results import run_columns
 from sweep.results.shards import shard_lines
 from sweep.results.store import ResultStore
 from sweep.tracking import run_table
-from sweep.tracking.tracker import child_params, shared_params
+from sweep.tracking import child_params as params_module
+from sweep.tracking.child_params import child_params, shared_params
 
 LRS = [0.1, 0.2, 0.3, 0.4, 0.5]
 
@@ -111,8 +112,6 @@ def test_a_parameter_column_is_its_values_as_text_whether_or_not_one_object_fill
 
 
 def test_a_childs_parameters_are_its_configurations_with_shared_mappings_made_once(toy_study):
-    from sweep.tracking import tracker
-
     def plain(point, seed, axis):  # the definition, without the cache
         params = {"algorithm": point.algorithm, "label": point.label, "problem": point.problem, "seed": seed,
                   "instance_seed": point.instance_seed, "n_evals": point.n_evals,
@@ -129,10 +128,10 @@ def test_a_childs_parameters_are_its_configurations_with_shared_mappings_made_on
         assert list(child_params(point, 3, None)) == list(plain(point, 3, None))  # the columns' order too
     other = dataclasses.replace(points[0], problem_params={**points[0].problem_params, "dim_x": 7})
     assert child_params(other, None, None)["problem.dim_x"] == 7  # another mapping: not the cached one's values
-    tracker._PREFIXED.clear()
-    for i in range(tracker._PREFIXED_MAX + 5):  # the cache stays bounded
-        tracker._prefixed("problem.", {"k": i})
-    assert len(tracker._PREFIXED) <= tracker._PREFIXED_MAX
+    params_module._PREFIXED.clear()
+    for i in range(params_module._PREFIXED_MAX + 5):  # the cache stays bounded
+        params_module._prefixed("problem.", {"k": i})
+    assert len(params_module._PREFIXED) <= params_module._PREFIXED_MAX
 
 
 @pytest.mark.parametrize("seeds", [1, 3])
@@ -193,7 +192,7 @@ def test_the_parameter_columns_are_each_configurations_child_parameters_in_first
 
 
 def test_values_are_the_same_parameter_only_when_their_texts_are():
-    from sweep.tracking.tracker import _same
+    from sweep.tracking.child_params import _same
 
     pairs = [(1, 1), (0.5, 0.5), ("a", "a"), (None, None), ([1, 2], [1, 2]), (1, 1.0), (True, 1), ([1, 2], [1.0, 2.0]),
              ({"a": 1}, {"a": 1.0}), ((1,), [1]), (2, 3)]

@@ -13,7 +13,8 @@ import yaml
 import algorithms
 import problems
 from problems.shared.errors import ParameterError
-from sweep.execution.trainable import META, execute_trial
+from sweep.execution.trainable import execute_trial
+from sweep.execution.trial_runs import chunks, final_record
 from sweep.study import spec
 
 STUDY = Path(__file__).with_name("functional_study.yaml")
@@ -36,10 +37,10 @@ def test_the_study_validates_and_its_trials_match_plain_runs():
         results = []
         execute_trial(cfg, lambda res, ckpt: results.append(res))
         for res in results:
-            for chunk in res[META]["runs"]:
+            for chunk in chunks(res):
                 if chunk["done"]:
                     run = cfg.runs[chunk["index"]]
-                    finals[(run.algorithm, run.seed)] = (chunk["records"][-1], run.algorithm_params)
+                    finals[(run.algorithm, run.seed)] = (final_record(chunk), run.algorithm_params)
     assert sorted(finals) == [("f2sa", 0), ("f2sa", 1), ("soba", 0), ("soba", 1)]
     for (alg, seed), (res, params) in finals.items():
         ref = plain_final(alg, params, seed, st)

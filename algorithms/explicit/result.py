@@ -202,8 +202,7 @@ def _same(col: list[Any]) -> bool:
 def _record_filler(names: tuple[str, ...], own: tuple[int, ...]) -> Callable[..., dict[str, Any]]:
     """A function of (shared record, the values of names[j] for j in `own`) returning a copy of the record with
     those set: made once per set of names and own fields, as `_record_maker`."""
-    if not all(type(name) is str for name in names):  # repr of a str is a string literal, nothing else is run
-        raise TypeError(f"record names must be str, got {names!r}")
+    _check_names(names)
     lines = [f"    r[{names[j]!r}] = v{j}\n" for j in own]
     source = f"def fill(shared{''.join(f', v{j}' for j in own)}):\n    r = shared.copy()\n{''.join(lines)}    return r\n"
     scope: dict[str, Any] = {}
@@ -216,8 +215,7 @@ def _record_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
     """A function of len(names) values returning the record {names[0]: value 0, ...}: a dict display, made
     once per set of names as `collections.namedtuple` makes its class (the keys are repr'd literals), builds a
     record in about half the time `dict(zip(names, row))` takes, and an engine makes one per run and point."""
-    if not all(type(name) is str for name in names):  # repr of a str is a string literal, nothing else is run
-        raise TypeError(f"record names must be str, got {names!r}")
+    _check_names(names)
     args = [f"v{j}" for j in range(len(names))]
     body = ", ".join(f"{name!r}: {arg}" for name, arg in zip(names, args))
     return eval(f"lambda {', '.join(args)}: {{{body}}}", {})  # noqa: S307  (our own literals only)
@@ -234,3 +232,9 @@ def collect(per_point: list[dict[str, Any]], k: int) -> dict[str, np.ndarray]:
     """Values per point (each a number, (K,) or (K, 1)) as (len(points), K) arrays."""
     return {n: np.stack([np.broadcast_to(np.asarray(p[n], dtype=float).reshape(-1), (k,)) for p in per_point])
             for n in per_point[0]}
+
+
+def _check_names(names: tuple[str, ...]) -> None:
+    """Record names made into generated code are str only (their repr is a string literal: nothing else is run)."""
+    if not all(type(name) is str for name in names):
+        raise TypeError(f"record names must be str, got {names!r}")

@@ -76,13 +76,16 @@ class _Kept(list):
     def append(self, table: Any) -> None:
         import pyarrow as pa
 
+        if self.runs is None and not self.last_only:
+            super().append(table)
+            return
         table = self.of_runs(table)
         if self.last_only and table.num_rows:
             keys = table.column("run_key").to_numpy(zero_copy_only=False)
             _, last = np.unique(keys[::-1], return_index=True)
             table = table.take(pa.array(np.sort(len(keys) - 1 - last)))
         super().append(table)
-        pa.default_memory_pool().release_unused()
+        pa.default_memory_pool().release_unused()  # the whole table read is freed: Arrow's pool gives it back now
 
 
 def _file_summaries(store: Any) -> dict[str, dict[str, Any]]:

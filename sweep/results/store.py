@@ -156,23 +156,25 @@ class ResultStore:
         runs = [(plain(key, "run key"), records, lines,
                  [(int(r["iteration"]), str(r["status"])) for r in records] if not idents or idents[0] is None
                  else idents[0]) for key, records, lines, *idents in runs]
-        repeated = len({key for key, _, _, _ in runs}) < len(runs) or any(
-            self._seen_for(key).intersection(ids) or len(set(ids)) < len(ids) for key, _, _, ids in runs)
-        if (repeated or self._data is not None) and any(records is None for _, records, _, _ in runs):
+        # A run repeats records when one was stored before or comes twice in the report (or the run does).
+        repeats = [bool(self._seen_for(key).intersection(ids)) or len(set(ids)) < len(ids) for key, _, _, ids in runs]
+        if len({key for key, _, _, _ in runs}) < len(runs):
+            repeats = [True] * len(runs)
+        if (any(repeats) or self._data is not None) and any(records is None for _, records, _, _ in runs):
             held = columns.records_by_run(encoded)  # the records the report sent in its shard only
             runs = [(key, held.get(key, []) if records is None else records, lines, ids)
                     for key, records, lines, ids in runs]
         fresh, new_count = [], 0
-        for key, records, lines, idents in runs:
+        for (key, records, lines, idents), repeated in zip(runs, repeats):
             seen = self._seen_for(key)
-            if seen.intersection(idents) or len(set(idents)) < len(idents):
+            if repeated:
                 new = [r for r, ident in zip(records, idents) if ident not in seen and not seen.add(ident)]
                 lines = encoded = None
             else:
                 new = records  # every record new: None when only the shard holds them (it is written as sent)
                 seen.update(idents)
             fresh.append((key, new, lines))
-            new_count += len(idents) if new is records else len(new)
+            new_count += len(idents) if new is None else len(new)
             if self._data is not None and new:
                 self._data.setdefault(key, ([], None))[0].extend(new)
         if not new_count and not ended:

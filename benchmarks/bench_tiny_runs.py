@@ -33,6 +33,7 @@ PYTHON = sys.executable
 #: loop reads the thread's clock when the loop ends) and the driver's CPU and peak RSS written to a file.
 CHILD = """
 import atexit, json, os, resource, sys, time
+import sweep.cli as cli  # first, as the `bisweep` script does (what it sets up before Ray, Tune or Arrow load)
 try:
     import sweep.execution.mlflow_writer as mw
 except ImportError:  # a checkout from before sweep/'s sub-packages
@@ -45,7 +46,6 @@ def timed(self):
     finally:
         writer_cpu.append(time.thread_time())
 mw.MlflowCallback._work = timed
-import sweep.cli as cli
 rc = cli.main(sys.argv[2:])
 ru = resource.getrusage(resource.RUSAGE_SELF)
 with open(sys.argv[1], "w") as fh:

@@ -33,7 +33,7 @@ from sweep.execution.lock import StudyLocked
 from sweep.execution.ray_cluster import RAY_START_SECONDS, NodeLost
 from sweep.execution.runner import run_study
 from sweep.report.build import build_report
-from sweep.results import storage_sync
+from sweep.results import columns, storage_sync
 from sweep.results.safe_files import check_tree
 from sweep.results.store import ResultStore
 from sweep.study import spec
@@ -44,6 +44,8 @@ from sweep.study.sources import results_dir, study_name
 from sweep.tracking import ui_server
 from sweep.tracking.masking import mask
 from sweep.tracking.tracker import Tracker, default_tracking_uri, local_artifact_location
+
+columns.use_system_allocator()  # before Arrow is first used: `run` and `report` read every shard of a study
 
 
 def _results_dir(args: argparse.Namespace, name: str) -> Path:

@@ -69,7 +69,9 @@ class RunQueue:
         self._seconds: dict[str, float] = {}  # shape -> running estimate of a run's wall time
         self._plans: dict[str, int] = {}  # batch key -> its trials' size (0: by the estimate, trial by trial)
         self.batch_key = batch_key
-        self._keys: list[str | None] = []  # the batch keys of the first of `runs`, each made once, block by block
+        self._keys: list[str | None] = []  # the batch keys of `runs` from `_keys_from` on, made block by block
+        self._keys_from = 0
+        self._same: dict[str | None, str | None] = {}  # a batch's runs share one key object (10⁵ copies: 34 MB)
 
     @property
     def remaining(self) -> int:
@@ -91,10 +93,13 @@ class RunQueue:
         """The batch key of the i-th run still to hand out (`batch_key` must be set)."""
         if i < len(self._again):
             return self.batch_key(*self._again[i])
-        at = self._next + i - len(self._again)
+        at = self._next + i - len(self._again) - self._keys_from
         while at >= len(self._keys):  # each run's once (a batch's plan and its trials walk it again: ~1.5 µs a key)
-            block = self._runs[len(self._keys):len(self._keys) + KEY_BLOCK]
-            self._keys.extend(self.batch_key(p, s) for p, s in block)
+            first = self._keys_from + len(self._keys)
+            if len(self._same) > KEY_BLOCK:  # bounded: the batches of the last block or so
+                self._same.clear()
+            keys = (self.batch_key(p, s) for p, s in self._runs[first:first + KEY_BLOCK])
+            self._keys.extend(self._same.setdefault(k, k) for k in keys)
         return self._keys[at]
 
     def _take(self, k: int) -> list[tuple[Point, int]]:
@@ -103,6 +108,9 @@ class RunQueue:
         more = k - len(out)
         out += self._runs[self._next:self._next + more]
         self._next += more
+        if (handed := self._next - self._keys_from) >= KEY_BLOCK:  # the keys of runs handed out are not read again
+            del self._keys[:handed]
+            self._keys_from = self._next
         return out
 
     def shape(self, point: Point) -> str:

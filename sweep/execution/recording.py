@@ -14,7 +14,7 @@ from sweep.execution.progress import trial_error
 from sweep.execution.trainable import META, chunks
 from sweep.execution.trial_runs import SHARD, final_record, record_idents, with_records
 from sweep.results.store import DONE_STATUSES, ResultStore
-from sweep.study.model import Point
+from sweep.study.model import Point, TrialConfig
 
 
 def config_of(trial: Any) -> Any:
@@ -116,7 +116,8 @@ class Slim(Callback):
 
     A report with a checkpoint comes twice: Tune asks the trial for the checkpoint with another call, whose answer
     is the same report deserialized again, and keeps it (up to `num_to_keep` per trial, for the whole session)
-    with every record of every run it carried: it is slimmed once Tune has registered the checkpoint.
+    with every record of every run it carried: it is slimmed once Tune has registered the checkpoint. A trial that
+    completed keeps its config without its runs (`TrialConfig.drop_runs`).
     """
 
     def __getstate__(self) -> dict[str, Any]:
@@ -124,6 +125,12 @@ class Slim(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any) -> None:
         slim(result)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        config = trial.config.get("trial")
+        if isinstance(config, TrialConfig):
+            config.drop_runs()  # its runs are in the store; Tune keeps the config for the whole session
+            trial.invalidate_json_state()  # the state Tune saves of the trial: its config without them
 
     def on_trial_save(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         saved = getattr(trial, "latest_checkpoint_result", None)  # the report that came with the checkpoint

@@ -16,14 +16,16 @@ class Summaries(MutableMapping):
     def __init__(self, dicts: dict[str, dict[str, Any]]) -> None:
         self._dicts = dict(dicts)
         self._rows: dict[str, int] = {}  # run key -> its end row's position over the end tables in turn
-        self._tables: list[dict[str, list[Any]]] = []
+        self._tables: list[dict[str, Any]] = []  # each end table's columns: run keys a list, the others arrays
         self._firsts: list[int] = []  # each end table's first position
         self._places: dict[tuple[Any, Any], dict[str, Any]] = {}  # (node, host) -> one `where` for its runs
 
     def add_rows(self, table: Any) -> None:
         """The end rows of one shard (run_key, status and the END columns), later ones replacing earlier ones."""
-        cols = {n: table.column(n).to_pylist() if n == "run_key" else columns.python_values(table.column(n)).tolist()
-                for n in table.column_names}  # (run keys are each other's: nothing to share)
+        # run keys are each other's (nothing to share); the rest NumPy arrays, read as Python values one at a time
+        # (as lists of Python numbers, 10⁵ runs' END columns were 18 MB)
+        cols = {n: table.column(n).to_pylist() if n == "run_key" else columns.python_values(table.column(n))
+                for n in table.column_names}
         first = self._firsts[-1] + len(self._tables[-1]["run_key"]) if self._tables else 0
         self._tables.append(cols)
         self._firsts.append(first)
@@ -31,7 +33,7 @@ class Summaries(MutableMapping):
             self._rows[key] = p
             self._dicts.pop(key, None)
 
-    def _row(self, p: int) -> tuple[dict[str, list[Any]], int]:
+    def _row(self, p: int) -> tuple[dict[str, Any], int]:
         """(end table, row) of position p."""
         t = bisect.bisect_right(self._firsts, p) - 1
         return self._tables[t], p - self._firsts[t]
@@ -40,7 +42,7 @@ class Summaries(MutableMapping):
         if key in self._dicts:
             return self._dicts[key]
         cols, i = self._row(self._rows[key])
-        end = {n: c[i] for n, c in cols.items()}
+        end = {n: c[i] if isinstance(c, list) or c.dtype == object else c[i].item() for n, c in cols.items()}
         return {k: v for k, v in columns.summary(end, None).items() if k != "final"}
 
     def __setitem__(self, key: str, value: dict[str, Any]) -> None:

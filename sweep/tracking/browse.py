@@ -104,8 +104,8 @@ def summary_metrics(runs: list[tuple[str, float]], metric: str, goal: str) -> di
 
 
 def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set[str]) -> set[str]:
-    """Write the children a reader browses (`select`) of a study larger than its `mlflow_children`, then the
-    table of every run on the parent; the done runs (each now reachable from the parent). `synced`: runs an
+    """Write the table of every run on the parent, then the children a reader browses (`select`) of a study
+    larger than its `mlflow_children`; the done runs (each now reachable from the parent). `synced`: runs an
     earlier session sent already: their children are not written again, a configuration's summary is rewritten
     (as a new step) only when one of its runs ended since."""
     ended = store.ended()
@@ -115,8 +115,8 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     runs = run_table.gather(study, finals, ended)
     outcomes = runs.outcomes
     chosen = select(study, outcomes)
-    table = run_table.table(study, runs)
     del finals
+    log_table(tracker, run_table.table(study, runs))  # logged and freed before the chosen runs' records are read
     tracker.answers.mark()
     points = {p.key: p for p in study.points}
     at = {k: i for i, k in enumerate(outcomes.keys)}
@@ -136,7 +136,6 @@ def sync_browsed(tracker: Tracker, store: ResultStore, study: Study, synced: set
     del runs, outcomes, at
     browsed = {k for keys in chosen.values() for k in keys}  # the runs whose records children show
     write_children(tracker, run_columns.load(store, runs=browsed), study, chosen, seeds, synced)
-    log_table(tracker, table)
     return done
 
 

@@ -58,9 +58,12 @@ def metric_value(value: Any) -> float:
 
 def gather(study: Study, stored: RunColumns, ended: Mapping[str, Any]) -> Ended:
     """The study's ended runs (`ended`'s keys that are runs of the study, in its order) as read from `stored`."""
-    where = {p.run_key(s): (i, j) for i, p in enumerate(study.points) for j, s in enumerate(study.seeds)}
+    # run key -> its place in the study's runs (configuration by configuration, seed by seed); the study's own key
+    # strings and one int each (10⁵ runs: ~14 MB less than new keys and (configuration, seed) pairs)
+    where = dict(zip(study.run_keys, range(len(study.run_keys))))
     keys = [k for k in ended if k in where]
-    points, seeds = zip(*(where[k] for k in keys)) if keys else ((), ())
+    points, seeds = divmod(np.fromiter(map(where.__getitem__, keys), np.int64, len(keys)), len(study.seeds))
+    del where
     statuses, rows = stored.ends(keys)
     metric = study.report.metric
     n = len(keys)
@@ -86,7 +89,7 @@ def gather(study: Study, stored: RunColumns, ended: Mapping[str, Any]) -> Ended:
                 if column not in finals:
                     finals[column], has[column] = np.full(n, np.nan), np.zeros(n, bool)
                 finals[column][i], has[column][i] = float(v), True
-    outcomes = Outcomes(keys, np.array(points, dtype=np.int64), np.array(seeds, dtype=np.int64), statuses, value)
+    outcomes = Outcomes(keys, points, seeds, statuses, value)
     return _without(Ended(outcomes, finals, has, errors), unread) if unread else Ended(outcomes, finals, has, errors)
 
 

@@ -189,12 +189,14 @@ def test_a_batch_longer_than_every_slots_largest_trial_is_cut_into_the_largest_t
 
     def batch_key(p, s):
         calls.append((p.key, s))
-        return "one batch"
+        return " ".join(["one", "batch"])  # a new string object each time, as a real key is
 
     q = RunQueue(runs, lambda key, rs: TrialConfig(key, rs), None, 2, batch_key=batch_key)
     assert [len(q.next_trial().runs) for _ in range(2)] == [32, 32]
     q.observe(runs[0][0], 1e-4)
     assert len(q.next_trial().runs) == 100 and len(calls) <= 64 + 2 * 100 + 1 + 50  # not 1,200 runs' keys made
+    # the keys kept are only those of runs not handed out, one object for equal ones
+    assert q._keys_from == 164 and len({id(k) for k in q._keys}) == 1
     assert _sizes(q) == [100] * 10 + [36]
     assert sorted(calls) == sorted((p.key, s) for p, s in runs)  # each run's key made once
 

@@ -33,6 +33,17 @@ def test_tune_keeps_only_how_many_runs_a_report_and_the_copy_that_came_with_its_
     assert kept[1]["runs"] == want and result["F"] == 1.0
 
 
+def test_a_completed_trial_keeps_its_config_without_its_runs():
+    from sweep.study.model import RunSpec, TrialConfig
+
+    runs = tuple(RunSpec(f"k{i}.s0", 0, "soba", {}, "quadratic", {}, None, {"iterations": 2}, 1) for i in range(3))
+    config, invalidated = TrialConfig("t", runs), []
+    trial = SimpleNamespace(config={"trial": config}, invalidate_json_state=lambda: invalidated.append(1))
+    Slim().on_trial_complete(0, [], trial)
+    assert trial.config["trial"] is config and config.runs == () and invalidated == [1]
+    Slim().on_trial_complete(0, [], SimpleNamespace(config={}))  # not a study's trial: left alone
+
+
 def trial_report(study, ended_keys=(), only=None, light=False, iterations=(0, 3)):
     """A report as a trial sends it: two records per run of `study` (or of the run keys `only`), the runs of
     `ended_keys` ended (with spans), and the report's shard the trial encoded; `light`: each chunk with its final

@@ -206,6 +206,21 @@ def test_a_trial_config_unpickles_to_the_live_config_of_its_bytes():
     assert pickle.loads(pickle.dumps(changed)) is changed and pickle.dumps(changed) != pickle.dumps(fresh)
 
 
+def test_a_completed_trials_config_drops_its_runs_and_its_bytes_still_read_back_whole():
+    import pickle
+
+    st = spec.validate({**BASE, "seeds": 3})
+    typed = st.trials[1].config(5.0, st.imports, "registry")
+    runs, packed = typed.runs, pickle.dumps({"trial": typed})
+    kept = {"trial": typed}  # Tune's other references see the same object
+    typed.drop_runs()
+    assert kept["trial"].runs == () == typed.run_keys and typed.key == st.trials[1].key
+    fresh = pickle.loads(packed)["trial"]  # bytes packed before: a config with its runs, not the emptied one
+    assert fresh is not typed and fresh.runs == runs and len(runs) > 1
+    again = pickle.loads(pickle.dumps(typed))
+    assert again.runs == () and again.key == typed.key
+
+
 def test_the_readme_study_example_validates():
     from tests import documents
 

@@ -297,15 +297,13 @@ def _run_pending(session: Session, pending: list[tuple[Point, int]], done_before
             session.timeline.mark("ray_ready")
             experiment = _loaded(loading)
             writer = experiment.run(session, pending, progress, connecting, driver.address is not None, report)
+            if browse.browsing(session.study) and writer.close():  # every run is in the store: its children now
+                session.browsed = Background(lambda: _sync_browsed(session, connecting), "bisweep-mlflow-browse")
+            return writer
     finally:
         session.timeline.mark("ray_down")
         if session.writer is not None:  # what it had queued was logged while Ray stopped
             session.writer.close()
-    if browse.browsing(session.study) and not writer.stalled:  # every run is in the store: its children now
-        # once Ray is down and Tune's objects are freed (at 10⁵ runs ~80 MB of them), not while Ray stops: the
-        # driver's peak memory is this load's
-        session.browsed = Background(lambda: _sync_browsed(session, connecting), "bisweep-mlflow-browse")
-    return writer
 
 
 def _import_experiment() -> ModuleType:

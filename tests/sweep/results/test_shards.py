@@ -254,7 +254,7 @@ def _plain(value) -> bool:
 
 @pytest.mark.parametrize("env, want", [({}, "system"), ({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}, "jemalloc")])
 def test_the_cli_reads_shards_with_the_c_librarys_allocator_unless_the_user_chose_one(env, want):
-    """mimalloc, pyarrow's default, kept much of each shard a driver read (its peak at 10⁵ runs: 690 -> 603 MB).
+    """mimalloc, pyarrow's default, kept much of each shard a driver read (its peak at 10⁵ runs: 697 -> 606 MB).
     Importing the CLI chooses the allocator before Arrow is first used, for Parquet's writer too."""
     import subprocess
     import sys

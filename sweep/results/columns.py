@@ -35,9 +35,9 @@ def use_system_allocator() -> None:
     """Arrow's buffers in this process, and in the Ray workers it starts, from the C library's allocator instead of
     the mimalloc pool pyarrow defaults to, unless ARROW_DEFAULT_MEMORY_POOL already names one. A driver or a report
     reads every shard in turn, and mimalloc kept much of each one read after `release_unused` (10⁵ tiny runs: the
-    driver's peak 697 -> 606 MB, medians of 3, in its end step). Arrow reads the variable when its default pool is first used
-    (Parquet's reader and writer use that one): call this before; a pool already in use is replaced for the
-    allocations pyarrow itself makes."""
+    driver's peak 697 -> 606 MB, medians of 3). Arrow reads the variable when its default pool is first used,
+    and Parquet's writer keeps to that pool whatever `pyarrow.set_memory_pool` says: call this before; a pool
+    already in use is replaced for reading and compute, which follow `set_memory_pool`."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
     os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"

@@ -42,7 +42,7 @@ class Summaries(MutableMapping):
         if key in self._dicts:
             return self._dicts[key]
         cols, i = self._row(self._rows[key])
-        end = {n: c[i] if isinstance(c, list) or c.dtype == object else c[i].item() for n, c in cols.items()}
+        end = {n: c[i] if isinstance(c, list) else c.item(i) for n, c in cols.items()}  # item: a Python value
         return {k: v for k, v in columns.summary(end, None).items() if k != "final"}
 
     def __setitem__(self, key: str, value: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """The documentation site builds with warnings as errors (broken links, missing references, failing
 gallery examples), and its generated reference pages list what the registries and the parser hold."""
+import fcntl
 import json
 import subprocess
 import sys
@@ -15,9 +16,13 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("html")
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                           "-d", str(out / ".doctrees"), str(REPO / "docs"), str(out)],
-                          capture_output=True, text=True, timeout=600)
+    # sphinx-gallery writes docs/gallery in the source tree: one build at a time when pytest-xdist gives this
+    # module's tests to several workers (`-n 2` without `--dist loadfile`), whose temporary roots share a parent.
+    with open(tmp_path_factory.getbasetemp().parent / "docs-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                               "-d", str(out / ".doctrees"), str(REPO / "docs"), str(out)],
+                              capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

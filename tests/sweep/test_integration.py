@@ -220,6 +220,20 @@ def test_local_workers_see_the_callers_directory_and_tunes_variable_the_driver_k
     assert os.environ.get("PL_DISABLE_FORK") != "1" or "PL_DISABLE_FORK" in ORIGINAL_ENVIRONMENT
 
 
+def test_a_local_rays_workers_have_tune_and_the_trial_code_imported_before_they_take_work(ray_session):
+    import ray
+
+    from sweep.execution import ray_cluster
+
+    @ray.remote(num_cpus=0)
+    def loaded() -> list[bool]:
+        import sys
+
+        return [name in sys.modules for name in ray_cluster.WORKER_PRELOAD]
+
+    assert ray.get(loaded.remote()) == [True, True]
+
+
 def test_a_local_ray_starts_without_the_monitors_and_the_dashboard_server_then_ray_is_as_before(ray_session):
     from ray._private.node import Node
 

@@ -25,9 +25,12 @@ DEFAULT_SCALE = "default"
 
 
 # ---------------------------------------------------------------- configurations and trials
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Point:
-    """One configuration: an algorithm config on a problem instance family, run for several seeds."""
+    """One configuration: an algorithm config on a problem instance family, run for several seeds.
+
+    Slotted: a study holds one per configuration for the whole session (10⁵ of them ~10 MB less than with an
+    instance dict each)."""
 
     algorithm: str
     label: str
@@ -41,10 +44,16 @@ class Point:
     divergence: dict[str, Any] | None = None  # the study's divergence rule when not the default
     blas_threads: int | None = None  # BLAS threads inside the trial (None: the libraries' default)
     streams: str | None = None  # whose random streams its runs draw from when not NumPy's ("jax": sweep.study.backend)
+    _key: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)  # `key`, once made
 
-    @functools.cached_property
+    @property
     def key(self) -> str:
         """Deterministic identity of the configuration (seed excluded; computed once, a frozen point never changes)."""
+        if self._key is None:
+            object.__setattr__(self, "_key", self._identity())
+        return self._key
+
+    def _identity(self) -> str:
         ident = [self.algorithm, self.algorithm_params, self.problem, self.problem_params,
                  self.instance_seed, self.budget, self.n_evals]
         if self.divergence is not None:  # a run judged by another rule is another run
@@ -65,7 +74,7 @@ class Point:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
         """The point `to_dict` wrote (its key is derived again, and checked)."""
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
         point = cls(**{k: v for k, v in data.items() if k in names})
         if "key" in data and point.key != data["key"]:
             raise ValueError(f"point: its data gives key {point.key}, not the recorded {data['key']}")

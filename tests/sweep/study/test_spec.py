@@ -313,6 +313,20 @@ def test_a_field_added_later_stays_out_of_run_keys_at_its_default():
     assert n.problem_params["sample_dtype"] == "float32" and n.key != p.key
 
 
+def test_a_point_holds_no_instance_dict_and_its_key_follows_a_replaced_field():
+    """A study keeps one Point per configuration for the whole session: slotted, its key made once, and a point
+    with another rule (dataclasses.replace) has its own key; study.json's plain data reads back to the same point."""
+    import pickle
+
+    from sweep.study.model import Point
+
+    (p,) = spec.validate(copy.deepcopy(BASE)).points[:1]
+    assert not hasattr(p, "__dict__") and p.key == p.key and p._key is not None
+    other = dataclasses.replace(p, divergence={"factor": 10.0})
+    assert other.key != p.key and other.key.startswith(f"{p.label}.{p.problem}.")
+    assert Point.from_dict({**p.to_dict(), "_key": "not read"}) == p and pickle.loads(pickle.dumps(p)).key == p.key
+
+
 def test_a_file_with_five_mistakes_gets_every_one_at_once_with_the_nearest_names(tmp_path):
     from sweep.cli import main
 

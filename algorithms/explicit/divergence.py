@@ -47,6 +47,45 @@ def watch_iterates(state: Any, failed: Any, reason: Any, limits: Any, xp: Any) -
     return xp.where(first, xp.reshape(state.t, why.shape), failed), xp.where(first, why, reason)
 
 
+class NumpyWatch:
+    """`watch_iterates` on NumPy (one run's 1-D iterates or a stack's rows) in fewer array operations, with the same
+    result in every case: a step passes a screen when no run can have failed at it, and only the others go through
+    `watch_iterates` itself.
+
+    The screens (why: the check's own (x·x).sum and `where`s were a third of a SOBA stack's time at d = 10):
+    while no run has failed, x's and y's squares summed over the whole stack (one BLAS dot each) below every run's
+    bound; after that, each run's (one einsum each) below its own bound or the run failed before. A bound is the
+    smaller of the run's limit and 1e100², shrunk by a margin larger than the rounding by which a sum of n squares
+    in another order can differ (n·ε), so a screen never passes a value the check would stop."""
+
+    def __init__(self, state: Any, limits: Any) -> None:
+        self.limits = limits
+        eps, bound = np.finfo(float).eps, DIVERGENCE_NORM * DIVERGENCE_NORM
+        iterates = (np.asarray(state.x), np.asarray(state.y))
+        self.bounds = tuple(np.minimum(np.ravel(lim), bound) * (1.0 - 4.0 * v.shape[-1] * eps)
+                            for v, lim in zip(iterates, limits))
+        self.screens = tuple(float(b.min()) * (1.0 - 4.0 * v.size * eps) for v, b in zip(iterates, self.bounds))
+        self.going: np.ndarray | None = None  # the runs not failed yet, once one has (None: all)
+
+    def __call__(self, state: Any, failed: Any, reason: Any) -> tuple[Any, Any]:
+        """`watch_iterates(state, failed, reason, limits, np)`."""
+        iterates = (state.x, state.y)
+        if self.going is None and all(_squares(v) < s for v, s in zip(iterates, self.screens)):
+            return failed, reason
+        x_in, y_in = (np.einsum("...i,...i->...", v, v) < b for v, b in zip(iterates, self.bounds))
+        if ((x_in & y_in) if self.going is None else (x_in & y_in) | ~self.going).all():
+            return failed, reason
+        failed, reason = watch_iterates(state, failed, reason, self.limits, np)
+        self.going = np.ravel(failed == NEVER)
+        return failed, reason
+
+
+def _squares(v: np.ndarray) -> float:
+    """The sum of v's squared entries (NaN or inf when one is not finite, inf on overflow)."""
+    flat = np.ravel(v)
+    return float(flat @ flat)
+
+
 def watched(values: dict[str, np.ndarray], rule: Divergence = DEFAULT) -> list[str]:
     """The metrics `rule` watches among `values`, in the run loop's order (`Divergence.watched`: by name)."""
     return list(rule.watched({n: 0.0 for n in values if not n.startswith("diag/")}))

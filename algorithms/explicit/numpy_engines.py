@@ -10,7 +10,7 @@ import numpy as np
 from algorithms.base import AlgorithmConfig
 from algorithms.explicit.counts import run_counts
 from algorithms.explicit.definition import Definition
-from algorithms.explicit.divergence import DEFAULT, NEVER, iterate_limits, watch_iterates
+from algorithms.explicit.divergence import DEFAULT, NEVER, NumpyWatch, iterate_limits
 from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.explicit.result import CLOCKS, UNITS, Result, collect, shared_clock
 from algorithms.run_settings import Divergence, generator
@@ -39,12 +39,12 @@ def _evaluate(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Al
 
 
 def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, config: AlgorithmConfig, n: int,
-           limits: Any) -> tuple[Any, Any]:
-    """n steps, each followed by the iterate check (divergence.watch_iterates)."""
+           watch: NumpyWatch) -> tuple[Any, Any]:
+    """n steps, each followed by the iterate check (divergence.watch_iterates, as `watch` does it on NumPy)."""
     with np.errstate(all="ignore"):  # an overflow makes the run non-finite, which the check sees
         for _ in range(n):
             state = defn.step(state, oracles, hyper, config, np)
-            failed = watch_iterates(state, *failed, limits, np)
+            failed = watch(state, *failed)
     return state, failed
 
 
@@ -53,7 +53,7 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
     """(final state, (failed, its reason), values per point, seconds per point) of one run or one stack: the seconds
     as the run loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this
     one's included)."""
-    limits = iterate_limits(state, np, rule)
+    watch = NumpyWatch(state, iterate_limits(state, np, rule))
     failed = (np.full(np.shape(state.t), NEVER), np.zeros(np.shape(state.t)))
     step = cpu = 0.0
     start = time.perf_counter()
@@ -61,7 +61,7 @@ def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: Algorit
     clock: tuple[list[float], ...] = ([0.0], [0.0], [time.perf_counter() - start])
     for a, b in zip(points, points[1:]):
         start, cpu_start = time.perf_counter(), time.thread_time()
-        state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, limits)
+        state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, watch)
         step, cpu = step + time.perf_counter() - start, cpu + time.thread_time() - cpu_start
         start = time.perf_counter()
         values.append(_evaluate(defn, oracles, state, hyper, config))

@@ -58,14 +58,15 @@ class NumpyWatch:
     smaller of the run's limit and 1e100², shrunk by a margin larger than the rounding by which a sum of n squares
     in another order can differ (n·ε), so a screen never passes a value the check would stop."""
 
-    def __init__(self, state: Any, limits: Any) -> None:
+    def __init__(self, state: Any, limits: Any, failed: Any = None) -> None:
         self.limits = limits
         eps, bound = np.finfo(float).eps, DIVERGENCE_NORM * DIVERGENCE_NORM
         iterates = (np.asarray(state.x), np.asarray(state.y))
         self.bounds = tuple(np.minimum(np.ravel(lim), bound) * (1.0 - 4.0 * v.shape[-1] * eps)
                             for v, lim in zip(iterates, limits))
         self.screens = tuple(float(b.min()) * (1.0 - 4.0 * v.size * eps) for v, b in zip(iterates, self.bounds))
-        self.going: np.ndarray | None = None  # the runs not failed yet, once one has (None: all)
+        going = None if failed is None else np.ravel(failed == NEVER)  # `failed`: a resumed stack's runs
+        self.going: np.ndarray | None = None if going is None or going.all() else going  # None: none failed
 
     def __call__(self, state: Any, failed: Any, reason: Any) -> tuple[Any, Any]:
         """`watch_iterates(state, failed, reason, limits, np)`."""

@@ -65,11 +65,6 @@ def check_minibatches(problem: Any, form: Any, config: AlgorithmConfig) -> None:
                              "the NumPy engines' draws); allowed: null (the full batch), or the NumPy engines")
 
 
-def is_saved(state: Any) -> bool:
-    """Whether a run's midway state is the JAX engine's (`CompiledStack.saved`), not a `Run`'s."""
-    return isinstance(state, dict) and state.get("engine") == SAVED_ENGINE
-
-
 class CompiledStack:
     """K runs of one definition as one compiled stack, advanced a window of evaluation points at a time.
 
@@ -215,4 +210,4 @@ def run_jax(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], 
     return stack.result()
 
 
-__all__ = ["CompiledStack", "check_minibatches", "device", "is_saved", "jax_form", "jax_modules", "run_jax"]
+__all__ = ["CompiledStack", "check_minibatches", "device", "jax_form", "jax_modules", "run_jax"]

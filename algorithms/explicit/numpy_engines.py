@@ -15,6 +15,9 @@ from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.explicit.result import CLOCKS, UNITS, Result, collect, shared_clock
 from algorithms.run_settings import Divergence, generator
 
+#: What a saved run state of the NumPy stack is (`NumpyStack.saved`): its `engine`.
+SAVED_ENGINE = "numpy"
+
 
 def stack_states(states: Sequence[Any]) -> Any:
     """K per-run states as one: vectors (d,) become (K, d), numbers ((1,) or ()) (K, 1) columns, None stays."""
@@ -105,14 +108,131 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
 def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
                 seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT) -> Result:
     """The K runs as one stack: (K, d) iterates, each varying hyperparameter a (K, 1) column, each run's draws
-    from its own generator."""
-    oracles, start = numpy_oracles(defn.oracles_of, problem), time.perf_counter()
-    hyper, config = defn.hyper_columns(configs), configs[0]
-    state = stack_states([defn.init(oracles, defn.hyper(c), c, key, np)
-                          for c, key in zip(configs, keys(defn, configs[0], seeds, len(configs)))])
-    state, failed, values, clock = _run(defn, oracles, state, hyper, config, points, divergence)
-    seconds = time.perf_counter() - start
-    base, unit = run_counts(defn, problem, configs[0])
-    return Result(defn.name, list(configs), tuple(points), collect(values, len(configs)), state, "stacked", seconds,
-                  failed=failed[0].ravel(), failed_reason=failed[1].ravel(), counts=base, unit_counts=unit,
-                  clock=shared_clock(*clock, len(configs)), time_mode="batched", divergence=divergence)
+    from its own generator (`NumpyStack` in one window)."""
+    stack = NumpyStack(defn, problem, configs, points, seeds, divergence)
+    if len(stack.points) > 1:
+        stack.advance(len(stack.points) - 1)
+    return stack.result()
+
+
+class NumpyStack:
+    """K runs of one definition as one NumPy stack, advanced a window of evaluation points at a time, with the JAX
+    engine's `CompiledStack` interface (a trial sends records and checkpoints as it goes: sweep/execution/
+    trial_compiled.py): `advance(to)` computes up to point `to`, `result()` gives the records so far, `saved()` each
+    run's state, from which a new stack (of any of those runs, in any order) goes on exactly as the first would have,
+    its random stream included (a generator's state is saved with its run).
+
+    The seconds are `run_stacked`'s: the stack's cumulative step and evaluation seconds divided among its K runs;
+    a resumed run's go on from its own."""
+
+    compile_seconds = 0.0
+
+    def __init__(self, defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
+                 seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT,
+                 saved: Sequence[dict[str, Any]] | None = None) -> None:
+        start = time.perf_counter()
+        self.defn, self.problem, self.configs = defn, problem, list(configs)
+        self.points, self.divergence = tuple(points), divergence
+        self.oracles = numpy_oracles(defn.oracles_of, problem)
+        self.hyper, self.config = defn.hyper_columns(self.configs), self.configs[0]
+        self._counts: tuple[Any, Any] | None = None
+        k = len(self.configs)
+        if saved:
+            self._restore(saved, seeds)
+        else:
+            self.state = stack_states([defn.init(self.oracles, defn.hyper(c), c, key, np)
+                                       for c, key in zip(self.configs, keys(defn, self.config, seeds, k))])
+            self.limits = iterate_limits(self.state, np, divergence)
+            self.failed = (np.full(np.shape(self.state.t), NEVER), np.zeros(np.shape(self.state.t)))
+            clock = time.perf_counter()
+            self.values = collect([_evaluate(defn, self.oracles, self.state, self.hyper, self.config)], k)
+            self.clock = shared_clock([0.0], [0.0], [time.perf_counter() - clock], k)
+        self.watch = NumpyWatch(self.state, self.limits, self.failed[0])
+        self.seconds = time.perf_counter() - start
+
+    @property
+    def done(self) -> int:
+        """The last point evaluated (its index in `points`)."""
+        return len(self.values["F"]) - 1
+
+    def advance(self, to: int) -> None:
+        """Compute the points after `done` up to `to` (an index in `points`)."""
+        if not self.done < to < len(self.points):
+            raise ValueError(f"to: a point after {self.done} and before {len(self.points)}, got {to}")
+        start, k = time.perf_counter(), len(self.configs)
+        rows, seconds = [], []
+        for a, b in zip(self.points[self.done:to], self.points[self.done + 1:to + 1]):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            self.state, self.failed = _steps(self.defn, self.state, self.failed, self.oracles, self.hyper, self.config,
+                                             b - a, self.watch)
+            wall, cpu, evaluation = time.perf_counter() - wall, time.thread_time() - cpu, time.perf_counter()
+            rows.append(_evaluate(self.defn, self.oracles, self.state, self.hyper, self.config))
+            seconds.append((wall, cpu, time.perf_counter() - evaluation))
+        # Each run's seconds go on from its own last ones, by the stack's seconds divided among its k runs.
+        added = np.cumsum(np.asarray(seconds) / k, axis=0)
+        self.clock = {n: np.concatenate([c, c[-1:] + added[:, [j]]]) for j, (n, c) in enumerate(self.clock.items())}
+        new = collect(rows, k)
+        self.values = {n: np.concatenate([v, new[n]]) for n, v in self.values.items()}
+        self.seconds += time.perf_counter() - start
+
+    def saved(self) -> list[dict[str, Any]]:
+        """Each run's state now (a tree a checkpoint stores: arrays, and a generator's state as its numbers): its
+        iterates and stream, divergence watch, values and seconds at the points so far."""
+        def row(v: Any, k: int) -> Any:
+            if v is None:
+                return None
+            return v[k].bit_generator.state if isinstance(v, tuple) else v[k]  # a tuple: the runs' generators
+
+        return [{"engine": SAVED_ENGINE, "algorithm": self.defn.name, "point": self.done,
+                 "state": {n: row(v, k) for n, v in zip(self.state._fields, self.state)},
+                 "failed": np.array([self.failed[0][k, 0], self.failed[1][k, 0]]),
+                 "limits": [lim[k] for lim in self.limits],
+                 "values": {n: v[:, k] for n, v in self.values.items()},
+                 "clock": {n: c[:, k] for n, c in self.clock.items()}}
+                for k in range(len(self.configs))]
+
+    def _restore(self, saved: Sequence[dict[str, Any]], seeds: Sequence[int] | None) -> None:
+        """The stack's state, limits, values and seconds from its runs' saved states (`saved`)."""
+        if len(saved) != len(self.configs) or len({s["point"] for s in saved}) != 1:
+            raise ValueError("saved: one state per config, all saved at the same point")
+        if any(s["engine"] != SAVED_ENGINE or s["algorithm"] != self.defn.name for s in saved):
+            raise ValueError(f"saved: states of '{self.defn.name}' on the NumPy stack only")
+        key = keys(self.defn, self.config, seeds, 1)[0]
+        template = self.defn.init(self.oracles, self.defn.hyper(self.config), self.config, key, np)  # its fields
+
+        def field(name: str) -> Any:
+            rows = [s["state"][name] for s in saved]
+            if rows[0] is None:
+                return None
+            if isinstance(rows[0], dict):  # each run's generator, where it was
+                return tuple(_generator(r) for r in rows)
+            return np.stack([np.asarray(r, dtype=float) for r in rows])
+
+        self.state = type(template)(*(field(n) for n in template._fields))
+        self.failed = tuple(np.array([float(s["failed"][j]) for s in saved]).reshape(-1, 1) for j in range(2))
+        self.limits = tuple(np.stack([np.asarray(s["limits"][j], dtype=float) for s in saved]) for j in range(2))
+        self.values = {n: np.stack([s["values"][n] for s in saved], axis=1) for n in saved[0]["values"]}
+        self.clock = {n: np.stack([s["clock"][n] for s in saved], axis=1) for n in CLOCKS}
+
+    def result(self) -> Result:
+        """The runs' values and records up to `done` (`Result.records` ends a run as the run loop would)."""
+        if self._counts is None:
+            self._counts = run_counts(self.defn, self.problem, self.config)
+        base, unit = self._counts
+        return Result(self.defn.name, list(self.configs), self.points, dict(self.values), self.state, "stacked",
+                      self.seconds, failed=self.failed[0].ravel(), failed_reason=self.failed[1].ravel(), counts=base,
+                      unit_counts=unit, clock=dict(self.clock), time_mode="batched", divergence=self.divergence)
+
+
+def saved_by(state: Any) -> str | None:
+    """The engine whose saved state a run's midway state is ("numpy": `NumpyStack.saved`, "jax": the JAX engine's
+    `CompiledStack.saved`), or None (a `Run`'s state, or none)."""
+    engine = state.get("engine") if isinstance(state, dict) else None
+    return engine if engine in ("numpy", "jax") else None
+
+
+def _generator(state: dict[str, Any]) -> np.random.Generator:
+    """A run's generator at a saved state (the bit generator its seed gives, `generator`; NumPy refuses another)."""
+    rng = generator(0)
+    rng.bit_generator.state = state
+    return rng

@@ -1,6 +1,9 @@
 """The runs of a trial that share an algorithm, a problem instance and a budget, stepped as one batch.
 
-`algorithms.batched.BatchedRuns` advances them together; every run keeps its own records, end, divergence
+The explicit definitions' stacked engine (sweep/execution/trial_compiled.py: the NumPy stack, or JAX on `backend:
+jax`) advances a batch with an iteration budget on an offline problem; `algorithms.batched.BatchedRuns`, the
+batched run loop, the others (oracle-call and seconds budgets, online problems, algorithms or configs without an
+explicit definition). Either way they advance together; every run keeps its own records, end, divergence
 and checkpoint state, so the driver sees each run as it would alone (its chunks, its `ended.txt` line, its
 MLflow child), and a checkpoint holds the state of every run still going (`batch`: run key -> state). A run
 that ends or diverges leaves the batch; the others go on. Should the batch raise, its unfinished runs run
@@ -12,7 +15,7 @@ from __future__ import annotations
 import time
 
 from algorithms.batched import BatchedRuns, batchable
-from algorithms.explicit.jax_engine import is_saved
+from algorithms.explicit.numpy_engines import saved_by
 from sweep.execution.trial_compiled import draws, on_numpy, run_compiled
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
@@ -26,13 +29,13 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
     if not batchable(first.algorithm, problem):
         return False
     saved = [body.start_state(s.run_key) for _, s in todo]
-    if body.config.backend == "jax" and all(s is None or is_saved(s) for s in saved) and \
-            run_compiled(body, todo, problem):
-        return True
-    if any(is_saved(s) for s in saved):  # midway on the JAX engine, which cannot take them now: one after another
+    for engine in dict.fromkeys((body.config.backend, "numpy")):  # the study's engine, else the NumPy stack
+        if all(s is None or saved_by(s) == engine for s in saved) and run_compiled(body, todo, problem, engine):
+            return True
+    if any(saved_by(s) for s in saved):  # midway on an engine that cannot take them now: one after another
         for (index, spec), state in zip(todo, saved):
-            if is_saved(state):  # again from its start, its records sent not sent again
-                on_numpy(body, index, spec, state["point"] + 1, draws(spec))
+            if saved_by(state):  # again from its start, its records sent not sent again
+                on_numpy(body, index, spec, state["point"] + 1, saved_by(state) == "jax" and draws(spec))
             else:
                 body.run_one(index, spec)
         return True

@@ -1,18 +1,23 @@
-"""The runs of one batch as compiled JAX programs (a study's `backend: jax`, sweep/study/backend.py).
+"""The runs of one batch through the stacked engines of the explicit definitions (algorithms/explicit): the NumPy
+stack (`NumpyStack`, a study's default `backend: numpy`) or compiled JAX programs (`CompiledStack`, `backend: jax`,
+sweep/study/backend.py).
 
 The batch's runs are split into stacks whose configs share every field that may not vary (loop counts, flags),
-and each stack runs through `algorithms.explicit`'s JAX engine: one `vmap`-ed, `jit`-compiled program per stack
-shape (compiled once per process and reused by later trials of the same shape, and kept in JAX's persistent
-compilation cache for later processes, sweep/execution/jax_cache.py; a stack is padded to a few sizes (at
-most 25 % more rows) so that there are few shapes). A stack is computed a window of evaluation points at a time,
-each window as long as the time to the next checkpoint (`checkpoint_seconds`; `report_seconds` when that is 0), as
-the previous window's speed predicts; after a window its records are sent as the NumPy batch sends them (each run's
-end with its share of the stack's wall time) and, when one is due, a checkpoint holds each going run's state
-(`CompiledStack.saved`). A trial resumed from it rebuilds the stacks of those runs and goes on from there, with the
-same iterates and random keys, sending no record twice. Should a stack's program raise, its unfinished runs run
-again one after another on the NumPy run loop (their records already sent are not sent again), so that a run that
-fails fails alone; a run that draws from JAX's streams and sent records already fails instead, saying why (NumPy's
-samples would follow JAX's under one run key).
+and each stack runs through the engine. On JAX: one `vmap`-ed, `jit`-compiled program per stack shape (compiled
+once per process and reused by later trials of the same shape, and kept in JAX's persistent compilation cache for
+later processes, sweep/execution/jax_cache.py; a stack is padded to a few sizes (at most 25 % more rows) so that
+there are few shapes). A stack is computed a window of evaluation points at a time, each window as long as the time
+to the next checkpoint (`checkpoint_seconds`; `report_seconds` when that is 0), as the previous window's speed
+predicts; after a window its records are sent (each run's end with its share of the stack's wall time) and, when
+one is due, a checkpoint holds each going run's state (the engine's `saved`). A trial resumed from it rebuilds the
+stacks of those runs and goes on from there, with the same iterates and random streams, sending no record twice.
+Should a stack raise, its unfinished runs run again one after another on the NumPy run loop (their records already
+sent are not sent again), so that a run that fails fails alone; a run that draws from JAX's streams and sent records
+already fails instead, saying why (NumPy's samples would follow JAX's under one run key). The NumPy stack's streams
+are the run loop's: its runs go on there with the same draws.
+
+The NumPy stack takes a batch with iteration budgets on an offline problem (algorithms.run_batched, the batched
+run loop, takes the others: oracle-call and seconds budgets, online problems).
 """
 from __future__ import annotations
 
@@ -23,9 +28,12 @@ import numpy as np
 
 from algorithms import explicit
 from algorithms.base import get
-from algorithms.explicit.jax_engine import CompiledStack, is_saved
+from algorithms.explicit.jax_engine import CompiledStack
+from algorithms.explicit.numpy_engines import NumpyStack, saved_by
+from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.run_settings import Divergence
 from algorithms.stacked import group_key
+from problems.base import OnlineProblem
 from problems.shared.errors import ParameterError
 from sweep.execution.jax_cache import use_compilation_cache
 from sweep.execution.trial_runs import Body, make_run
@@ -39,41 +47,45 @@ FIRST_WINDOW = 1 / 16
 #: The shortest window aimed at (seconds): shorter ones would spend more on the host than on the device.
 MIN_WINDOW_SECONDS = 0.05
 
-#: A run of a stack: (its index in the trial, its spec, its parsed config, its saved JAX state or None).
+#: A run of a stack: (its index in the trial, its spec, its parsed config, its saved engine state or None).
 Member = tuple[int, RunSpec, Any, "dict[str, Any] | None"]
 
 
-def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any) -> bool:
-    """Run `todo` (one batch: none started, or some resumed from the JAX engine's states) stack by stack on the JAX
-    engine; False when it cannot take them (nothing was sent: the NumPy engine runs them)."""
+def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine: str = "jax") -> bool:
+    """Run `todo` (one batch: none started, or some resumed from `engine`'s states) stack by stack on `engine`
+    ("numpy" or "jax"); False when it cannot take them (nothing was sent: the batched run loop runs them)."""
     first = todo[0][1]
-    if first.algorithm not in jax_algorithms():
+    if first.algorithm not in jax_algorithms() or {k for k, v in first.budget.items() if v is not None} != \
+            {"iterations"} or isinstance(problem, OnlineProblem):
         return False
-    use_compilation_cache()  # before the process's first compile
+    if engine == "jax":
+        use_compilation_cache()  # before the process's first compile
     defn = explicit.definition(first.algorithm)
     try:
-        explicit.jax_form(defn, problem)  # the problem's arrays for the engine
-        stacks = [(stack, defn.configs([m[2] for m in stack])) for stack in _stacks(body, first.algorithm, todo)]
-    except ParameterError:  # a config the engine refuses (validation names it): the NumPy engine runs the batch
+        explicit.jax_form(defn, problem) if engine == "jax" else numpy_oracles(defn.oracles_of, problem)
+        stacks = [(stack, defn.configs([m[2] for m in stack])) for stack in _stacks(body, engine, todo)]
+    except ParameterError:  # a config the engine refuses (validation names it): the batched run loop runs the batch
         return False
     for stack, configs in stacks:
-        run_stack(body, defn, problem, stack, configs)
+        run_stack(body, defn, problem, stack, configs, engine)
     return True
 
 
-def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any]) -> None:
+def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any],
+              engine: str = "jax") -> None:
     """One stack window by window to its end, its records sent and its going runs checkpointed after each window."""
     first, saved = stack[0][1], [m[3] for m in stack]
-    size = padded(len(stack))
+    size = padded(len(stack)) if engine == "jax" else len(stack)
     sent = [0 if s is None else s["point"] + 1 for s in saved]  # each run's records sent (a resumed one's before)
     started, clock = time.time(), time.monotonic()
     rule = Divergence.from_dict(first.divergence)  # a run spec's rule is plain data (None: the default)
     try:
-        compiled = CompiledStack(defn, problem, _pad(configs, size), explicit.points(first.budget["iterations"],
-                                 first.n_evals), _pad([m[1].seed for m in stack], size), rule,
-                                 _pad(saved, size) if saved[0] is not None else None)
+        points = explicit.points(first.budget["iterations"], first.n_evals)
+        make = CompiledStack if engine == "jax" else NumpyStack  # looked up now: a test may replace one
+        compiled = make(defn, problem, _pad(configs, size), points, _pad([m[1].seed for m in stack], size), rule,
+                        _pad(saved, size) if saved[0] is not None else None)
     except Exception as exc:  # noqa: BLE001  (a compile, the device) its runs alone, one that raises fails alone
-        return _on_numpy(body, defn, stack, configs, sent, exc)
+        return _on_numpy(body, defn, stack, configs, sent, exc, engine)
     since, per_iteration = sent[0], None
     while since < len(compiled.points):
         window, at = time.monotonic(), compiled.points[compiled.done]
@@ -81,7 +93,7 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
         try:
             compiled.advance(to)
         except Exception as exc:  # noqa: BLE001  its unfinished runs alone (their records sent not sent again)
-            return _on_numpy(body, defn, stack, configs, sent, exc)
+            return _on_numpy(body, defn, stack, configs, sent, exc, engine)
         per_iteration = (time.monotonic() - window) / (compiled.points[to] - at)
         _send(body, stack, compiled, since, size, started, clock, sent)
         _checkpoint(body, stack, compiled)
@@ -90,11 +102,12 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
 
 
 def _on_numpy(body: Body, defn: Any, stack: list[Member], configs: list[Any], sent: list[int],
-              why: BaseException) -> None:
-    """The stack's unfinished runs one after another on the NumPy run loop (`on_numpy`)."""
+              why: BaseException, engine: str) -> None:
+    """The stack's unfinished runs one after another on the NumPy run loop (`on_numpy`; the NumPy stack's streams
+    are the run loop's)."""
     for k, (index, spec, _, _) in enumerate(stack):
         if spec.run_key not in body.state["done"]:
-            on_numpy(body, index, spec, sent[k], defn.draws_for(configs[k]), why)
+            on_numpy(body, index, spec, sent[k], engine == "jax" and defn.draws_for(configs[k]), why)
 
 
 def draws(spec: RunSpec) -> bool:
@@ -113,7 +126,7 @@ def on_numpy(body: Body, index: int, spec: RunSpec, sent: int, draws: bool, why:
     body.run_one(index, spec, make_run(spec, body.instances), replayed=sent)
 
 
-def window_end(compiled: CompiledStack, per_iteration: float | None, seconds: float) -> int:
+def window_end(compiled: CompiledStack | NumpyStack, per_iteration: float | None, seconds: float) -> int:
     """The last point of the next window: as far as `seconds` go at `per_iteration` seconds an iteration (the first
     window, whose speed is unknown: `FIRST_WINDOW` of the iterations left), at least one stretch."""
     points, done = compiled.points, compiled.done
@@ -127,7 +140,7 @@ def _window_seconds(body: Body, now: float) -> float:
     return max(body.last_save + every - now if body.config.checkpoint_seconds else every, MIN_WINDOW_SECONDS)
 
 
-def _send(body: Body, stack: list[Member], compiled: CompiledStack, since: int, size: int, started: float,
+def _send(body: Body, stack: list[Member], compiled: CompiledStack | NumpyStack, since: int, size: int, started: float,
           clock: float, sent: list[int]) -> None:
     """The records of the points from `since` on, each run's end with its share of the stack's wall time."""
     share = (time.monotonic() - clock) / len(stack)
@@ -146,7 +159,7 @@ def _send(body: Body, stack: list[Member], compiled: CompiledStack, since: int, 
     body.ended(ended)
 
 
-def _checkpoint(body: Body, stack: list[Member], compiled: CompiledStack) -> None:
+def _checkpoint(body: Body, stack: list[Member], compiled: CompiledStack | NumpyStack) -> None:
     """Send what was gathered, with a checkpoint of the stack's going runs' states when one is due (the midway
     states of runs of other stacks, a resumed trial's, are kept)."""
     now = time.monotonic()
@@ -174,14 +187,14 @@ def _pad(items: list[Any], size: int) -> list[Any]:
     return items + items[-1:] * (size - len(items))
 
 
-def _stacks(body: Body, algorithm: str, todo: list[tuple[int, RunSpec]]) -> list[list[Member]]:
-    """The batch's runs, each with its parsed config and saved JAX state, by the fields a stack shares and the point
-    their states were saved at (in the order they first appear)."""
-    cls = get(algorithm)
+def _stacks(body: Body, engine: str, todo: list[tuple[int, RunSpec]]) -> list[list[Member]]:
+    """The batch's runs, each with its parsed config and `engine`'s saved state, by the fields a stack shares and the
+    point their states were saved at (in the order they first appear)."""
+    cls = get(todo[0][1].algorithm)
     out: dict[tuple, list[Member]] = {}
     for index, spec in todo:
         config = cls.Config.from_dict(spec.algorithm_params)
         saved = body.start_state(spec.run_key)
-        saved = saved if is_saved(saved) else None
+        saved = saved if saved_by(saved) == engine else None
         out.setdefault((group_key(cls, config), saved and saved["point"]), []).append((index, spec, config, saved))
     return list(out.values())

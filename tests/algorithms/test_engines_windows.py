@@ -1,30 +1,33 @@
-"""The JAX engine window by window (algorithms/explicit/jax_engine.py `CompiledStack`): a stack advanced over any
-windows of its evaluation points gives exactly the records of one window, and a stack rebuilt from its runs'
-saved states (through a checkpoint's encoding, in another order, after a diverged run left) goes on exactly as the
-first would have: iterates, random keys, divergence and seconds' continuity included."""
+"""The stacked engines window by window (the JAX engine's `CompiledStack`, algorithms/explicit/jax_engine.py, and the
+NumPy engine's `NumpyStack`, numpy_engines.py): a stack advanced over any windows of its evaluation points gives
+exactly the records of one window, and a stack rebuilt from its runs' saved states (through a checkpoint's encoding,
+in another order, after a diverged run left) goes on exactly as the first would have: iterates, random streams,
+divergence and seconds' continuity included."""
 import numpy as np
 import pytest
 
 import problems
 from algorithms import explicit
 from algorithms.checkpoint import decode, encode
-from algorithms.explicit.jax_engine import CompiledStack, is_saved
+from algorithms.explicit.jax_engine import CompiledStack
+from algorithms.explicit.numpy_engines import NumpyStack, saved_by
 from tests.algorithms.test_engines import (CONFIGS, DIVERGING, EXACT, ITERATIONS, N_EVALS, NOT_NUMBERS, PER_SAMPLE,
                                            needs_jax)
 
-pytestmark = needs_jax
 SEEDS = [7, 3, 5, 11]
+ENGINES = [pytest.param(CompiledStack, marks=needs_jax, id="jax"), pytest.param(NumpyStack, id="numpy")]
+SAVED = {CompiledStack: "jax", NumpyStack: "numpy"}
 
 
-def stack(name, problem, configs, saved=None, order=None):
+def stack(name, problem, configs, saved=None, order=None, engine=CompiledStack):
     order = order or list(range(len(configs)))
     defn = explicit.definition(name)
-    return CompiledStack(defn, problem, defn.configs([configs[k] for k in order]), explicit.points(ITERATIONS, N_EVALS),
-                         [SEEDS[k] for k in order], saved=saved)
+    return engine(defn, problem, defn.configs([configs[k] for k in order]), explicit.points(ITERATIONS, N_EVALS),
+                  [SEEDS[k] for k in order], saved=saved)
 
 
-def whole(name, problem, configs):
-    s = stack(name, problem, configs)
+def whole(name, problem, configs, engine):
+    s = stack(name, problem, configs, engine=engine)
     s.advance(len(s.points) - 1)
     return s
 
@@ -59,44 +62,47 @@ def cases():
     yield pytest.param("soba", problems.make("simulated", seed=0), CONFIGS["soba"], id="soba-simulated")  # host truth
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name, problem, configs", list(cases()))
-def test_windows_and_a_resume_from_saved_states_give_the_records_of_one_window(name, problem, configs):
-    reference = whole(name, problem, configs)
+def test_windows_and_a_resume_from_saved_states_give_the_records_of_one_window(name, problem, configs, engine):
+    reference = whole(name, problem, configs, engine)
     expected = list(reference.result().records())
-    s = stack(name, problem, configs)
+    s = stack(name, problem, configs, engine=engine)
     s.advance(2)
     s.advance(4)
     first = list(s.result().records())
     assert_same_records(first, [(k, r) for k, r in expected if r["iteration"] <= s.points[4]])
     assert list(s.result().records(since=3)) == [(k, r) for k, r in first if r["iteration"] >= s.points[3]]
     states = stored(s.saved())
-    assert all(is_saved(state) and state["point"] == 4 for state in states)
-    same = stack(name, problem, configs, saved=states)  # every row, in its order: the same program, exactly
+    assert all(saved_by(state) == SAVED[engine] and state["point"] == 4 for state in states)
+    same = stack(name, problem, configs, saved=states, engine=engine)  # every row, in its order: the same program, exactly
     same.advance(len(s.points) - 1)
     assert_same_records(first + list(same.result().records(since=5)), expected)
     ended = {k for k, r in first if r["status"] == "diverged"}
     going = [k for k in range(len(configs)) if k not in ended][::-1]  # the going runs, in another order
-    again = stack(name, problem, configs, saved=[states[k] for k in going], order=going)
+    again = stack(name, problem, configs, saved=[states[k] for k in going], order=going, engine=engine)
     for to in (5, len(s.points) - 1):
         again.advance(to)
     rest = [(going[k], r) for k, r in again.result().records(since=5)]
-    assert_same_records(first + rest, expected, rtol=EXACT)  # another stack: XLA's rounding may differ
+    assert_same_records(first + rest, expected, rtol=EXACT)  # another stack: XLA's (BLAS's) rounding may differ
     times = {k: [r["time"] for j, r in first + rest if j == k] for k in going}
     assert all(np.all(np.diff(t) >= 0) for t in times.values())  # a resumed run's seconds go on from its own
 
 
-def test_a_window_must_go_forward():
-    s = stack("soba", problems.make("quadratic", seed=1, dim_x=5, dim_y=4), CONFIGS["soba"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_window_must_go_forward(engine):
+    s = stack("soba", problems.make("quadratic", seed=1, dim_x=5, dim_y=4), CONFIGS["soba"], engine=engine)
     s.advance(3)
     for to in (3, 1, len(s.points)):
         with pytest.raises(ValueError, match="to: a point after 3 and before"):
             s.advance(to)
 
 
-def test_saved_states_must_share_their_point():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_saved_states_must_share_their_point(engine):
     problem = problems.make("quadratic", seed=1, dim_x=5, dim_y=4)
-    a, b = stack("soba", problem, CONFIGS["soba"]), stack("soba", problem, CONFIGS["soba"])
+    a, b = (stack("soba", problem, CONFIGS["soba"], engine=engine) for _ in range(2))
     a.advance(2)
     b.advance(3)
     with pytest.raises(ValueError, match="all saved at the same point"):
-        stack("soba", problem, CONFIGS["soba"][:2], saved=[a.saved()[0], b.saved()[1]])
+        stack("soba", problem, CONFIGS["soba"][:2], saved=[a.saved()[0], b.saved()[1]], engine=engine)

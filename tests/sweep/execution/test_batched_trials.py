@@ -1,6 +1,7 @@
 """Batched trials without Ray: the same records as one run after another (rtol 1e-10), each run's records and end
-exactly once, resume mid-batch, divergence and a failing batch per run; `batched: auto | off` and its resolution;
-the dispatch keeping a batch's runs together."""
+exactly once, resume mid-batch, divergence and a failing batch per run, on both engines a batch runs on (the explicit
+definitions' NumPy stack, and the batched run loop that takes what the stack cannot); `batched: auto | off` and its
+resolution; the dispatch keeping a batch's runs together."""
 import copy
 import dataclasses
 import json
@@ -20,6 +21,42 @@ STUDY = {"name": "b", "kind": "stepsize_sensitivity", "axis": {"values": [0.01, 
          "problems": [{"name": "quadratic", "params": {"dim_x": 5, "dim_y": 5, "n_samples": 200}}],
          "algorithms": ["soba", {"name": "saba", "params": {"batch_size": 8}}], "seeds": [0, 1],
          "budget": {"iterations": 60}, "n_evals": 6, "report": {"target": None}}
+
+
+@pytest.fixture(params=["stack", "run_loop"])
+def engine(request, monkeypatch):
+    """The engine a batch runs on: the NumPy stack (algorithms.explicit, the default for these iteration budgets), or
+    the batched run loop (algorithms.batched: what runs a batch the stack cannot take)."""
+    if request.param == "run_loop":
+        from sweep.execution import trial_batch
+        monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+    return request.param
+
+
+def break_batches(monkeypatch, engine, when):
+    """Make `engine`'s batches raise at an advance where `when(rhos of the batch's runs, advances so far)` holds."""
+    from algorithms.batched import BatchedRuns
+    from algorithms.explicit.numpy_engines import NumpyStack
+    cls = NumpyStack if engine == "stack" else BatchedRuns
+    real, calls = cls.advance, []
+
+    def broken(self, *args):
+        calls.append(1)
+        rhos = [c.rho for c in self.configs] if engine == "stack" else [r.algorithm.config.rho for r in self.runs]
+        if when(rhos, len(calls)):
+            raise RuntimeError("a bad run")
+        return real(self, *args)
+
+    monkeypatch.setattr(cls, "advance", broken)
+    return calls
+
+
+def saved_iteration(state, st):
+    """The iteration a run's midway state was saved at (a `Run`'s, or the NumPy stack's at one of its points)."""
+    if "iteration" in state:
+        return state["iteration"]
+    from algorithms import explicit
+    return explicit.points(st.points[0].budget["iterations"], st.points[0].n_evals)[state["point"]]
 
 
 def study(**over):
@@ -56,7 +93,7 @@ def unbatched():
     return st, by_run(results)
 
 
-def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatched):
+def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatched, engine):
     st, (want, want_ended) = unbatched
     results, _ = collect(config(st))
     got, ended = by_run(results)
@@ -68,10 +105,11 @@ def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatch
     assert all(0 < ch["seconds"] <= ch["span"][1] - ch["span"][0] for ch in done)  # a share of the batch's time
 
 
-def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
+def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched, engine):
     st, (want, _) = unbatched
     cfg = config(st, checkpoint_seconds=0.0)
-    first, states = collect(cfg, stop_after=len(st.points) * 2 + 5)
+    reports = len(collect(cfg)[0])  # the stack reports once a window, the run loop once a round: killed halfway
+    first, states = collect(cfg, stop_after=reports // 2 + 1)
     state = states[-1]
     assert state.get("batch") and not state["current"]  # the midway states of the runs of the batch going on
     rest, _ = collect(cfg, state=state)
@@ -80,14 +118,14 @@ def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
     for res in rest:
         for ch in with_records(res):  # the others continue from their state, not from the start
             if ch["run_key"] in state["batch"]:
-                assert ch["records"][0]["iteration"] > state["batch"][ch["run_key"]]["iteration"] - 1 >= 0
+                assert ch["records"][0]["iteration"] > saved_iteration(state["batch"][ch["run_key"]], st) - 1 >= 0
     got, ended = by_run(first + rest)
     by_iteration = {k: list({(r["iteration"], r["status"]): r for r in recs}.values()) for k, recs in got.items()}
     close(by_iteration, want)
     assert sorted(ended) == sorted(want)
 
 
-def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others():
+def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others(engine):
     st = study(axis={"values": [0.05, 50.0]}, algorithms=["soba"], seeds=[0])
     want, _ = by_run(collect(config(st, batched=False))[0])
     got, ended = by_run(collect(config(st))[0])
@@ -95,19 +133,11 @@ def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others():
     assert sorted(r[-1]["status"] for r in got.values()) == ["diverged", "finished", "finished"]
 
 
-def test_a_batch_that_raises_runs_its_runs_again_alone_and_sends_each_record_once(unbatched, monkeypatch):
+def test_a_batch_that_raises_runs_its_runs_again_alone_and_sends_each_record_once(unbatched, monkeypatch, engine):
     st, (want, _) = unbatched
-    from algorithms.batched import BatchedRuns
-    real, calls = BatchedRuns.advance, []
-
-    def flaky(self):
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("engine broke")
-        return real(self)
-
-    monkeypatch.setattr(BatchedRuns, "advance", flaky)
+    calls = break_batches(monkeypatch, engine, lambda rhos, n: n == 3)
     got, ended = by_run(collect(config(st))[0])
+    assert len(calls) > 3  # it did break, and the batches after it went on batched
     close(got, want)
     assert len(ended) == len(set(ended)) == len(want)
 
@@ -151,30 +181,25 @@ def test_the_queue_hands_out_a_batchs_runs_together():
 
 
 
-def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch):
+def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch, engine):
     st, (want, _) = unbatched
-    from algorithms.batched import BatchedRuns
     from algorithms.run import Run
     cfg = config(st)
     bad = cfg.runs[2]
-    real_batch, real_run = BatchedRuns.advance, Run.advance
-
-    def broken_batch(self):
-        if any(r.algorithm.config.rho == bad.algorithm_params["rho"] for r in self.runs):
-            raise RuntimeError("a bad run")
-        return real_batch(self)
+    real_run = Run.advance
+    calls = break_batches(monkeypatch, engine, lambda rhos, n: bad.algorithm_params["rho"] in rhos)
 
     def broken_run(self):
         if self.algorithm.config.rho == bad.algorithm_params["rho"] and self.algorithm.iteration > 3:
             raise RuntimeError("a bad run")
         return real_run(self)
 
-    monkeypatch.setattr(BatchedRuns, "advance", broken_batch)
     monkeypatch.setattr(Run, "advance", broken_run)
     results = []
     with pytest.raises(RuntimeError, match="a bad run"):
         from sweep.execution.trial import execute_trial
         execute_trial(cfg, lambda res, ck: results.append(copy.deepcopy(res)))
+    assert calls  # the batch raised
     got, ended = by_run(results)
     assert ended == [r.run_key for r in cfg.runs[:2]]  # the runs before it finished, with every record
     close({k: got[k] for k in ended}, {k: want[k] for k in ended})

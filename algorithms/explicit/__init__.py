@@ -57,9 +57,11 @@ The design, in the style of optax's `init`/`update`:
 
 * Divergence: any rule of the run loop (`divergence=`: its factor, its watched quantities); default its default.
 
-What the engines do not do (yet): oracle-call and seconds budgets, and the NumPy engines' checkpoints (the JAX
-engine's `CompiledStack` saves each run's state between windows of points and resumes from it). `Result.records()` gives
-the run loop's records otherwise.
+Windows and checkpoints: `CompiledStack` (JAX) and `NumpyStack` (NumPy; `run_stacked` is it in one window) advance a
+stack a window of points at a time and save each run's state between windows (a NumPy run's generator state
+with it), from which a new stack of any of those runs goes on; a study's batches run through them
+(sweep/execution/trial_compiled.py). What the engines do not do (yet): oracle-call and seconds budgets, online
+problems. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ from algorithms.explicit import bome, double_loop, f2sa, itd, momentum  # noqa: 
 from algorithms.explicit import saba, soba, tfbo, ttsa  # noqa: F401  (registers)
 from algorithms.explicit.definition import Definition, decaying, define, defined, definition, repeat
 from algorithms.explicit.jax_engine import jax_form, run_jax
-from algorithms.explicit.numpy_engines import run_per_run, run_stacked, stack_states
+from algorithms.explicit.numpy_engines import NumpyStack, run_per_run, run_stacked, stack_states
 from algorithms.explicit.result import METRICS, Result, points
 from algorithms.run_settings import Divergence
 from problems.shared.errors import ParameterError
@@ -96,5 +98,5 @@ def run(algorithm: str, problem: Any, configs: Sequence[Mapping[str, Any] | Algo
     return ENGINES[engine](defn, problem, defn.configs(configs), points(iterations, n_evals), seeds, rule)
 
 
-__all__ = ["Definition", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition", "points",
-           "jax_form", "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]
+__all__ = ["Definition", "NumpyStack", "Result", "ENGINES", "METRICS", "decaying", "define", "defined", "definition",
+           "points", "jax_form", "repeat", "run", "run_jax", "run_per_run", "run_stacked", "stack_states"]

@@ -238,3 +238,26 @@ def test_validate_only_says_how_batched_runs_are_cut_into_trials(tmp_path, capsy
         path.write_text(json.dumps({**STUDY, "batched": batched}))
         assert main(["run", str(path), "--validate-only"]) == 0
         assert want in capsys.readouterr().out
+
+
+def test_the_stack_takes_iteration_budgets_and_the_run_loop_oracle_call_budgets(monkeypatch):
+    """A batch with an iteration budget runs on the NumPy stack, one with an oracle-call budget on the batched run
+    loop (a step the budget cuts ends where it got, which a whole-step definition cannot give); both give the
+    records of the runs alone."""
+    from algorithms.batched import BatchedRuns
+    from algorithms.explicit.numpy_engines import NumpyStack
+    made = []
+    for cls in (NumpyStack, BatchedRuns):
+        real = cls.__init__
+        monkeypatch.setattr(cls, "__init__", lambda self, *a, real=real, cls=cls, **k: made.append(cls) or
+                            real(self, *a, **k))
+    for budget, engine in (({"iterations": 60}, NumpyStack), ({"oracle_calls": 300}, BatchedRuns)):
+        st = study(algorithms=["soba"], budget=budget)
+        made.clear()
+        got, ended = by_run(collect(config(st))[0])
+        assert set(made) == {engine}, budget
+        made.clear()
+        want, _ = by_run(collect(config(st, batched=False))[0])
+        assert not made
+        close(got, want)
+        assert sorted(ended) == sorted(want) and all(r[-1]["status"] == "finished" for r in got.values())

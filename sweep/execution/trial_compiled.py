@@ -46,6 +46,9 @@ ENDS = ("finished", "diverged")
 FIRST_WINDOW = 1 / 16
 #: The shortest window aimed at (seconds): shorter ones would spend more on the host than on the device.
 MIN_WINDOW_SECONDS = 0.05
+#: The share of a NumPy stack's runs ended (diverged) from which its going runs go on, after the window, as a stack
+#: without them (rebuilt from their saved states: a few ms). A JAX stack keeps its rows (a new shape compiles).
+COMPACT_AT = 0.25
 
 #: A run of a stack: (its index in the trial, its spec, its parsed config, its saved engine state or None).
 Member = tuple[int, RunSpec, Any, "dict[str, Any] | None"]
@@ -98,7 +101,23 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
         _send(body, stack, compiled, since, size, started, clock, sent)
         _checkpoint(body, stack, compiled)
         since = to + 1
+        if engine == "numpy" and since < len(compiled.points):
+            stack, configs, sent, compiled = _without_ended(body, defn, problem, rule, stack, configs, sent, compiled)
+            size = len(stack)
     return None
+
+
+def _without_ended(body: Body, defn: Any, problem: Any, rule: Divergence, stack: list[Member], configs: list[Any],
+                   sent: list[int], compiled: NumpyStack) -> tuple[list[Member], list[Any], list[int], NumpyStack]:
+    """The stack's going runs as a new NumPy stack from their saved states once `COMPACT_AT` of its runs have ended
+    (diverged: a diverged run's row is computed on to the stack's end, unrecorded), else the stack as it is."""
+    going = [k for k, m in enumerate(stack) if m[1].run_key not in body.state["done"]]
+    if not going or len(going) > (1.0 - COMPACT_AT) * len(stack):
+        return stack, configs, sent, compiled
+    saved = compiled.saved()
+    stack, configs, sent = ([items[k] for k in going] for items in (stack, configs, sent))
+    return stack, configs, sent, NumpyStack(defn, problem, configs, compiled.points, [m[1].seed for m in stack], rule,
+                                            [saved[k] for k in going])
 
 
 def _on_numpy(body: Body, defn: Any, stack: list[Member], configs: list[Any], sent: list[int],

@@ -261,3 +261,20 @@ def test_the_stack_takes_iteration_budgets_and_the_run_loop_oracle_call_budgets(
         assert not made
         close(got, want)
         assert sorted(ended) == sorted(want) and all(r[-1]["status"] == "finished" for r in got.values())
+
+
+def test_a_stack_whose_runs_diverged_goes_on_without_their_rows(monkeypatch):
+    """Once a quarter of a NumPy stack's runs have diverged, its going runs go on after the window as a stack without
+    them (from their saved states), with the records of the runs alone."""
+    from algorithms.explicit.numpy_engines import NumpyStack
+    st = study(axis={"values": [0.05, 40.0, 60.0, 0.1]}, algorithms=["soba"], seeds=[0])
+    want, _ = by_run(collect(config(st, batched=False))[0])
+    rows, real = [], NumpyStack.__init__
+    monkeypatch.setattr(NumpyStack, "__init__", lambda self, defn, problem, configs, *a, **k: rows.append(
+        (len(configs), k.get("saved", a[3] if len(a) > 3 else None) is not None)) or real(self, defn, problem, configs,
+                                                                                            *a, **k))
+    got, ended = by_run(collect(config(st))[0])
+    assert sorted(r[-1]["status"] for r in got.values()).count("diverged") == 2
+    assert rows == [(4, False), (3, True)]  # 4 runs; one diverged in the first window, the 3 others go on
+    close(got, want)
+    assert sorted(ended) == sorted(want)

@@ -278,3 +278,20 @@ def test_a_stack_whose_runs_diverged_goes_on_without_their_rows(monkeypatch):
     assert rows == [(4, False), (3, True)]  # 4 runs; one diverged in the first window, the 3 others go on
     close(got, want)
     assert sorted(ended) == sorted(want)
+
+
+def test_a_saved_stack_state_the_stack_refuses_runs_again_alone_and_sends_each_record_once(unbatched):
+    """A checkpoint's NumPy stack states read back and refused (here: another algorithm's) are data, not a failure:
+    their runs run again one after another from their starts, the records sent before not sent again."""
+    st, (want, _) = unbatched
+    cfg = config(st, checkpoint_seconds=0.0)
+    reports = len(collect(cfg)[0])
+    first, states = collect(cfg, stop_after=reports // 2 + 1)
+    state = copy.deepcopy(states[-1])
+    assert state["batch"] and all(s["engine"] == "numpy" for s in state["batch"].values())
+    for saved in state["batch"].values():
+        saved["algorithm"] = "bome"
+    rest, _ = collect(cfg, state=state)
+    got, ended = by_run(first + rest)
+    close(got, want)  # each record once: the refused runs' first records were not sent again
+    assert sorted(ended) == sorted(want)

@@ -60,7 +60,7 @@ The design, in the style of optax's `init`/`update`:
 Windows and checkpoints: `CompiledStack` (JAX) and `NumpyStack` (NumPy; `run_stacked` is it in one window) advance a
 stack a window of points at a time and save each run's state between windows (a NumPy run's generator state
 with it), from which a new stack of any of those runs goes on; a study's batches run through them
-(sweep/execution/trial_compiled.py). What the engines do not do (yet): oracle-call and seconds budgets, online
+(sweep/execution/trial_stacks.py). What the engines do not do (yet): oracle-call and seconds budgets, online
 problems. `Result.records()` gives the run loop's records otherwise.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 window of evaluation points (jax_programs.py), with each run's state to resume from between two windows.
 
 `run_jax` runs the stack in one window. `CompiledStack` is the same engine one window at a time, for a trial that
-sends records and checkpoints as it goes (sweep/execution/trial_compiled.py): `advance(to)` computes up to point
+sends records and checkpoints as it goes (sweep/execution/trial_stacks.py): `advance(to)` computes up to point
 `to`, `result()` gives the records so far, `saved()` each run's state, from which a new stack (of any of those runs,
 in any order) goes on exactly as the first would have. The values stay on the device within a window. Float64
 throughout (`jax.enable_x64`, a context: the rest of the process keeps JAX's default). The device is JAX's default

@@ -118,7 +118,7 @@ def run_stacked(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
 class NumpyStack:
     """K runs of one definition as one NumPy stack, advanced a window of evaluation points at a time, with the JAX
     engine's `CompiledStack` interface (a trial sends records and checkpoints as it goes: sweep/execution/
-    trial_compiled.py): `advance(to)` computes up to point `to`, `result()` gives the records so far, `saved()` each
+    trial_stacks.py): `advance(to)` computes up to point `to`, `result()` gives the records so far, `saved()` each
     run's state, from which a new stack (of any of those runs, in any order) goes on exactly as the first would have,
     its random stream included (a generator's state is saved with its run).
 
@@ -228,7 +228,7 @@ def saved_by(state: Any) -> str | None:
     """The engine whose saved state a run's midway state is ("numpy": `NumpyStack.saved`, "jax": the JAX engine's
     `CompiledStack.saved`), or None (a `Run`'s state, or none)."""
     engine = state.get("engine") if isinstance(state, dict) else None
-    return engine if engine in ("numpy", "jax") else None
+    return engine if engine in (SAVED_ENGINE, "jax") else None  # "jax": jax_engine.SAVED_ENGINE
 
 
 def _generator(state: dict[str, Any]) -> np.random.Generator:

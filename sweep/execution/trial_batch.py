@@ -1,6 +1,6 @@
 """The runs of a trial that share an algorithm, a problem instance and a budget, stepped as one batch.
 
-The explicit definitions' stacked engine (sweep/execution/trial_compiled.py: the NumPy stack, or JAX on `backend:
+The explicit definitions' stacked engine (sweep/execution/trial_stacks.py: the NumPy stack, or JAX on `backend:
 jax`) advances a batch with an iteration budget on an offline problem; `algorithms.batched.BatchedRuns`, the
 batched run loop, the others (oracle-call and seconds budgets, online problems, algorithms or configs without an
 explicit definition). Either way they advance together; every run keeps its own records, end, divergence
@@ -16,7 +16,7 @@ import time
 
 from algorithms.batched import BatchedRuns, batchable
 from algorithms.explicit.numpy_engines import saved_by
-from sweep.execution.trial_compiled import draws, on_numpy, run_compiled
+from sweep.execution.trial_stacks import draws, on_numpy, run_compiled
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
 

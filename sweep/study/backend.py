@@ -9,7 +9,7 @@ before any work: algorithms with an explicit definition on the quadratic (its fi
 constrained_quadratic (the last six's ground truth evaluated on the host; the last without minibatches), SABA on the
 finite-sum quadratic, regularization_selection, simulated and hyper_cleaning, iteration budgets, batched runs (any
 divergence rule). A batch is computed a window of evaluation points at a time, checkpointed between windows (a killed
-trial goes on from its last checkpoint: sweep/execution/trial_compiled.py), its records' seconds are its program's
+trial goes on from its last checkpoint: sweep/execution/trial_stacks.py), its records' seconds are its program's
 shared out by steps (`time_mode: compiled`). Runs that draw nothing give the NumPy
 engine's iterates to 1e-10 (but AID-CG's on nonunique_toy: its lower-level Hessian is singular, and CG there follows
 rounding). Runs that draw (minibatches of a finite sum, SABA, TTSA's sampled HIA) draw from JAX's own streams: other

@@ -1,4 +1,4 @@
-"""A study's `backend: jax` (sweep/study/backend.py, sweep/execution/trial_compiled.py): its batches run as compiled
+"""A study's `backend: jax` (sweep/study/backend.py, sweep/execution/trial_stacks.py): its batches run as compiled
 JAX programs and give the NumPy engine's records (to 1e-10 on the deterministic quadratic, oracle counts exact),
 stack by stack; a stack checkpointed midway resumes on the JAX engine where it was, sending no record twice; a batch
 it cannot take, or one resumed midway from the NumPy engine's states, runs on the NumPy engine; what it cannot run is
@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 
 from algorithms.checkpoint import decode, encode
-from sweep.execution import trial_batch, trial_compiled
+from sweep.execution import trial_batch, trial_stacks
 from sweep.execution.trial import execute_trial
 from sweep.execution.trial_runs import with_records
 from sweep.study import spec
@@ -160,7 +160,7 @@ def test_a_batch_resumed_midway_runs_on_the_numpy_engine():
 
 
 def test_a_stack_is_padded_to_one_of_four_sizes_per_doubling():
-    sizes = [trial_compiled.padded(k) for k in range(1, 2049)]
+    sizes = [trial_stacks.padded(k) for k in range(1, 2049)]
     assert sizes[:17] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 10, 12, 12, 14, 14, 16, 16, 20]
     assert all(k <= s <= 1.25 * k for k, s in enumerate(sizes, 1)) and len(set(sizes[1024:])) == 4  # 1025..2048
 
@@ -212,7 +212,7 @@ def test_a_stack_whose_program_raises_runs_one_run_after_another(monkeypatch):
     def broken(*args, **kwargs):
         raise MemoryError("the device ran out of memory")
 
-    monkeypatch.setattr(trial_compiled, "CompiledStack", broken)
+    monkeypatch.setattr(trial_stacks, "CompiledStack", broken)
     out = records_of(study, "jax")
     assert len(out) == 9 and all(r[-1]["status"] == "finished" and "time_mode" not in r[-1] for r in out.values())
 
@@ -236,7 +236,7 @@ def test_a_jax_trial_checkpoints_its_stacks_midway_and_a_resume_sends_nothing_tw
     """A window per evaluation point, a checkpoint after each; a trial resumed from one in the middle (on the JAX
     engine, or on NumPy's when JAX cannot take the states: each run again from its start, its records sent before
     not sent again) gives every run's records of the uninterrupted trial, each once."""
-    monkeypatch.setattr(trial_compiled, "MIN_WINDOW_SECONDS", 1e-9)  # the shortest windows: one stretch each
+    monkeypatch.setattr(trial_stacks, "MIN_WINDOW_SECONDS", 1e-9)  # the shortest windows: one stretch each
     study = spec.validate({**STUDY, "backend": "jax", "budget": {"iterations": 120}, "n_evals": 10})
     runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
     config = TrialConfig("all", runs, 0.0, batched=True, backend="jax")  # a checkpoint with every report
@@ -266,12 +266,12 @@ def test_a_jax_trial_checkpoints_its_stacks_midway_and_a_resume_sends_nothing_tw
 def test_a_run_that_draws_is_not_continued_on_numpys_streams_after_jax_records(monkeypatch):
     """SOBA with minibatches draws from JAX's keys: resumed midway where JAX cannot take it, it fails saying why,
     rather than follow JAX's samples with NumPy's under one run key."""
-    monkeypatch.setattr(trial_compiled, "MIN_WINDOW_SECONDS", 1e-9)
+    monkeypatch.setattr(trial_stacks, "MIN_WINDOW_SECONDS", 1e-9)
     finite = {"name": "quadratic", "params": {"dim_x": 4, "dim_y": 5, "n_samples": 6, "rank": 2}}
     study = spec.validate({**STUDY, "backend": "jax", "problems": [finite], "seeds": 1, "n_evals": 10,
                            "algorithms": [{"name": "soba", "params": {"batch_size": 2, "rho": [0.05, 0.1]}}]})
     runs = tuple(RunSpec.of(p, s) for p in study.points for s in study.seeds)
-    assert all(trial_compiled.draws(r) for r in runs)
+    assert all(trial_stacks.draws(r) for r in runs)
     config = TrialConfig("all", runs, 0.0, batched=True, backend="jax")
     checkpoints = []
     execute_trial(config, gathered({}, checkpoints))

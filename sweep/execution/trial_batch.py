@@ -16,7 +16,7 @@ import time
 
 from algorithms.batched import BatchedRuns, batchable
 from algorithms.explicit.numpy_engines import saved_by
-from sweep.execution.trial_stacks import draws, on_numpy, run_compiled
+from sweep.execution.trial_stacks import draws, on_numpy, run_stacks
 from sweep.execution.trial_runs import Body, make_run
 from sweep.study.model import RunSpec
 
@@ -30,7 +30,7 @@ def run_batch(body: Body, todo: list[tuple[int, RunSpec]]) -> bool:
         return False
     saved = [body.start_state(s.run_key) for _, s in todo]
     for engine in dict.fromkeys((body.config.backend, "numpy")):  # the study's engine, else the NumPy stack
-        if all(s is None or saved_by(s) == engine for s in saved) and run_compiled(body, todo, problem, engine):
+        if all(s is None or saved_by(s) == engine for s in saved) and run_stacks(body, todo, problem, engine):
             return True
     if any(saved_by(s) for s in saved):  # midway on an engine that cannot take them now: one after another
         for (index, spec), state in zip(todo, saved):

@@ -54,7 +54,7 @@ COMPACT_AT = 0.25
 Member = tuple[int, RunSpec, Any, "dict[str, Any] | None"]
 
 
-def run_compiled(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine: str = "jax") -> bool:
+def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine: str = "jax") -> bool:
     """Run `todo` (one batch: none started, or some resumed from `engine`'s states) stack by stack on `engine`
     ("numpy" or "jax"); False when it cannot take them (nothing was sent: the batched run loop runs them)."""
     first = todo[0][1]

@@ -29,7 +29,7 @@ def engine(request, monkeypatch):
     the batched run loop (algorithms.batched: what runs a batch the stack cannot take)."""
     if request.param == "run_loop":
         from sweep.execution import trial_batch
-        monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+        monkeypatch.setattr(trial_batch, "run_stacks", lambda *args: False)
     return request.param
 
 

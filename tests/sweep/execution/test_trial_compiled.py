@@ -248,7 +248,7 @@ def test_a_jax_trial_checkpoints_its_stacks_midway_and_a_resume_sends_nothing_tw
     assert midway and all(s["engine"] == "jax" and s["point"] > 0 for s in midway.values())
     after = {}
     if resumed_on == "numpy":  # JAX cannot take them now (e.g. another engine asked): NumPy's run loop
-        monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+        monkeypatch.setattr(trial_batch, "run_stacks", lambda *args: False)
     execute_trial(config, gathered(after), state)
     assert set(after) == set(midway) | (set(whole) - set(before))  # the runs going on, and those not begun
     for key, records in whole.items():
@@ -275,6 +275,6 @@ def test_a_run_that_draws_is_not_continued_on_numpys_streams_after_jax_records(m
     config = TrialConfig("all", runs, 0.0, batched=True, backend="jax")
     checkpoints = []
     execute_trial(config, gathered({}, checkpoints))
-    monkeypatch.setattr(trial_batch, "run_compiled", lambda *args: False)
+    monkeypatch.setattr(trial_batch, "run_stacks", lambda *args: False)
     with pytest.raises(RuntimeError, match="draws from JAX's random streams, which the NumPy run loop cannot continue"):
         execute_trial(config, gathered({}), checkpoints[0][1])

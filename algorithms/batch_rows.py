@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.run import DIVERGENCE_NORM, Budget, Run
+from algorithms.run_settings import sum_of_squares
 from algorithms.stacked import stacked_arrays
 
 
@@ -63,7 +64,7 @@ class Rows:
                             if a is not stacked.x and a is not stacked.y)
         # ... which their sum over all rows, one BLAS dot (a third of the rows' norms), shows when below the
         # smallest screen.
-        if others_finite and all(_sum_of_squares(v) < self.floors[name] for name, v in iterates.items()):
+        if others_finite and all(sum_of_squares(v) < self.floors[name] for name, v in iterates.items()):
             return np.zeros(n, dtype=bool), []
         squares = {name: np.einsum("ij,ij->i", v, v) for name, v in iterates.items()}
         if others_finite and all((sq < self.screens[name]).all() for name, sq in squares.items()):
@@ -90,11 +91,6 @@ def screens(limits: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[
     screens = {name: (np.minimum(limit, DIVERGENCE_NORM) * (1 - 1e-12)) ** 2 for name, limit in limits.items()}
     return screens, {name: float(s.min()) * (1 - 1e-6) if len(s) else 0.0 for name, s in screens.items()}
 
-
-def _sum_of_squares(v: np.ndarray) -> float:
-    """Σ v² over every entry (inf or NaN when one is not finite or the sum overflows)."""
-    flat = v.reshape(-1)
-    return float(flat @ flat)
 
 def _matrix(v: np.ndarray | None, rows: int) -> np.ndarray | None:
     return None if v is None else v.reshape(rows, -1)

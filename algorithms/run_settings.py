@@ -130,6 +130,13 @@ def generator(seed: Any) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def sum_of_squares(v: Array) -> float:
+    """Σ v² over every entry, one BLAS dot (inf or NaN when an entry is not finite or the sum overflows): the
+    batched engines' screen of a whole stack's iterates."""
+    flat = np.ravel(v)
+    return float(flat @ flat)
+
+
 def _finite(*arrays: Array | None) -> bool:
     for a in arrays:
         if a is not None and not (np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0) < DIVERGENCE_NORM):

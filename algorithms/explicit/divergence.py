@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.run import DIVERGENCE_NORM, Divergence
+from algorithms.run_settings import sum_of_squares
 
 DEFAULT = Divergence()
 FACTOR = DEFAULT.factor
@@ -71,7 +72,7 @@ class NumpyWatch:
     def __call__(self, state: Any, failed: Any, reason: Any) -> tuple[Any, Any]:
         """`watch_iterates(state, failed, reason, limits, np)`."""
         iterates = (state.x, state.y)
-        if self.going is None and all(_squares(v) < s for v, s in zip(iterates, self.screens)):
+        if self.going is None and all(sum_of_squares(v) < s for v, s in zip(iterates, self.screens)):
             return failed, reason
         x_in, y_in = (np.einsum("...i,...i->...", v, v) < b for v, b in zip(iterates, self.bounds))
         if ((x_in & y_in) if self.going is None else (x_in & y_in) | ~self.going).all():
@@ -79,12 +80,6 @@ class NumpyWatch:
         failed, reason = watch_iterates(state, failed, reason, self.limits, np)
         self.going = np.ravel(failed == NEVER)
         return failed, reason
-
-
-def _squares(v: np.ndarray) -> float:
-    """The sum of v's squared entries (NaN or inf when one is not finite, inf on overflow)."""
-    flat = np.ravel(v)
-    return float(flat @ flat)
 
 
 def watched(values: dict[str, np.ndarray], rule: Divergence = DEFAULT) -> list[str]:

@@ -37,7 +37,6 @@ from problems.base import OnlineProblem
 from problems.shared.errors import ParameterError
 from sweep.execution.jax_cache import use_compilation_cache
 from sweep.execution.trial_runs import Body, make_run
-from sweep.study.backend import jax_algorithms
 from sweep.study.model import RunSpec
 
 #: The statuses that end a run's records.
@@ -58,7 +57,7 @@ def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine
     """Run `todo` (one batch: none started, or some resumed from `engine`'s states) stack by stack on `engine`
     ("numpy" or "jax"); False when it cannot take them (nothing was sent: the batched run loop runs them)."""
     first = todo[0][1]
-    if first.algorithm not in jax_algorithms() or {k for k, v in first.budget.items() if v is not None} != \
+    if first.algorithm not in explicit.defined() or {k for k, v in first.budget.items() if v is not None} != \
             {"iterations"} or isinstance(problem, OnlineProblem):
         return False
     if engine == "jax":
@@ -135,9 +134,9 @@ def draws(spec: RunSpec) -> bool:
 
 
 def on_numpy(body: Body, index: int, spec: RunSpec, sent: int, draws: bool, why: BaseException | None = None) -> None:
-    """A run of a JAX stack again from its start on the NumPy run loop, its first `sent` records (sent already from
-    the JAX engine) not sent again; a run that draws and sent some cannot (NumPy's samples would follow JAX's under
-    one run key): it fails, saying so."""
+    """A run of a stack again from its start on the NumPy run loop, its first `sent` records (sent already from the
+    stack) not sent again; a run that draws from JAX's streams (`draws`) and sent some cannot (NumPy's samples would
+    follow JAX's under one run key): it fails, saying so."""
     if sent and draws:
         cause = why or "its state cannot be resumed here"
         raise RuntimeError(f"{spec.run_key}: the JAX engine stopped after {sent} of its records ({cause}); the run "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.base import AlgorithmConfig
+from algorithms.explicit.call_budget import CallPlan, hand_over
 from algorithms.explicit.counts import run_counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import DEFAULT, NEVER, NumpyWatch, iterate_limits
@@ -123,16 +124,23 @@ class NumpyStack:
     its random stream included (a generator's state is saved with its run).
 
     The seconds are `run_stacked`'s: the stack's cumulative step and evaluation seconds divided among its K runs;
-    a resumed run's go on from its own."""
+    a resumed run's go on from its own.
+
+    Under an oracle-call budget (`calls`, call_budget.py: `points` are its `points`), the runs still going at its
+    last point take the run loop's cut step there, whose records end them (`Result.ends`)."""
 
     compile_seconds = 0.0
 
     def __init__(self, defn: Definition, problem: Any, configs: Sequence[AlgorithmConfig], points: Sequence[int],
                  seeds: Sequence[int] | None = None, divergence: Divergence = DEFAULT,
-                 saved: Sequence[dict[str, Any]] | None = None) -> None:
+                 saved: Sequence[dict[str, Any]] | None = None, calls: CallPlan | None = None) -> None:
         start = time.perf_counter()
         self.defn, self.problem, self.configs = defn, problem, list(configs)
-        self.points, self.divergence = tuple(points), divergence
+        self.points, self.divergence, self.calls = tuple(points), divergence, calls
+        if calls is not None and self.points != calls.points:
+            raise ValueError(f"points: the call budget's {calls.points}, got {self.points}")
+        self.seeds = list(range(len(self.configs)) if seeds is None else seeds)
+        self._ends: dict[int, list[dict[str, Any]]] | None = None
         self.oracles = numpy_oracles(defn.oracles_of, problem)
         self.hyper, self.config = defn.hyper_columns(self.configs), self.configs[0]
         self._counts: tuple[Any, Any] | None = None
@@ -219,9 +227,35 @@ class NumpyStack:
         if self._counts is None:
             self._counts = run_counts(self.defn, self.problem, self.config)
         base, unit = self._counts
-        return Result(self.defn.name, list(self.configs), self.points, dict(self.values), self.state, "stacked",
-                      self.seconds, failed=self.failed[0].ravel(), failed_reason=self.failed[1].ravel(), counts=base,
-                      unit_counts=unit, clock=dict(self.clock), time_mode="batched", divergence=self.divergence)
+        result = Result(self.defn.name, list(self.configs), self.points, dict(self.values), self.state, "stacked",
+                        self.seconds, failed=self.failed[0].ravel(), failed_reason=self.failed[1].ravel(), counts=base,
+                        unit_counts=unit, clock=dict(self.clock), time_mode="batched", divergence=self.divergence)
+        if self.calls is not None and self.calls.cut and self.done == len(self.points) - 1:
+            if self._ends is None:
+                self._ends = self._cut_steps(result)
+            result.ends = self._ends
+        return result
+
+    def _cut_steps(self, result: Result) -> dict[int, list[dict[str, Any]]]:
+        """The records that end each run still going at the last point: the run loop's cut step there
+        (call_budget.py), after the point's record when it is one of the run loop's points."""
+        course, last = self.calls, len(self.points) - 1
+        before: dict[int, dict[str, Any]] = {}
+        ends: dict[int, list[dict[str, Any]]] = {}
+        f_opt = None
+        for k, rec in result.records(since=max(last - 1, 0)):
+            if rec["iteration"] < self.points[last] or rec["status"] != "finished":
+                before[k] = rec
+                continue
+            rec = {**rec, "status": "running"}
+            row = {n: (v if v is None else v[k]) for n, v in zip(self.state._fields, self.state)}
+            counted = {n: rec[n] for n in result.counts.names}
+            run = hand_over(self.defn.name, self.problem, self.configs[k], self.seeds[k], course, self.divergence,
+                            row, counted, {n: rec[n] for n in CLOCKS}, rec if course.natural else before[k],
+                            {n: v[0, k] for n, v in self.values.items()}, f_opt)
+            f_opt = run.f_opt()  # once for the stack's runs (one problem instance)
+            ends[k] = [rec] * course.natural + list(run.records())
+        return ends
 
 
 def saved_by(state: Any) -> str | None:

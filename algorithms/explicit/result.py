@@ -62,6 +62,9 @@ class Result:
     #: One unit's calls a step, in `counts.names`' order, for runs that make calls of their own (`Definition.counted`):
     #: each run's records add its units so far times these. None: every run counts alike.
     unit_counts: np.ndarray | None = None
+    #: Per run, the records that replace its record at the last point (an oracle-call budget's cut step,
+    #: call_budget.py). None: the last point's records end the runs.
+    ends: dict[int, list[dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         self.units = self.values.pop(UNITS, None)  # (len(points), K): each run's own units so far
@@ -124,6 +127,17 @@ class Result:
         return len(self.values["F"])
 
     def records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(run index, record) pairs point by point (`_records`), a run's last one replaced by its `ends`."""
+        if not self.ends:
+            yield from self._records(since)
+            return
+        for k, rec in self._records(since):
+            if rec["status"] == "finished" and k in self.ends:
+                yield from ((k, end) for end in self.ends[k])
+            else:
+                yield k, rec
+
+    def _records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric>

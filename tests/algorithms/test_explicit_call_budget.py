@@ -79,6 +79,9 @@ def cases():
         for loops in ({}, LOOPS[name]):
             yield pytest.param(name, [{**base, **loops, field: v} for v in values], id=f"{name}-{len(loops)}")
     yield pytest.param("soba", [{"rho": r, "gamma": 0.1, "batch_size": 2} for r in (0.1, 0.05)], id="soba-minibatches")
+    # a cut step that moves y before its calls end, on minibatches drawn from each run's stream
+    yield pytest.param("dtfbo", [{"sub_loops": "fixed", "batch_size": 2, "alpha0": a} for a in (5.0, 2.0)],
+                       id="dtfbo-minibatches")
 
 
 @pytest.mark.parametrize("name, configs", list(cases()))

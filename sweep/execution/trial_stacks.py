@@ -16,8 +16,9 @@ sent are not sent again), so that a run that fails fails alone; a run that draws
 already fails instead, saying why (NumPy's samples would follow JAX's under one run key). The NumPy stack's streams
 are the run loop's: its runs go on there with the same draws.
 
-The NumPy stack takes a batch with iteration budgets on an offline problem (algorithms.run_batched, the batched
-run loop, takes the others: oracle-call and seconds budgets, online problems).
+The NumPy stack takes a batch with an iteration or an oracle-call budget on an offline problem (under a call budget,
+the whole steps it pays for, then each run's cut step on the run loop: algorithms/explicit/call_budget.py); JAX
+an iteration budget; algorithms.run_batched, the batched run loop, the others (configs the engines refuse).
 """
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ import numpy as np
 
 from algorithms import explicit
 from algorithms.base import get
+from algorithms.explicit import call_budget
+from algorithms.explicit.call_budget import CallPlan
 from algorithms.explicit.jax_engine import CompiledStack
 from algorithms.explicit.numpy_engines import NumpyStack, saved_by
 from algorithms.explicit.problem_oracles import numpy_oracles
-from algorithms.run_settings import Divergence
+from algorithms.run_settings import Budget, Divergence
 from algorithms.stacked import group_key
 from problems.base import OnlineProblem
 from problems.shared.errors import ParameterError
@@ -57,35 +60,46 @@ def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine
     """Run `todo` (one batch: none started, or some resumed from `engine`'s states) stack by stack on `engine`
     ("numpy" or "jax"); False when it cannot take them (nothing was sent: the batched run loop runs them)."""
     first = todo[0][1]
-    if first.algorithm not in explicit.defined() or {k for k, v in first.budget.items() if v is not None} != \
-            {"iterations"} or isinstance(problem, OnlineProblem):
+    budget = {k for k, v in first.budget.items() if v is not None}
+    takes = [{"iterations"}] if engine == "jax" else [{"iterations"}, {"oracle_calls"}]
+    if first.algorithm not in explicit.defined() or isinstance(problem, OnlineProblem) or budget not in takes:
         return False
     if engine == "jax":
         use_compilation_cache()  # before the process's first compile
     defn = explicit.definition(first.algorithm)
     try:
         explicit.jax_form(defn, problem) if engine == "jax" else numpy_oracles(defn.oracles_of, problem)
-        stacks = [(stack, defn.configs([m[2] for m in stack])) for stack in _stacks(body, engine, todo)]
+        stacks = [(stack, configs, _course(defn, problem, configs[0], first))
+                  for stack in _stacks(body, engine, todo) for configs in [defn.configs([m[2] for m in stack])]]
     except ParameterError:  # a config the engine refuses (validation names it): the batched run loop runs the batch
         return False
-    for stack, configs in stacks:
-        run_stack(body, defn, problem, stack, configs, engine)
+    for stack, configs, course in stacks:
+        run_stack(body, defn, problem, stack, configs, engine, course)
     return True
 
 
+def _course(defn: Any, problem: Any, config: Any, spec: RunSpec) -> CallPlan | None:
+    """A stack's course under its oracle-call budget (call_budget.py), or None under an iteration budget."""
+    if spec.budget.get("oracle_calls") is None:
+        return None
+    return call_budget.plan(defn, problem, config, Budget.from_dict({"oracle_calls": spec.budget["oracle_calls"]}),
+                            spec.n_evals)
+
+
 def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any],
-              engine: str = "jax") -> None:
-    """One stack window by window to its end, its records sent and its going runs checkpointed after each window."""
+              engine: str = "jax", course: CallPlan | None = None) -> None:
+    """One stack window by window to its end, its records sent and its going runs checkpointed after each window
+    (under an oracle-call budget, `course`, on the NumPy stack only)."""
     first, saved = stack[0][1], [m[3] for m in stack]
     size = padded(len(stack)) if engine == "jax" else len(stack)
     sent = [0 if s is None else s["point"] + 1 for s in saved]  # each run's records sent (a resumed one's before)
     started, clock = time.time(), time.monotonic()
     rule = Divergence.from_dict(first.divergence)  # a run spec's rule is plain data (None: the default)
     try:
-        points = explicit.points(first.budget["iterations"], first.n_evals)
+        points = course.points if course else explicit.points(first.budget["iterations"], first.n_evals)
         make = CompiledStack if engine == "jax" else NumpyStack  # looked up now: a test may replace one
         compiled = make(defn, problem, _pad(configs, size), points, _pad([m[1].seed for m in stack], size), rule,
-                        _pad(saved, size) if saved[0] is not None else None)
+                        _pad(saved, size) if saved[0] is not None else None, **({"calls": course} if course else {}))
     except Exception as exc:  # noqa: BLE001  (a compile, the device) its runs alone, one that raises fails alone
         return _on_numpy(body, defn, stack, configs, sent, exc, engine)
     since, per_iteration = sent[0], None
@@ -101,13 +115,15 @@ def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs:
         _checkpoint(body, stack, compiled)
         since = to + 1
         if engine == "numpy" and since < len(compiled.points):
-            stack, configs, sent, compiled = _without_ended(body, defn, problem, rule, stack, configs, sent, compiled)
+            stack, configs, sent, compiled = _without_ended(body, defn, problem, rule, stack, configs, sent, compiled,
+                                                            course)
             size = len(stack)
     return None
 
 
 def _without_ended(body: Body, defn: Any, problem: Any, rule: Divergence, stack: list[Member], configs: list[Any],
-                   sent: list[int], compiled: NumpyStack) -> tuple[list[Member], list[Any], list[int], NumpyStack]:
+                   sent: list[int], compiled: NumpyStack, course: CallPlan | None = None
+                   ) -> tuple[list[Member], list[Any], list[int], NumpyStack]:
     """The stack's going runs as a new NumPy stack from their saved states once `COMPACT_AT` of its runs have ended
     (diverged: a diverged run's row is computed on to the stack's end, unrecorded), else the stack as it is."""
     going = [k for k, m in enumerate(stack) if m[1].run_key not in body.state["done"]]
@@ -116,7 +132,7 @@ def _without_ended(body: Body, defn: Any, problem: Any, rule: Divergence, stack:
     saved = compiled.saved()
     stack, configs, sent = ([items[k] for k in going] for items in (stack, configs, sent))
     return stack, configs, sent, NumpyStack(defn, problem, configs, compiled.points, [m[1].seed for m in stack], rule,
-                                            [saved[k] for k in going])
+                                            [saved[k] for k in going], course)
 
 
 def _on_numpy(body: Body, defn: Any, stack: list[Member], configs: list[Any], sent: list[int],
@@ -179,12 +195,14 @@ def _send(body: Body, stack: list[Member], compiled: CompiledStack | NumpyStack,
 
 def _checkpoint(body: Body, stack: list[Member], compiled: CompiledStack | NumpyStack) -> None:
     """Send what was gathered, with a checkpoint of the stack's going runs' states when one is due (the midway
-    states of runs of other stacks, a resumed trial's, are kept)."""
+    states of runs of other stacks, a resumed trial's, are kept); at a stack's end too, so that a trial killed before
+    its next checkpoint does not run the stack's ended runs again."""
     now = time.monotonic()
     checkpoint = None
-    if body.checkpoint_due(now) and compiled.done < len(compiled.points) - 1:
+    if body.checkpoint_due(now):
         done = set(body.state["done"])
-        going = {m[1].run_key: row for m, row in zip(stack, compiled.saved()) if m[1].run_key not in done}
+        going = {} if compiled.done == len(compiled.points) - 1 else \
+            {m[1].run_key: row for m, row in zip(stack, compiled.saved()) if m[1].run_key not in done}
         batch = {**{k: v for k, v in (body.state.get("batch") or {}).items() if k not in done}, **going}
         body.state = {"done": body.state["done"], "current": None, **({"batch": batch} if batch else {})}
         checkpoint = body.saved(now)

@@ -59,6 +59,18 @@ def saved_iteration(state, st):
     return explicit.points(st.points[0].budget["iterations"], st.points[0].n_evals)[state["point"]]
 
 
+def killed_midway(cfg):
+    """(the results sent, the last checkpoint) of a trial killed halfway through its reports (the stack reports once a
+    window, the run loop once a round), or before, where the last checkpoint holds midway states (a stack's end
+    checkpoints none)."""
+    reports = len(collect(cfg)[0])
+    for stop in range(reports // 2 + 1, 0, -1):
+        first, states = collect(cfg, stop_after=stop)
+        if states and states[-1].get("batch"):
+            return first, states[-1]
+    raise AssertionError("no checkpoint held midway states")
+
+
 def study(**over):
     return spec.validate({**copy.deepcopy(STUDY), **over})
 
@@ -108,9 +120,7 @@ def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatch
 def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched, engine):
     st, (want, _) = unbatched
     cfg = config(st, checkpoint_seconds=0.0)
-    reports = len(collect(cfg)[0])  # the stack reports once a window, the run loop once a round: killed halfway
-    first, states = collect(cfg, stop_after=reports // 2 + 1)
-    state = states[-1]
+    first, state = killed_midway(cfg)
     assert state.get("batch") and not state["current"]  # the midway states of the runs of the batch going on
     rest, _ = collect(cfg, state=state)
     redone = {ch["run_key"] for res in rest for ch in with_records(res)}
@@ -240,10 +250,10 @@ def test_validate_only_says_how_batched_runs_are_cut_into_trials(tmp_path, capsy
         assert want in capsys.readouterr().out
 
 
-def test_the_stack_takes_iteration_budgets_and_the_run_loop_oracle_call_budgets(monkeypatch):
-    """A batch with an iteration budget runs on the NumPy stack, one with an oracle-call budget on the batched run
-    loop (a step the budget cuts ends where it got, which a whole-step definition cannot give); both give the
-    records of the runs alone."""
+def test_the_stack_takes_iteration_and_oracle_call_budgets(monkeypatch):
+    """A batch with an iteration budget and one with an oracle-call budget both run on the NumPy stack (under the
+    call budget, each run's cut step on the run loop: algorithms/explicit/call_budget.py); both give the records of
+    the runs alone."""
     from algorithms.batched import BatchedRuns
     from algorithms.explicit.numpy_engines import NumpyStack
     made = []
@@ -251,16 +261,33 @@ def test_the_stack_takes_iteration_budgets_and_the_run_loop_oracle_call_budgets(
         real = cls.__init__
         monkeypatch.setattr(cls, "__init__", lambda self, *a, real=real, cls=cls, **k: made.append(cls) or
                             real(self, *a, **k))
-    for budget, engine in (({"iterations": 60}, NumpyStack), ({"oracle_calls": 300}, BatchedRuns)):
+    for budget in ({"iterations": 60}, {"oracle_calls": 302}):
         st = study(algorithms=["soba"], budget=budget)
         made.clear()
         got, ended = by_run(collect(config(st))[0])
-        assert set(made) == {engine}, budget
+        assert set(made) == {NumpyStack}, budget
         made.clear()
         want, _ = by_run(collect(config(st, batched=False))[0])
         assert not made
         close(got, want)
         assert sorted(ended) == sorted(want) and all(r[-1]["status"] == "finished" for r in got.values())
+        assert all(r[-1]["calls/total"] == budget.get("oracle_calls", 240) for r in got.values())
+
+
+def test_a_killed_batch_under_an_oracle_call_budget_resumes_and_ends_as_the_runs_alone():
+    st = study(budget={"oracle_calls": 250})  # SOBA 4 calls a step, SABA its own: both cut mid-step
+    want, _ = by_run(collect(config(st, batched=False))[0])
+    cfg = config(st, checkpoint_seconds=0.0)
+    reports = len(collect(cfg)[0])
+    first, states = collect(cfg, stop_after=reports // 2 + 1)
+    state = states[-1]  # the last checkpoint: midway stack states, or none when a stack had just ended
+    assert any(s.get("batch") and all(r["engine"] == "numpy" for r in s["batch"].values()) for s in states)
+    rest, _ = collect(cfg, state=state)
+    got, ended = by_run(first + rest)
+    by_iteration = {k: list({(r["iteration"], r["status"]): r for r in recs}.values()) for k, recs in got.items()}
+    close(by_iteration, want)
+    assert sorted(ended) == sorted(want)
+    assert all(r[-1]["calls/total"] == 250 for r in got.values())
 
 
 def test_a_stack_whose_runs_diverged_goes_on_without_their_rows(monkeypatch):
@@ -285,9 +312,8 @@ def test_a_saved_stack_state_the_stack_refuses_runs_again_alone_and_sends_each_r
     their runs run again one after another from their starts, the records sent before not sent again."""
     st, (want, _) = unbatched
     cfg = config(st, checkpoint_seconds=0.0)
-    reports = len(collect(cfg)[0])
-    first, states = collect(cfg, stop_after=reports // 2 + 1)
-    state = copy.deepcopy(states[-1])
+    first, state = killed_midway(cfg)
+    state = copy.deepcopy(state)
     assert state["batch"] and all(s["engine"] == "numpy" for s in state["batch"].values())
     for saved in state["batch"].values():
         saved["algorithm"] = "bome"

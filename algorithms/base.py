@@ -64,12 +64,13 @@ class Algorithm(ABC):
     #: the flag only says drawing ahead pays. Declared on each class that qualifies, since a subclass may draw
     #: something else.
     draws_ahead: ClassVar[bool] = False
-    #: True when `step` runs unchanged on stacked runs (algorithms.stacked): arithmetic and oracle calls only,
-    #: no per-run branching, scalar reads or direct draws. Declared on each class that qualifies.
+    #: True when its runs stack: it has an explicit-state definition (algorithms/explicit) that the NumPy stack
+    #: and the JAX engine run. Declared on each class that has one (tests/algorithms/test_engines.py checks both).
     batchable: ClassVar[bool] = False
     #: Config fields that may differ between the runs of one batch (None: the step sizes and their decays).
     batch_params: ClassVar[tuple[str, ...] | None] = None
-    #: State names holding one number per run (stacked as (K, 1) columns, written back as floats).
+    #: State names holding one number (None before it is set): a stack's run handed to the run loop
+    #: (algorithms/explicit/call_budget.py) gets them as floats.
     scalar_state: ClassVar[tuple[str, ...]] = ()
     paper: ClassVar[str] = ""
 

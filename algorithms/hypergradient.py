@@ -31,8 +31,6 @@ def cg_solve(hvp: Hvp, b: Array, steps: int, v0: Array | None = None, tol: float
     only when the residual norm reaches `tol` (exactly zero by default) or the curvature along the
     search direction is not positive; either way the current iterate is returned, never an older one.
     """
-    if b.ndim == 2:
-        return _cg_rows(hvp, b, steps, v0, tol)
     v, r = _cg_start(hvp, b, v0)
     p = r.copy()
     rr = float(r @ r)
@@ -58,31 +56,6 @@ def _cg_start(hvp: Hvp, b: Array, v0: Array | None) -> tuple[Array, Array]:
         return np.zeros_like(b), b.copy()
     v = v0.copy()
     return v, b - hvp(v)
-
-
-def _cg_rows(hvp: Hvp, b: Array, steps: int, v0: Array | None, tol: float) -> Array:
-    """`cg_solve` on stacked runs (row k: run k's system): a row that stops is frozen while the others go on.
-
-    Rows that stopped still ride along in the products (their result is discarded), so their runs count
-    those HVPs; the stops (a zero residual, a non-positive curvature) do not occur on the families batched."""
-    v, r = _cg_start(hvp, b, v0)
-    p = r.copy()
-    rr = np.einsum("ij,ij->i", r, r)
-    live = np.ones(len(b), dtype=bool)
-    for _ in range(steps):
-        live &= ~(rr <= tol * tol)
-        if not live.any():
-            break
-        hp = hvp(p)
-        curvature = np.einsum("ij,ij->i", p, hp)
-        live &= curvature > 0.0
-        step = np.where(live, rr / np.where(live, curvature, 1.0), 0.0)[:, None]
-        v = v + step * p
-        r = r - step * hp
-        rr_next = np.einsum("ij,ij->i", r, r)
-        p = np.where(live[:, None], r + (rr_next / np.where(live, rr, 1.0))[:, None] * p, p)
-        rr = np.where(live, rr_next, rr)
-    return v
 
 
 def fixed_point_solve(hvp: Hvp, b: Array, eta: float, steps: int, v0: Array | None = None) -> Array:

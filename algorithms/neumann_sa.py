@@ -30,7 +30,6 @@ from algorithms.base import Algorithm, BatchSource, StochasticConfig, register
 from algorithms.hypergradient import hia, hia_expected, joint_hia, joint_hia_expected
 from algorithms.schedules import decaying
 from algorithms.search_space import Range
-from algorithms.stacked import RunBatches
 from problems.base import Array, Batch
 from problems.validation import param
 
@@ -198,32 +197,6 @@ class TTSAConfig(HIAConfig):
                                 "instead of an independent one (the paper)")
 
 
-class _StackedTTSA:
-    """TTSA on stacked runs (algorithms.stacked): each run draws its own HIA length p and its p minibatches
-    (then the cross term's) from its own generator, as alone; a run's factors stop at its p, and the HVPs
-    past it are neither computed nor counted for it."""
-
-    def hypergradient(self, x: Array, y: Array, batch_f: Batch, batch_y: Batch) -> Array:
-        p, c = self.problem, self.config
-        if c.hia_mode == "expected":  # one length for every run: the shared path
-            return super().hypergradient(x, y, batch_f, batch_y)  # type: ignore[misc]
-        grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
-        then = 0 if c.reuse_y_batch else 1
-        lengths = [m.random_integer(c.hia_terms) for m in self._members]
-        drawn = [m.batches(n + then) for m, n in zip(self._members, lengths)]
-        self.hia_length = np.array(lengths, dtype=float)[:, None]
-        u, eta = grad_y_f.copy(), c.eta
-        for j in range(max(lengths, default=0)):
-            rows = np.flatnonzero(np.array(lengths) > j)
-            batch = None if self._batch_size is None else RunBatches(drawn[i][j] for i in rows)
-            step = eta[rows] if isinstance(eta, np.ndarray) else eta
-            u[rows] = u[rows] - step * p.hvp_yy_g_on(rows, x, y, u[rows], batch)
-        v = c.hia_terms * eta * u
-        cross = batch_y if c.reuse_y_batch or self._batch_size is None else \
-            RunBatches(d[n] for d, n in zip(drawn, lengths))
-        return grad_x_f - p.cross_xy_g(x, y, v, cross)
-
-
 @register
 class TTSA(SingleLoopHIA):
     """TTSA: y^{k+1} = y^k − α_k ∇y g(x^k, y^k); x^{k+1} = Proj_X(x^k − γ_k ∇̂F(x^k, y^{k+1})).
@@ -238,10 +211,6 @@ class TTSA(SingleLoopHIA):
     name = "ttsa"
     draws_ahead = True
     batchable = True
-    #: Its runs make calls of their own (HIA lengths): under an oracle-call budget they run one at a time, so
-    #: that each is cut at its own budget (a stack is cut at once: algorithms.batched).
-    own_calls = True
-    Stacked = _StackedTTSA
     Config = TTSAConfig
     step_sizes = ("alpha", "eta", "gamma")
     state = ("hia_length",)

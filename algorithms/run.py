@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -89,14 +89,9 @@ class Run(DivergenceWatch):
         self._f_opt: float | None = None
         self._failed_step: int | None = None
         self.diverged_metric = ""
-        #: "batched" when the run advances in a batch (algorithms.batched): its seconds are a share of the batch's.
+        #: "batched" when the run's seconds so far are a share of a stack's (algorithms/explicit/call_budget.py).
         self.time_mode: str | None = None
-        #: The metrics of the current point when computed already (for a whole batch at once); used once.
-        self.ready_metrics: dict[str, float] | None = None
         self.start_values: dict[str, float] = {}  # |value| at the first evaluation, per watched quantity
-        #: Set while a batch holds this run's state in its stack (algorithms.batched): called to write it back
-        #: before the run's state is read or replaced here.
-        self.holder: Callable[[], None] | None = None
         if "iterates" in self.divergence.metrics:
             for name, v in (("x", self.algorithm.x), ("y", self.algorithm.y)):
                 if v is not None:  # np.linalg.norm's value, its cost (~3 µs) spared where _checked_norm can
@@ -131,8 +126,6 @@ class Run(DivergenceWatch):
 
     def advance(self) -> dict[str, Any] | None:
         """Run to the next evaluation point (or the end) and return its record."""
-        if self.holder is not None:
-            self.holder()
         if self.done:
             return None
         rec = self.start()
@@ -144,7 +137,7 @@ class Run(DivergenceWatch):
                 return rec
         return self.finish()
 
-    # ---- the interface engines drive (algorithms.batched): nothing outside Run touches its private fields ----
+    # ---- the steps of `advance`, public: nothing outside Run touches its private fields ----
     def start(self) -> dict[str, Any] | None:
         """The record at iteration 0, made once (None once made, or when a metric is not finite there)."""
         if self.algorithm.iteration == 0 and self.last_record is None:
@@ -157,7 +150,7 @@ class Run(DivergenceWatch):
 
     def after_steps(self, ok: bool) -> dict[str, Any] | None:
         """The record a stretch of steps ends on (`ok`: no divergence), or None when its budget ended before
-        the next evaluation point (then `_finish` gives the last record). Shared with algorithms.batched."""
+        the next evaluation point (then `finish` gives the last record)."""
         if not ok:
             return self._diverged()
         if self.algorithm.iteration < self.target():
@@ -282,13 +275,11 @@ class Run(DivergenceWatch):
         """The metric record at the current iterate, or None when a metric is not finite."""
         start = time.perf_counter()
         alg = self.algorithm
-        metrics, self.ready_metrics = self.ready_metrics, None
-        if metrics is None:
-            try:
-                with np.errstate(all="ignore"):
-                    metrics = self._metrics(alg)
-            except _NUMERIC_FAILURES:
-                metrics = {"F": math.nan}
+        try:
+            with np.errstate(all="ignore"):
+                metrics = self._metrics(alg)
+        except _NUMERIC_FAILURES:
+            metrics = {"F": math.nan}
         self.eval_time += time.perf_counter() - start
         # NaN ground truth where the problem flags g as not strongly convex is a fact about the point,
         # not a divergence (a diverging iterate is caught in _step).
@@ -343,8 +334,6 @@ class Run(DivergenceWatch):
     # ---- checkpoints ----
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume, without the problem (rebuilt from its seed)."""
-        if self.holder is not None:
-            self.holder()
         keep = ("next_point", "compute_time", "cpu_time", "eval_time", "status", "last_record", "cumulative_regret",
                 "last_regret_term", "start_values", "diverged_metric")
         state = {k: copy.deepcopy(getattr(self, k)) for k in keep}
@@ -355,8 +344,6 @@ class Run(DivergenceWatch):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from `state_dict()` output."""
-        if self.holder is not None:
-            self.holder()
         for k, v in state.items():
             if k not in ("algorithm", "counter", "iteration"):
                 setattr(self, k, copy.deepcopy(v))

@@ -44,25 +44,6 @@ class SOBAConfig(StochasticConfig):
     gamma_decay: float = param(0.6, "nonnegative", "e in γ_t = γ/(t+1)^e (paper: 3/5; 0: constant)")
 
 
-class _StackedSOBA:
-    """SOBA on stacked runs (algorithms.stacked): its steps scale the (K, d) directions by (K, d) step sizes
-    (`StackedConfig.wide`), the same numbers as the (K, 1) columns without a broadcast per row."""
-
-    config: Any
-    problem: Any
-    iteration: int
-
-    def steps_now(self) -> tuple[Array, Array]:
-        """(ρ_t, γ_t) as wide as y and x."""
-        c, t = self.config, self.iteration
-        return (decaying(c.wide("rho", self.problem.dim_y), c.rho_decay, t),
-                decaying(c.wide("gamma", self.problem.dim_x), c.gamma_decay, t))
-
-    def diagnostics(self) -> dict[str, Any]:
-        c, t = self.config, self.iteration
-        return {"rho": decaying(c.rho, c.rho_decay, t), "gamma": decaying(c.gamma, c.gamma_decay, t)}
-
-
 @register
 class SOBA(Algorithm):
     """SOBA: y −= ρ∇y g; v −= ρ(H v + ∇y f); x −= γ(J v + ∇x f), all from the same iterate."""
@@ -71,7 +52,6 @@ class SOBA(Algorithm):
     name = "soba"
     draws_ahead = True
     batchable = True
-    Stacked = _StackedSOBA
     Config = SOBAConfig
     step_sizes = ("rho", "gamma")
     first_order = False

@@ -74,25 +74,11 @@ def saga(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
     S[φ, w]_i = φ_i(w_i^{t+1}) − φ_i(w_i^t) + (1/n) Σ φ_{i'}(w_{i'}^t). Columns are independent (a sum
     over rows adds each column on its own), so terms side by side in one table give each term's values.
     """
-    if table.ndim == 3:
-        return _saga_rows(table, mean, idx, fresh)
     diff = fresh - table.take(idx, axis=0)
     total = diff.sum(axis=0)  # one sum for both: numpy's diff.mean(axis=0) is this sum / len(idx)
     estimate = mean + total / len(idx)
     mean += total / len(table)
     table[idx] = fresh
-    return estimate
-
-
-def _saga_rows(table: Array, mean: Array, idx: Array, fresh: Array) -> Array:
-    """`saga` on stacked runs: tables (K, n, w), means (K, w), indices (K, b), fresh terms (K, b, w)."""
-    idx = np.broadcast_to(idx, fresh.shape[:2])
-    runs = np.arange(len(table))[:, None]
-    diff = fresh - table[runs, idx]
-    total = diff.sum(axis=1)
-    estimate = mean + total / idx.shape[1]
-    mean += total / table.shape[1]
-    table[runs, idx] = fresh
     return estimate
 
 
@@ -112,28 +98,17 @@ class SABAConfig(VarianceReducedConfig):
     memory_limit_gb: float = param(1.0, "positive", "refuse problems whose per-sample tables need more memory")
 
 
-class _StackedSABA:
-    """SABA on stacked runs (algorithms.stacked): each run draws its indices from its own generator."""
-
-    _members: list[Any]
-
-    def draw(self) -> dict[str, Array]:
-        draws = [m.draw() for m in self._members]
-        return {lvl: np.stack([d[lvl] for d in draws]) for lvl in draws[0]}
-
-
 @register
 class SABA(SOBAFramework):
     """SABA: SOBA's directions with a SAGA memory of each per-sample term (eqs. 11a–c).
 
-    It batches in `run_batched` (each run's indices from its own generator) and has an explicit-state
-    definition (`algorithms.explicit.saba`: the memory tables in the state, the finite-sum quadratic's
-    per-sample oracles from problems/pure.py, its indices drawn from the same generator as here).
+    Its runs stack through its explicit-state definition (`algorithms.explicit.saba`: the memory tables in the
+    state, the finite-sum quadratic's per-sample oracles from problems/pure.py, its indices drawn from the same
+    generator as here).
     """
 
     name = "saba"
     batchable = True
-    Stacked = _StackedSABA
     Config = SABAConfig
     state = ("v", "memory", "memory_mean")
     paper = "Dagréou, Ablin, Vaiter & Moreau 2022 (§2.2, eqs. 11a–c)"

@@ -1,8 +1,8 @@
 """Explicit-state engines (algorithms.explicit): stacked SOBA compiled with JAX on whatever device JAX finds,
-and side by side against today's stacked NumPy engine.
+and side by side the NumPy stack and JAX against `algorithms.run_batched` of an older commit.
 
     .venv/bin/python benchmarks/bench_engines.py [--ks 1000 10000 100000] [--dims 10 100 1000]
-        [--iterations 200] [--compare-dims 10 100] [--compare-k 1000] [--repeats 5] [--tiny]
+        [--iterations 200] [--compare-dims 10 100] [--compare-k 1000] [--repeats 5] [--against COMMIT] [--tiny]
 
 Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size grid over [0.02, 0.2]²:
 
@@ -13,10 +13,13 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   per iteration) as a fraction of a float64 (n × n) matmul's FLOP/s measured on the same device here.
 * side by side, K = --compare-k runs of --compare-algorithm (SOBA; or TTSA with its sampled HIA, whose JAX runs draw
   their own lengths, so that only the stacked engine is checked equal) × --iterations (on --compare-problem: the quadratic at each --compare-dims,
-  or a problem with data, full batch: regularization_selection, hyper_cleaning, simulated, coreset_selection): today's `algorithms.run_batched` (every record
-  consumed), the explicit stacked NumPy engine and the JAX engine (each with its records made), in turn
-  --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the ratio of
-  today's to each, median and min over the pairs. The final records are checked equal (1e-10) first.
+  or a problem with data, full batch: regularization_selection, hyper_cleaning, simulated, coreset_selection):
+  "today", `algorithms.run_batched` of --against COMMIT (every record consumed; a commit before the NumPy stack
+  took it, e.g. bc34bb6, is the batched run loop; run in a process of its own from a temporary worktree, as
+  bench_million.py does, and timed there), the explicit stacked NumPy engine and the JAX engine (each with its
+  records made), in turn --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the
+  ratio of the first row's to each, median and min over the pairs (without --against: the NumPy stack's). The final
+  records are checked equal (1e-10) first.
 
 As a trial on one CPU: the process pinned to one CPU (XLA sizes its thread pools from that) and BLAS to one
 thread; --threads-any leaves both as they are. --tiny: a CI-size run (seconds).
@@ -25,7 +28,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,12 +45,14 @@ from algorithms.threads import pin_to_cpus  # noqa: E402
 if "--threads-any" not in sys.argv:  # XLA sizes its thread pools from the affinity when it starts
     pin_to_cpus(1)
 
-import algorithms  # noqa: E402
 import problems  # noqa: E402
 from algorithms import explicit  # noqa: E402
 from algorithms.explicit.jax_engine import device, jax_modules  # noqa: E402
 from algorithms.threads import blas_threads  # noqa: E402
 from problems.shared.errors import ParameterError  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_million import pythons  # noqa: E402  (benchmarks/ is not a package)
 
 
 def grid(k: int) -> list[dict[str, float]]:
@@ -105,14 +113,48 @@ COMPARED = {"soba": ("soba", lambda c: c),
             "ttsa": ("ttsa", lambda c: {"alpha": c["rho"], "gamma": c["gamma"], "hia_mode": "sampled"})}
 
 
-def today(algorithm: str):
-    def run(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
-        finals = {}  # run k's stream from seed k, as the explicit engines' default
-        for k, rec in algorithms.run_batched(algorithm, problem, configs, list(range(len(configs))),
-                                             {"iterations": iterations}, n_evals):
-            finals[k] = rec
-        return finals
-    return run
+#: The older commit's side: read one problem and run spec (JSON) per line, run `algorithms.run_batched` on it, print
+#: its process CPU seconds and final values (run k's stream from seed k, as the explicit engines' default).
+TODAY = """
+import json, sys, time
+import algorithms, problems
+for line in sys.stdin:
+    job = json.loads(line)
+    problem = problems.make(job["problem"], **job["params"])
+    start, finals = time.process_time(), {}
+    for k, rec in algorithms.run_batched(job["algorithm"], problem, job["configs"], list(range(len(job["configs"]))),
+                                         {"iterations": job["iterations"]}, job["n_evals"]):
+        finals[k] = rec
+    seconds = time.process_time() - start
+    keep = ("F", "grad_F_sq", "y_err_sq", "iteration")
+    print(json.dumps({"seconds": seconds, "finals": {k: {n: r[n] for n in keep} for k, r in finals.items()}}),
+          flush=True)
+"""
+
+
+class Today:
+    """`algorithms.run_batched` of an older commit, in a process of its own (BLAS on one thread, one CPU)."""
+
+    def __init__(self, python: str, algorithm: str, problem_spec: tuple[str, dict]) -> None:
+        # BLAS on one thread as here (the CPU affinity is inherited)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([python, "-c", TODAY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+        self.algorithm, self.problem_spec, self.seconds = algorithm, problem_spec, 0.0
+
+    def __call__(self, problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
+        name, params = self.problem_spec
+        job = {"problem": name, "params": params, "algorithm": self.algorithm, "configs": configs,
+               "iterations": iterations, "n_evals": n_evals}
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        self.seconds = out["seconds"]
+        return {int(k): v for k, v in out["finals"].items()}
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def explicit_engine(algorithm: str, engine: str):
@@ -126,41 +168,51 @@ def same(a: dict[int, dict], b: dict[int, dict]) -> bool:
     return a.keys() == b.keys() and all(np.isclose(a[k][n], b[k][n], rtol=1e-10, atol=0) for k in a for n in keys)
 
 
-def compared_problems(args) -> list[tuple[int, object]]:
-    """(d, problem) of each side-by-side row: the quadratic at each --compare-dims, or --compare-problem once."""
+def compared_problems(args) -> list[tuple[int, object, tuple[str, dict]]]:
+    """(d, problem, (its name, params)) of each side-by-side row: the quadratic at each --compare-dims, or
+    --compare-problem once."""
     if args.compare_problem == "quadratic":
-        return [(d, problems.make("quadratic", seed=0, dim_x=d, dim_y=d)) for d in args.compare_dims]
-    problem = problems.make(args.compare_problem, seed=0)
-    return [(problem.dim_y, problem)]
+        specs = [("quadratic", {"seed": 0, "dim_x": d, "dim_y": d}) for d in args.compare_dims]
+    else:
+        specs = [(args.compare_problem, {"seed": 0})]
+    return [(p.dim_y, p, spec) for spec in specs for p in [problems.make(spec[0], **spec[1])]]
 
 
 def compare_table(args) -> None:
+    with contextlib.ExitStack() as stack:
+        python = pythons(stack, args.against)[args.against] if args.against else None
+        for d, problem, spec in compared_problems(args):
+            compare_row(args, d, problem, python and Today(python, COMPARED[args.compare_algorithm][0], spec))
+
+
+def compare_row(args, d: int, problem, today: Today | None) -> None:
     algorithm, configured = COMPARED[args.compare_algorithm]
-    engines = {"today": today(algorithm), "stacked": explicit_engine(algorithm, "stacked"),
+    engines = {**({"today": today} if today else {}), "stacked": explicit_engine(algorithm, "stacked"),
                "jax": explicit_engine(algorithm, "jax")}
+    first = next(iter(engines))
     draws = explicit.definition(algorithm).draws_for(explicit.definition(algorithm).configs([configured({
         "rho": 0.1, "gamma": 0.1})])[0])
     print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} {algorithm} runs x {args.iterations} iterations, "
           f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds "
-          "(min / median); "
-          "today / engine (median, min)")
+          f"(min / median); {first} / engine (median, min)" + (f"; today: run_batched at {args.against}" if today else ""))
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
-    for d, problem in compared_problems(args):
-        configs = [configured(c) for c in grid(args.compare_k)]
-        finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
-        for name in ("stacked",) if draws else ("stacked", "jax"):  # also the warm-up, JAX's compile among it
-            if not same(finals["today"], finals[name]):  # (JAX's draws are its own: other samples)
-                raise SystemExit(f"d={d}: {name} and today's final records differ")
-        seconds: dict[str, list[float]] = {name: [] for name in engines}
-        for _ in range(args.repeats):
-            for name, run in engines.items():
-                start = time.process_time()
-                run(problem, configs, args.iterations, args.n_evals)
-                seconds[name].append(time.process_time() - start)
-        for name, s in seconds.items():
-            ratios = [t / e for t, e in zip(seconds["today"], s)]
-            print(f"{d:>5} {name:>8} {min(s):>8.4f} {statistics.median(s):>9.4f} {statistics.median(ratios):>6.2f}x "
-                  f"{min(ratios):>6.2f}x", flush=True)
+    configs = [configured(c) for c in grid(args.compare_k)]
+    finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
+    for name in ("stacked",) if draws else ("stacked", "jax"):  # also the warm-up, JAX's compile among it
+        if name != first and not same(finals[first], finals[name]):  # (JAX's draws are its own: other samples)
+            raise SystemExit(f"d={d}: {name} and {first}'s final records differ")
+    seconds: dict[str, list[float]] = {name: [] for name in engines}
+    for _ in range(args.repeats):
+        for name, run in engines.items():
+            start = time.process_time()
+            run(problem, configs, args.iterations, args.n_evals)
+            seconds[name].append(run.seconds if isinstance(run, Today) else time.process_time() - start)
+    if today:
+        today.close()
+    for name, s in seconds.items():
+        ratios = [t / e for t, e in zip(seconds[first], s)]
+        print(f"{d:>5} {name:>8} {min(s):>8.4f} {statistics.median(s):>9.4f} {statistics.median(ratios):>6.2f}x "
+              f"{min(ratios):>6.2f}x", flush=True)
 
 
 def main() -> None:
@@ -178,6 +230,7 @@ def main() -> None:
                              "coreset_selection"),
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--against", metavar="COMMIT", help="the side-by-side table's first row: run_batched at COMMIT")
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")
     ap.add_argument("--device-iterations", type=int, default=50, help="iterations of a device-table point")
     ap.add_argument("--device-evals", type=int, default=2, help="evaluation points of a device-table point")

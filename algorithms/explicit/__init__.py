@@ -21,7 +21,7 @@ The design, in the style of optax's `init`/`update`:
   StocBiO, AID-FP and AID-CG (double_loop.py), ITD (itd.py: its reverse pass over a `scan` tape), S-TFBO and
   D-TFBO with fixed sub-loops (tfbo.py), BOME (bome.py), TTSA with the sampled or the expected HIA (ttsa.py), SABA (saba.py:
   its per-sample memory tables in the state, its minibatches drawn from the run's stream): the 14 algorithms
-  `run_batched` stacks.
+  whose runs stack.
 * A problem is a NamedTuple of arrays whose methods are its oracles and ground truth (problems/pure.py), so
   the step runs under `jit` and its arrays are arguments, not constants; a definition names the form it
   needs (`Definition.oracles_of`: the full-batch quadratic or the closed-form toys `nonunique_toy` and
@@ -29,8 +29,8 @@ The design, in the style of optax's `init`/`update`:
 * Engines execute that same definition: `run_per_run` (NumPy, each run alone, 1-D iterates), `run_stacked`
   (NumPy, (K, d) iterates and (K, 1) hyperparameter columns), `run_jax` (`jax.vmap` over runs, `jax.jit`,
   `lax.scan` over evaluation points, float64, on JAX's default device). They give the same iterates to
-  rounding (1e-10 in tests/algorithms/test_engines.py), and the same as `algorithms.run` and
-  `algorithms.run_batched` on the deterministic quadratic and the two toys (but AID-CG on `nonunique_toy`,
+  rounding (1e-10 in tests/algorithms/test_engines.py), and the same as `algorithms.run` on the deterministic
+  quadratic and the two toys (but AID-CG on `nonunique_toy`,
   whose lower-level Hessian is singular: CG there follows rounding, in the run loop as in the engines).
 * Randomness: a definition that draws (`Definition.draws`, SABA) takes its draws from a per-run stream in its
   state, made from the run's seed: on the NumPy engines the generator `algorithms.run` gives that run (the
@@ -47,7 +47,7 @@ The design, in the style of optax's `init`/`update`:
 
 * Seconds: records carry the run loop's `time`, `cpu_time` (the steps' wall and thread CPU seconds) and
   `eval_time` (the evaluations'), cumulative. Per run: each run's own. Stacked: the stack's divided among its K
-  runs, `time_mode: batched` (as `algorithms.run_batched`). JAX: the one program's wall and process CPU seconds
+  runs, `time_mode: batched`. JAX: the one program's wall and process CPU seconds
   shared out by steps done, evaluations included in `time` (`eval_time` 0), `time_mode: compiled`.
 
 * Other problems: the NumPy engines run any `BilevelProblem` without a pure form (the real-data and simulated
@@ -59,9 +59,10 @@ The design, in the style of optax's `init`/`update`:
 
 Windows and checkpoints: `CompiledStack` (JAX) and `NumpyStack` (NumPy; `run_stacked` is it in one window) advance a
 stack a window of points at a time and save each run's state between windows (a NumPy run's generator state
-with it), from which a new stack of any of those runs goes on; a study's batches run through them
-(sweep/execution/trial_stacks.py). What the engines do not do (yet): oracle-call and seconds budgets, online
-problems. `Result.records()` gives the run loop's records otherwise.
+with it), from which a new stack of any of those runs goes on; a study's batches and `algorithms.run_batched` run
+through them (sweep/execution/trial_stacks.py, algorithms/batched.py). Oracle-call budgets: the NumPy stack runs
+the whole steps a budget pays for and hands each going run to the run loop for its cut step (call_budget.py). What
+the engines do not do: seconds budgets, online problems. `Result.records()` gives the run loop's records.
 """
 from __future__ import annotations
 

@@ -43,7 +43,8 @@ class CallPlan:
 
 
 def plan(defn: Definition, problem: Any, config: AlgorithmConfig, budget: Budget, n_evals: int) -> CallPlan:
-    """The course of a stack of `config`'s runs under an oracle-call `budget`; one line when the stack cannot
+    """The course of a stack of `config`'s runs under an oracle-call `budget` (with an iteration limit too, which
+    ends the runs first when it comes before the calls do: no cut step then); one line when the stack cannot
     take it (calls that differ between its runs; a step that makes no call, which no call budget ends)."""
     calls = budget.oracle_calls
     counts, unit = run_counts(defn, problem, config)
@@ -57,8 +58,10 @@ def plan(defn: Definition, problem: Any, config: AlgorithmConfig, budget: Budget
     if first <= 0 or later <= 0:
         raise ParameterError(f"budget.oracle_calls: a step of {defn.name} with this config makes no oracle call")
     steps = 0 if start + first > calls else 1 + (calls - start - first) // later
-    natural = [p for p in eval_points(budget, n_evals) if p <= steps]
     cut = _total(counts, steps) < calls
+    if budget.iterations is not None and budget.iterations <= steps:  # the iterations end the runs first
+        steps, cut = budget.iterations, False
+    natural = [p for p in eval_points(budget, n_evals) if p <= steps]
     return CallPlan(budget, n_evals, steps, cut, natural[-1] == steps, tuple(natural + [steps] * (natural[-1] < steps)))
 
 

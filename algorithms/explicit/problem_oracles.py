@@ -2,7 +2,7 @@
 and simulated finite sums, the coreset problems.
 
 One run's 1-D iterates go to the problem's oracles, a stack's (K, d) rows to its `*_rows` oracles, exactly as the
-per-run algorithm and `algorithms.run_batched`'s stacked view call them. Minibatches: a step's minibatches are
+per-run algorithm calls them. Minibatches: a step's minibatches are
 drawn together by the problem's own `sample_batches` from each run's generator (the stream `algorithms.run` gives
 the run, in the per-run algorithm's order), one batch per run of a stack (`RunBatches`), and an oracle at a
 minibatch is the problem's minibatch oracle. Ground truth: the run loop's metrics (the problem's own among them),
@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.batch_records import metric_columns, stacked_metrics
+from algorithms.run_settings import _NUMERIC_FAILURES
 from algorithms.stacked import RunBatches
 from problems.base import BilevelProblem
 from problems.shared.errors import ParameterError
 
+#: What a ground-truth solve at a diverging run's point may raise (a non-finite value inside it: SciPy's checks).
+_FAILURES = (*_NUMERIC_FAILURES, ValueError)
 #: Oracles whose value is one of a pair the problem computes together: (the pair's oracle, the pair's index).
 _PAIRED = {"grad_x_f": ("grad_f", 0), "grad_x_g": ("grad_g", 0)}
 
@@ -30,6 +32,7 @@ class ProblemOracles:
     def __init__(self, problem: BilevelProblem) -> None:
         self.problem = problem
         self._f_opt: float | None = None
+        self._names: tuple[str, ...] = ("F", "grad_F_sq", "y_err_sq", "F_gap")  # `_columns` sets the problem's
 
     def _call(self, name: str, batch: Any, x: Any, *args: Any) -> Any:
         """Oracle `name` at one run's point or every row of a stack's, on `batch` (None: the full batch)."""
@@ -141,16 +144,58 @@ class ProblemOracles:
         return self._f_opt
 
     def metrics(self, x: Any, y: Any) -> dict[str, Any]:
-        """The run loop's metrics at (x, y): numbers for one run, (K,) columns for a stack."""
-        p, X, Y, f_opt = self.problem, np.atleast_2d(x), np.atleast_2d(y), self.f_opt()
-        columns = metric_columns(p, X, Y, f_opt)
-        if columns is None:  # points the problem flags (g not strongly convex): its metrics row by row
-            rows = stacked_metrics(p, X, Y, f_opt)
-            columns = {n: np.array([r[n] for r in rows]) for n in rows[0]}
-        columns.setdefault("F_gap", columns["F"] - f_opt)  # NaN without an optimum: the records then have none
+        """The run loop's metrics at (x, y): numbers for one run, (K,) columns for a stack; NaN for a row whose
+        iterates are not finite or whose ground truth fails (a diverged run's, which the engines do not record)."""
+        X, Y = np.atleast_2d(x), np.atleast_2d(y)
+        rows = np.isfinite(X).all(axis=1) & np.isfinite(Y).all(axis=1)
+        try:
+            columns = self._columns(X, Y) if rows.all() else self._rows(X, Y, rows)
+        except _FAILURES:  # one row's solve failed (a diverging run): each row alone
+            alone = [self._rows(X[k:k + 1], Y[k:k + 1], rows[k:k + 1]) for k in range(len(X))]
+            columns = {n: np.concatenate([a[n] for a in alone]) for n in self._names}
+        return columns if np.ndim(x) == 2 else {n: v[0] for n, v in columns.items()}
+
+    def _rows(self, X: np.ndarray, Y: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """`_columns` of the rows marked (NaN in the others, and in a lone row whose evaluation fails)."""
+        part = {n: np.empty(0) for n in self._names}
+        if rows.any():
+            try:
+                part = self._columns(X[rows], Y[rows])
+            except _FAILURES:
+                if len(X) > 1:
+                    raise
+                rows = np.zeros_like(rows)
+        out = {n: np.full(len(X), np.nan) for n in self._names}
+        for n in self._names:
+            out[n][rows] = part[n]
+        return out
+
+    def _columns(self, X: np.ndarray, Y: np.ndarray) -> dict[str, np.ndarray]:
+        p, f_opt = self.problem, self.f_opt()
+        with np.errstate(all="ignore"):
+            Ys, G = _ground_truth(p, X)
+            D = Y - Ys
+            columns = {"F": np.asarray(p.f_rows(X, Ys), dtype=float), "grad_F_sq": np.einsum("ij,ij->i", G, G),
+                       "y_err_sq": np.einsum("ij,ij->i", D, D)}
+            if type(p).metrics is not BilevelProblem.metrics:  # the problem's own, its `not strongly convex` flag too
+                extra = p.metrics_rows(X, Y)
+                columns.update({n: np.array([float(e[n]) for e in extra]) for n in extra[0]})
+            if math.isfinite(f_opt) or "F_gap" not in columns:  # else the problem's own gap (coreset selection)
+                columns["F_gap"] = columns["F"] - f_opt  # NaN without an optimum: the records then have none
         if p.constraints is not None:
             columns["constraint_violation"] = np.array([p.constraints.violation(a, b) for a, b in zip(X, Y)])
-        return columns if np.ndim(x) == 2 else {n: v[0] for n, v in columns.items()}
+        self._names = tuple(columns)  # a stack's first point is finite: every later point has these
+        return columns
+
+
+def _ground_truth(p: BilevelProblem, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """y*(x) and ∇F(x) of each row: stacked where the family has a stacked ∇F, else row by row, y* then ∇F
+    (a problem that keeps y* of its last x, as the logistic ones do, then solves once per row, as alone)."""
+    if type(p).grad_F_rows is not BilevelProblem.grad_F_rows:
+        Ys = p.y_star_rows(X)
+        return Ys, p.grad_F_rows(X, Ys)
+    pairs = [(p.y_star(x), p.grad_F(x)) for x in X]
+    return np.array([ys for ys, _ in pairs]), np.array([g for _, g in pairs])
 
 
 def numpy_oracles(pure_form: Any, problem: Any) -> Any:

@@ -138,7 +138,7 @@ class Result:
                 yield k, rec
 
     def _records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(run index, record) pairs point by point, as `algorithms.run_batched` yields them: status "running",
+        """(run index, record) pairs point by point, as the run loop makes them: status "running",
         "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
         divergence; `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric>
         non-finite" or the grown metric); then its records stop. Those of the points evaluated (`evaluated`),
@@ -252,8 +252,8 @@ def _record_maker(names: tuple[str, ...]) -> Callable[..., dict[str, Any]]:
 
 
 def shared_clock(step: list[float], cpu: list[float], evaluation: list[float], k: int) -> dict[str, np.ndarray]:
-    """A stack's cumulative seconds at each point divided among its k runs, as `algorithms.run_batched` divides a
-    batch's: (len(points), k) arrays named as CLOCKS."""
+    """A stack's cumulative seconds at each point divided among its k runs: (len(points), k) arrays named as
+    CLOCKS."""
     return {n: np.repeat(np.asarray(v, dtype=float).reshape(-1, 1) / k, k, axis=1)
             for n, v in zip(CLOCKS, (step, cpu, evaluation))}
 

@@ -18,7 +18,7 @@ are the run loop's: its runs go on there with the same draws.
 
 The NumPy stack takes a batch with an iteration or an oracle-call budget on an offline problem (under a call budget,
 the whole steps it pays for, then each run's cut step on the run loop: algorithms/explicit/call_budget.py); JAX
-an iteration budget; algorithms.run_batched, the batched run loop, the others (configs the engines refuse).
+an iteration budget; any other batch (configs the engines refuse) runs one run after another.
 """
 from __future__ import annotations
 
@@ -58,10 +58,10 @@ Member = tuple[int, RunSpec, Any, "dict[str, Any] | None"]
 
 def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine: str = "jax") -> bool:
     """Run `todo` (one batch: none started, or some resumed from `engine`'s states) stack by stack on `engine`
-    ("numpy" or "jax"); False when it cannot take them (nothing was sent: the batched run loop runs them)."""
+    ("numpy" or "jax"); False when it cannot take them (nothing was sent: they run one after another)."""
     first = todo[0][1]
     budget = {k for k, v in first.budget.items() if v is not None}
-    takes = [{"iterations"}] if engine == "jax" else [{"iterations"}, {"oracle_calls"}]
+    takes = [{"iterations"}] if engine == "jax" else [{"iterations"}, {"oracle_calls"}, {"iterations", "oracle_calls"}]
     if first.algorithm not in explicit.defined() or isinstance(problem, OnlineProblem) or budget not in takes:
         return False
     if engine == "jax":
@@ -71,7 +71,7 @@ def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine
         explicit.jax_form(defn, problem) if engine == "jax" else numpy_oracles(defn.oracles_of, problem)
         stacks = [(stack, configs, _course(defn, problem, configs[0], first))
                   for stack in _stacks(body, engine, todo) for configs in [defn.configs([m[2] for m in stack])]]
-    except ParameterError:  # a config the engine refuses (validation names it): the batched run loop runs the batch
+    except ParameterError:  # a config the engine refuses (validation names it): the runs go one after another
         return False
     for stack, configs, course in stacks:
         run_stack(body, defn, problem, stack, configs, engine, course)
@@ -82,8 +82,8 @@ def _course(defn: Any, problem: Any, config: Any, spec: RunSpec) -> CallPlan | N
     """A stack's course under its oracle-call budget (call_budget.py), or None under an iteration budget."""
     if spec.budget.get("oracle_calls") is None:
         return None
-    return call_budget.plan(defn, problem, config, Budget.from_dict({"oracle_calls": spec.budget["oracle_calls"]}),
-                            spec.n_evals)
+    budget = Budget.from_dict({k: v for k, v in spec.budget.items() if v is not None})
+    return call_budget.plan(defn, problem, config, budget, spec.n_evals)
 
 
 def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any],

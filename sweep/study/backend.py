@@ -1,8 +1,8 @@
 """The study field `backend`: what steps a study's batches of runs, and what a study on the JAX backend may hold.
 
 `numpy` (the default): the explicit definitions' NumPy stack (`algorithms.explicit.NumpyStack`) for a batch with an
-iteration budget on an offline problem, the batched run loop (`algorithms.run_batched`) for every other batchable
-algorithm and problem. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
+iteration or an oracle-call budget on an offline problem (the runs' cut steps on the run loop:
+algorithms/explicit/call_budget.py); any other batch runs one run after another. `jax`: each batch is one compiled JAX program (`algorithms.explicit`'s JAX engine: `vmap` over the
 batch's runs, `jit`, float64, on the device `JAX_PLATFORMS` chooses). What that engine runs today is checked
 before any work: algorithms with an explicit definition on the quadratic (its finite sum too), the closed-form toys
 (nonunique_toy, minimax_toy, coreset_toy), regularization_selection, hyper_cleaning, simulated, coreset_selection or

@@ -1,14 +1,16 @@
-"""Batched runs equal their sequential runs: every covered algorithm on quadratic, simulated and logistic
-problems (full batch and minibatches), with runs that diverge, end on an oracle budget, and resume from a
-state saved mid-batch. Records are compared key by key (floats to rtol 1e-10, the rest exactly), times
-aside; the configs avoid chaotic regimes, where rounding differences (a stacked product sums in another
-order) grow without diverging."""
+"""Batched runs (`algorithms.run_batched`: NumPy stacks of the explicit definitions) equal their sequential runs:
+every batchable algorithm on quadratic, simulated and logistic problems (full batch and minibatches), with runs that
+diverge and runs that end on an oracle-call budget; what cannot stack (another algorithm, a tolerance D-TFBO, a
+seconds budget) runs one after another. Records are compared key by key (floats to rtol 1e-10, the rest exactly),
+times aside; the configs avoid chaotic regimes, where rounding differences (a stacked product sums in another
+order) grow without diverging. Resuming a stack from saved states: tests/algorithms/test_engines_windows.py."""
 import pytest
 
 import algorithms
 import problems
-from algorithms.batched import BatchedRuns, run_batched
-from algorithms.checkpoint import load_state, save_state
+from algorithms import explicit
+from algorithms.batched import batchable, run_batched
+from algorithms.explicit.numpy_engines import NumpyStack
 from algorithms.run import Run
 
 TIMES = ("time", "cpu_time", "eval_time", "time_mode")
@@ -77,7 +79,7 @@ def configs_for(algorithm, name):
     stochastic = name in STOCHASTIC
     full = None if algorithms.get(algorithm).Config().batch_size is None else 64  # SABA's default is 64
     # On logistic minibatches the diverging config overflows exp(x) inside a step before any stored value is
-    # non-finite: alone that step raises, stacked it computes on (algorithms.batched): not a case of equality.
+    # non-finite: alone that step raises, stacked it computes on (algorithms/explicit): not a case of equality.
     chosen = CONFIGS[algorithm][:2] if name == "logistic_minibatch" else CONFIGS[algorithm]
     return [dict(c, batch_size=4) if stochastic else dict(c, batch_size=full) for c in chosen]
 
@@ -97,8 +99,8 @@ def test_batched_runs_equal_sequential_runs(algorithm, name):
 
 
 def test_the_fourteen_algorithms_are_batchable_and_others_are_not():
-    assert len(CONFIGS) == 14 and all(algorithms.get(n).batchable for n in CONFIGS)
-    assert not algorithms.get("bsa").batchable
+    assert len(CONFIGS) == 14 and set(CONFIGS) == set(explicit.defined())
+    assert all(batchable(n, make("quadratic")) for n in CONFIGS) and not batchable("bsa", make("quadratic"))
 
 
 @pytest.mark.parametrize("algorithm,name", [("soba", "quadratic_sum"), ("aid_cg", "quadratic_sum"),
@@ -127,27 +129,6 @@ def test_a_divergence_between_evaluation_points_leaves_the_others_undisturbed():
     assert got[0][-1]["status"] == "finished" and got[0][-1]["iteration"] == 200
 
 
-@pytest.mark.parametrize("algorithm,name", [("soba", "quadratic_sum"), ("saba", "simulated"), ("amigo", "simulated"),
-                                            ("bome", "quadratic"), ("ttsa", "quadratic_sum"), ("fsla", "simulated"),
-                                            ("itd", "quadratic"), ("dtfbo", "quadratic")])
-def test_a_batch_resumes_from_a_state_saved_mid_batch(algorithm, name, tmp_path):
-    configs, budget = configs_for(algorithm, name), {"iterations": 40}
-    first = BatchedRuns(algorithm, make(name), configs, SEEDS, budget, n_evals=8)
-    got = [[] for _ in configs]
-    for _ in range(4):
-        for k, rec in first.advance():
-            got[k].append(rec)
-    assert not first.done and any(r.done for r in first.runs)  # the diverging run has left, the others go on
-    save_state(first.state_dict(), str(tmp_path))
-    resumed = BatchedRuns(algorithm, make(name), configs, SEEDS, budget, n_evals=8)
-    resumed.load_state_dict(load_state(str(tmp_path)))
-    for k, rec in resumed.records():
-        got[k].append(rec)
-    want = sequential(algorithm, name, configs, budget)
-    for k in range(3):
-        assert_same(got[k], want[k], f"run {k}")
-
-
 def test_runs_with_different_structural_settings_form_separate_stacks():
     configs = [{"inner_steps": 3, "gamma": 0.1}, {"inner_steps": 5, "gamma": 0.2}, {"inner_steps": 3, "gamma": 0.3}]
     budget = {"iterations": 20}
@@ -168,10 +149,8 @@ def test_a_problem_without_stacked_oracles_runs_through_the_loop_fallback():
 
 def test_an_algorithm_that_cannot_batch_runs_one_after_another():
     configs, budget = [{"batch_size": 4}, {"batch_size": 4, "gamma": 0.05}], {"iterations": 15}
-    runs = BatchedRuns("bsa", make("quadratic_sum"), configs, [0, 1], budget, n_evals=8)
-    assert not runs.batched
     out = [[] for _ in configs]
-    for k, rec in runs.records():
+    for k, rec in run_batched("bsa", make("quadratic_sum"), configs, [0, 1], budget, n_evals=8):
         out[k].append(rec)
     for k, (c, s) in enumerate(zip(configs, [0, 1])):
         want = list(algorithms.run("bsa", make("quadratic_sum"), c, s, budget, n_evals=8))
@@ -189,18 +168,23 @@ def test_ttsa_runs_stop_their_hia_at_their_own_length():
     assert len({r[-1]["calls/hvp"] for r in want}) > 1
 
 
-def test_a_tolerance_dtfbo_is_not_batched_and_a_structural_mismatch_of_a_varying_kind_is_refused():
-    assert not BatchedRuns("dtfbo", make("quadratic"), [{}, {}], [0, 1]).batched
-    assert BatchedRuns("dtfbo", make("quadratic"), [{"sub_loops": "fixed"}] * 2, [0, 1]).batched
+def test_a_tolerance_dtfbo_runs_one_after_another_and_a_seed_per_config_is_required():
+    budget = {"iterations": 8}
+    got = batched("dtfbo", "quadratic", [{}, {"eta_x": 0.5}], budget, seeds=[0, 1])
+    want = sequential("dtfbo", "quadratic", [{}, {"eta_x": 0.5}], budget, seeds=[0, 1])
+    for k in range(2):
+        assert_same(got[k], want[k], f"run {k}")
+        assert all("time_mode" not in r for r in got[k])  # its own seconds: not a stack's share
+    fixed = batched("dtfbo", "quadratic", [{"sub_loops": "fixed"}] * 2, budget, seeds=[0, 1])
+    assert all(r["time_mode"] == "batched" for run in fixed for r in run)
     with pytest.raises(algorithms.base.ParameterError, match="one seed per config"):
-        BatchedRuns("soba", make("quadratic"), [{}, {}], [0])
+        run_batched("soba", make("quadratic"), [{}, {}], [0])
 
 
 def test_batched_compute_seconds_are_shares_of_the_batch():
     configs = [{"rho": 0.1, "gamma": g} for g in (0.05, 0.1, 0.2, 0.4)]
-    runs = BatchedRuns("soba", make("quadratic"), configs, [0] * 4, {"iterations": 300}, n_evals=5)
     finals = {}
-    for k, rec in runs.records():
+    for k, rec in run_batched("soba", make("quadratic"), configs, [0] * 4, {"iterations": 300}, n_evals=5):
         finals[k] = rec
     times = [finals[k]["cpu_time"] for k in range(4)]
     assert all(t > 0 for t in times) and max(times) == pytest.approx(min(times), rel=1e-9)
@@ -217,18 +201,18 @@ def test_a_seconds_budget_ends_every_run_of_the_batch():
         assert finals[k]["iteration"] > 10
 
 
-def test_a_points_records_are_made_together_and_equal_the_per_run_records(monkeypatch):
+def test_a_stack_makes_every_record_and_no_run_loop_steps(monkeypatch):
     configs = [{"rho": r, "gamma": g} for r in (0.05, 0.1) for g in (0.05, 0.1, 0.2)]
     seeds, budget = [0] * 6, {"iterations": 40}
     want = sequential("soba", "quadratic", configs, budget, seeds)
-    alone = []  # records made by a run alone (Run.evaluate)
-    evaluate = Run.evaluate
-    monkeypatch.setattr(Run, "evaluate", lambda self: alone.append(1) or evaluate(self))
+    alone, stacks = [], []
+    monkeypatch.setattr(Run, "__init__", lambda self, *a, **k: alone.append(1))
+    real = NumpyStack.__init__
+    monkeypatch.setattr(NumpyStack, "__init__", lambda self, *a, **k: stacks.append(len(a[2])) or real(self, *a, **k))
     got = batched("soba", "quadratic", configs, budget, seeds)
-    assert not alone  # every point's six records, the start's included, were made at once
+    assert not alone and stacks == [6]  # one stack of the six runs, no run loop
     for k in range(6):
         assert_same(got[k], want[k], f"run {k}")
-        assert [[key for key in a if key != "time_mode"] for a in got[k]] == [list(b) for b in want[k]]
         assert got[k][-1]["status"] == "finished" and got[k][-1]["iteration"] == 40
 
 
@@ -243,110 +227,12 @@ def test_a_metric_past_its_limit_ends_its_run_as_it_would_alone():
     assert got[0][-1]["status"] == "finished" and got[0][-1]["iteration"] == 200
 
 
-def test_a_cohort_keeps_the_runs_state_in_its_stack_until_a_run_is_asked_for_it():
-    configs = [{"rho": 0.1, "gamma": g} for g in (0.05, 0.1, 0.2)]
-
-    def fresh():
-        return BatchedRuns("soba", make("quadratic"), configs, SEEDS, {"iterations": 60}, n_evals=8)
-
-    whole = [[] for _ in configs]
-    for k, rec in fresh().records():
-        whole[k].append(rec)
-    runs, got = fresh(), [[] for _ in configs]
-    for _ in range(3):
-        for k, rec in runs.advance():
-            got[k].append(rec)
-    cohort = runs._cohort
-    assert cohort is not None and all(r.holder is not None for r in runs.runs)
-    assert runs.runs[0].algorithm.iteration == 0 < cohort.stacked.iteration == got[0][-1]["iteration"] == 3
-    state = runs.runs[1].state_dict()  # one run's state asked for: every run's is written back
-    assert runs._cohort is None and all(r.holder is None and r.algorithm.iteration == 3 for r in runs.runs)
-    assert state["iteration"] == 3 and state["counter"][0] == {"grad_g": 3, "hvp": 3, "cross": 3, "grad_f": 3}
-    assert all(r.algorithm.x is row for r, row in zip(runs.runs, runs._kept[2]["x"]))  # rows of the kept stack
-    for _ in range(2):
-        for k, rec in runs.advance():
-            got[k].append(rec)
-    assert runs._cohort is not None and runs._cohort.stacked is cohort.stacked  # stepped on, not built again
-    runs.runs[2].load_state_dict(runs.runs[2].state_dict())  # a run's state replaced: the stack is built again
-    for k, rec in runs.records():
-        got[k].append(rec)
-    assert runs._cohort is None and all(r.done for r in runs.runs)
-    untimed = [[[{key: v for key, v in rec.items() if key not in TIMES} for rec in run] for run in recs]
-               for recs in (got, whole)]
-    assert untimed[0] == untimed[1] and [len(r) for r in got] == [9, 9, 9]  # equal to the bit
-
-
-@pytest.mark.parametrize("name", ["logistic_minibatch", "simulated"])
-def test_a_batch_resumes_from_a_state_saved_while_a_cohort_holds_it(name, tmp_path):
-    """Saved between rounds while the runs' state sits in their stack: the checkpoint holds it all."""
-    configs, budget = configs_for("soba", name)[:2], {"iterations": 12}
-    first = BatchedRuns("soba", make(name), configs, SEEDS[:2], budget, n_evals=8)
-    got = [[] for _ in configs]
-    for _ in range(3):
-        for k, rec in first.advance():
-            got[k].append(rec)
-    assert first._cohort is not None and first.runs[0].algorithm.iteration == 0  # not yet written back
-    save_state(first.state_dict(), str(tmp_path))
-    resumed = BatchedRuns("soba", make(name), configs, SEEDS[:2], budget, n_evals=8)
-    resumed.load_state_dict(load_state(str(tmp_path)))
-    for k, rec in resumed.records():
-        got[k].append(rec)
-    want = sequential("soba", name, configs, budget, seeds=SEEDS[:2])
-    for k in range(2):
-        assert_same(got[k], want[k], f"run {k}")
-    assert [len(r) for r in got] == [len(r) for r in want] and got[0][-1]["iteration"] == 12
-
-
-def test_a_wide_step_size_repeats_its_column_and_follows_the_rows_kept():
-    import numpy as np
-
-    from algorithms.stacked import StackedConfig
-    from algorithms.stochastic_hypergradient import SOBAConfig
-    configs = [SOBAConfig.from_dict({"rho": r, "gamma": 0.1}) for r in (0.1, 0.2, 0.4)]
-    c = StackedConfig(configs, frozenset({"rho", "gamma", "rho_decay", "gamma_decay"}))
-    np.testing.assert_array_equal(c.wide("rho", 2), [[0.1, 0.1], [0.2, 0.2], [0.4, 0.4]])
-    assert c.wide("rho", 2) is c.wide("rho", 2) and c.wide("gamma", 5) == 0.1  # a shared value stays one number
-    c.take(np.array([2, 0]))
-    np.testing.assert_array_equal(c.wide("rho", 2), [[0.4, 0.4], [0.1, 0.1]])
-
-
-def test_the_divergence_screen_flags_only_rows_past_their_limit_when_the_rows_sum_is_large():
-    import numpy as np
-
-    from algorithms.batch_rows import Rows, screens
-
-    class Stack:  # x and y only: the screen's two iterates
-        def __init__(self, x, y):
-            self.x, self.y, self.problem = x, y, type("P", (), {"count": len(x)})()
-
-        @classmethod
-        def state_fields(cls):
-            return ("x", "y")
-
-    limits = {"x": np.array([10.0, 10.0, 10.0]), "y": np.array([10.0, 10.0, 10.0])}
-    rows = object.__new__(Rows)
-    rows.index, rows.limits = [0, 1, 2], limits
-    rows.screens, rows.floors = screens(limits)
-    y = np.zeros((3, 2))
-    # Each row's norm 9 < 10, their squares' sum 243 > 100: the sum does not decide, the rows do.
-    failed, metric = rows.diverged(Stack(np.full((3, 1), 9.0), y))
-    assert not failed.any() and metric == []
-    failed, metric = rows.diverged(Stack(np.array([[9.0], [10.5], [np.nan]]), y))
-    assert failed.tolist() == [False, True, True] and metric == ["", "‖x‖", ""]
-    # The sum (110.25) below the other rows' screens (100²) but not the first's (10²): the first is flagged.
-    limits["x"] = np.array([10.0, 100.0, 100.0])
-    rows.screens, rows.floors = screens(limits)
-    failed, metric = rows.diverged(Stack(np.array([[10.5], [0.0], [0.0]]), y))
-    assert failed.tolist() == [True, False, False] and metric == ["‖x‖", "", ""]
-
-
 @pytest.mark.parametrize("config", [CONFIGS["soba"][0], CONFIGS["soba"][2]])
 def test_a_batch_of_one_run_gives_its_run_loops_records_exactly(config):
-    """A batch of one (a study of many problem instances has one per instance) steps its run as `Run.advance`
-    does: the very records, the diverging one included, labelled batched."""
+    """A batch of one (a study of many problem instances has one per instance) is a stack of one: its run loop's
+    records to 1e-10, the diverging one included, labelled batched."""
     budget = {"iterations": 25}
     want = sequential("soba", "quadratic_sum", [config], budget, [3])[0]
     got = batched("soba", "quadratic_sum", [config], budget, [3])[0]
-    assert [{k: v for k, v in r.items() if k not in TIMES} for r in got] == \
-        [{k: v for k, v in r.items() if k not in TIMES} for r in want]
+    assert_same(got, want)
     assert all(r["time_mode"] == "batched" for r in got) and got[-1]["status"] == want[-1]["status"]

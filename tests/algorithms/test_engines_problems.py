@@ -1,14 +1,12 @@
 """The explicit NumPy engines on problems without a pure form (algorithms/explicit/problem_oracles.py): the real-
 data logistic problems (two sample sets), the simulated benchmark quadratic and coreset selection (one set), full
 batch and minibatches. Per run and stacked give each run the records `algorithms.run` gives it for its seed (every
-number to 1e-10: the problem's own oracles, its own draws in the per-run order), and stacked the records of
-`algorithms.run_batched` (the same stacked oracles)."""
+number to 1e-10: the problem's own oracles, its own draws in the per-run order)."""
 import functools
 
 import numpy as np
 import pytest
 
-import algorithms
 import problems
 from algorithms import explicit
 from algorithms.explicit.problem_oracles import ProblemOracles, numpy_oracles
@@ -75,7 +73,7 @@ def assert_same_records(mine, theirs, where, truth_rtol=RTOL):
 
 
 @pytest.mark.parametrize("name, algorithm, batch_size", CASES)  # SABA: minibatches only
-def test_per_run_and_stacked_equal_the_run_loop_and_run_batched(name, algorithm, batch_size):
+def test_per_run_and_stacked_equal_the_run_loop(name, algorithm, batch_size):
     problem = made(name)
     if algorithm == "saba" and problem.name != "coreset_selection" and problem.n_samples is None:
         with pytest.raises(ParameterError, match=f"^problem: '{problem.name}' is not a finite sum"):
@@ -86,17 +84,12 @@ def test_per_run_and_stacked_equal_the_run_loop_and_run_batched(name, algorithm,
             explicit.run(algorithm, problem, configs_for(algorithm, batch_size), ITERATIONS, N_EVALS)
         return
     configs, truth_rtol = configs_for(algorithm, batch_size), GROUND_TRUTH_RTOL.get(problem.name, RTOL)
-    batched = {}
-    for k, rec in algorithms.run_batched(algorithm, problem, configs, SEEDS, {"iterations": ITERATIONS}, N_EVALS):
-        batched.setdefault(k, []).append(rec)
     for engine in ("per_run", "stacked"):
         got = explicit.run(algorithm, problem, configs, ITERATIONS, N_EVALS, engine=engine, seeds=SEEDS)
         for k, (config, seed) in enumerate(zip(configs, SEEDS)):
             run = Run(algorithm, problem, config, seed, {"iterations": ITERATIONS}, N_EVALS)
             mine = [r for j, r in got.records() if j == k]
             assert_same_records(mine, list(run.records()), (engine, k), truth_rtol)
-            if engine == "stacked":
-                assert_same_records(mine, batched[k], ("run_batched", k), truth_rtol)
             np.testing.assert_allclose(np.atleast_2d(got.state.x)[k], run.algorithm.x, rtol=RTOL, atol=RTOL)
 
 

@@ -1,7 +1,7 @@
 """TTSA's sampled HIA (its papers' mode) on the explicit engines: each run draws its HIA length p from its own stream
 after y's and f's minibatches, then its p factors' and the cross term's, as the per-run TTSA draws them, so per run and
 stacked give each run the records `algorithms.run` gives it for its seed (every number to 1e-10, its own HVP calls
-included) and stacked those of `run_batched`; the JAX engine draws from its own keys."""
+included); the JAX engine draws from its own keys."""
 import numpy as np
 import pytest
 
@@ -32,8 +32,6 @@ def test_each_run_draws_its_own_length_and_minibatches_as_the_run_loop(case, reu
     name, params, batch_size = PROBLEMS[case]
     problem = problems.make(name, seed=1, **params)
     configs = [{**c, "batch_size": batch_size, "reuse_y_batch": reuse} for c in CONFIGS]
-    batched = records_by_run(algorithms.run_batched("ttsa", problem, configs, SEEDS, {"iterations": ITERATIONS},
-                                                    N_EVALS))
     lengths = set()
     for engine in ("per_run", "stacked"):
         got = records_by_run(explicit.run("ttsa", problem, configs, ITERATIONS, N_EVALS, engine=engine, seeds=SEEDS)
@@ -41,7 +39,6 @@ def test_each_run_draws_its_own_length_and_minibatches_as_the_run_loop(case, reu
         for k, (config, seed) in enumerate(zip(configs, SEEDS)):
             theirs = list(algorithms.run("ttsa", problem, config, seed, {"iterations": ITERATIONS}, N_EVALS))
             assert_same(got[k], theirs, (engine, k))
-            assert_same(got[k], batched[k], ("run_batched", engine, k))
             lengths |= {r["diag/hia_length"] for r in theirs[1:]}
     assert lengths == {0.0, 1.0, 2.0, 3.0}  # p ~ U{0..3} was drawn, every value of it
     assert len({r[-1]["calls/hvp"] for r in got.values()}) == 3  # each run's HVP calls are its own

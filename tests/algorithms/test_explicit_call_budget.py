@@ -96,6 +96,20 @@ def test_every_run_of_a_stack_under_a_call_budget_ends_as_the_run_loop_ends_it(n
         assert all(r[-1]["calls/total"] <= calls for r in got.values())
 
 
+@pytest.mark.parametrize("name", ["soba", "dtfbo", "bome", "aid_cg"])
+def test_an_iteration_limit_with_a_call_budget_ends_the_runs_where_it_comes_first(name, quadratic):
+    base, field, values = BASE[name]
+    defn = explicit.definition(name)
+    configs = defn.configs([{**base, field: v} for v in values])
+    calls = budgets(defn, quadratic, configs[0])[-2] + 1  # the calls of 8 whole steps and one more
+    for iterations in (3, 7, 8, 40):
+        budget = Budget.from_dict({"oracle_calls": calls, "iterations": iterations})
+        course = plan(defn, quadratic, configs[0], budget, N_EVALS)
+        assert (course.steps, course.cut) == ((iterations, False) if iterations <= 8 else (8, True)), iterations
+        got = by_run(stacked(defn, quadratic, configs, budget).result().records())
+        assert_run_loop_records(name, quadratic, configs, budget, got)
+
+
 def test_the_plan_pays_for_whole_steps_and_cuts_the_next_one(quadratic):
     """SOBA: 1 call to start (none), then 4 a step (grad_f, grad_g, hvp, cross)."""
     defn = explicit.definition("soba")

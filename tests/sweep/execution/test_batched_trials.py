@@ -1,7 +1,7 @@
 """Batched trials without Ray: the same records as one run after another (rtol 1e-10), each run's records and end
-exactly once, resume mid-batch, divergence and a failing batch per run, on both engines a batch runs on (the explicit
-definitions' NumPy stack, and the batched run loop that takes what the stack cannot); `batched: auto | off` and its
-resolution; the dispatch keeping a batch's runs together."""
+exactly once, resume mid-batch, divergence and a failing batch per run on the NumPy stack, and runs resumed from
+the run loop's states going on one after another; `batched: auto | off` and its resolution; the dispatch keeping a
+batch's runs together."""
 import copy
 import dataclasses
 import json
@@ -23,38 +23,23 @@ STUDY = {"name": "b", "kind": "stepsize_sensitivity", "axis": {"values": [0.01, 
          "budget": {"iterations": 60}, "n_evals": 6, "report": {"target": None}}
 
 
-@pytest.fixture(params=["stack", "run_loop"])
-def engine(request, monkeypatch):
-    """The engine a batch runs on: the NumPy stack (algorithms.explicit, the default for these iteration budgets), or
-    the batched run loop (algorithms.batched: what runs a batch the stack cannot take)."""
-    if request.param == "run_loop":
-        from sweep.execution import trial_batch
-        monkeypatch.setattr(trial_batch, "run_stacks", lambda *args: False)
-    return request.param
-
-
-def break_batches(monkeypatch, engine, when):
-    """Make `engine`'s batches raise at an advance where `when(rhos of the batch's runs, advances so far)` holds."""
-    from algorithms.batched import BatchedRuns
+def break_batches(monkeypatch, when):
+    """Make the NumPy stacks raise at an advance where `when(rhos of the stack's runs, advances so far)` holds."""
     from algorithms.explicit.numpy_engines import NumpyStack
-    cls = NumpyStack if engine == "stack" else BatchedRuns
-    real, calls = cls.advance, []
+    real, calls = NumpyStack.advance, []
 
     def broken(self, *args):
         calls.append(1)
-        rhos = [c.rho for c in self.configs] if engine == "stack" else [r.algorithm.config.rho for r in self.runs]
-        if when(rhos, len(calls)):
+        if when([c.rho for c in self.configs], len(calls)):
             raise RuntimeError("a bad run")
         return real(self, *args)
 
-    monkeypatch.setattr(cls, "advance", broken)
+    monkeypatch.setattr(NumpyStack, "advance", broken)
     return calls
 
 
 def saved_iteration(state, st):
-    """The iteration a run's midway state was saved at (a `Run`'s, or the NumPy stack's at one of its points)."""
-    if "iteration" in state:
-        return state["iteration"]
+    """The iteration a run's midway state was saved at (the NumPy stack's at one of its points)."""
     from algorithms import explicit
     return explicit.points(st.points[0].budget["iterations"], st.points[0].n_evals)[state["point"]]
 
@@ -105,7 +90,7 @@ def unbatched():
     return st, by_run(results)
 
 
-def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatched, engine):
+def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatched):
     st, (want, want_ended) = unbatched
     results, _ = collect(config(st))
     got, ended = by_run(results)
@@ -117,7 +102,7 @@ def test_batched_trial_reports_each_runs_records_once_equal_to_unbatched(unbatch
     assert all(0 < ch["seconds"] <= ch["span"][1] - ch["span"][0] for ch in done)  # a share of the batch's time
 
 
-def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched, engine):
+def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched):
     st, (want, _) = unbatched
     cfg = config(st, checkpoint_seconds=0.0)
     first, state = killed_midway(cfg)
@@ -135,7 +120,7 @@ def test_a_killed_batch_resumes_its_unfinished_runs_only(unbatched, engine):
     assert sorted(ended) == sorted(want)
 
 
-def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others(engine):
+def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others():
     st = study(axis={"values": [0.05, 50.0]}, algorithms=["soba"], seeds=[0])
     want, _ = by_run(collect(config(st, batched=False))[0])
     got, ended = by_run(collect(config(st))[0])
@@ -143,9 +128,9 @@ def test_a_diverging_run_leaves_the_batch_without_disturbing_the_others(engine):
     assert sorted(r[-1]["status"] for r in got.values()) == ["diverged", "finished", "finished"]
 
 
-def test_a_batch_that_raises_runs_its_runs_again_alone_and_sends_each_record_once(unbatched, monkeypatch, engine):
+def test_a_batch_that_raises_runs_its_runs_again_alone_and_sends_each_record_once(unbatched, monkeypatch):
     st, (want, _) = unbatched
-    calls = break_batches(monkeypatch, engine, lambda rhos, n: n == 3)
+    calls = break_batches(monkeypatch, lambda rhos, n: n == 3)
     got, ended = by_run(collect(config(st))[0])
     assert len(calls) > 3  # it did break, and the batches after it went on batched
     close(got, want)
@@ -191,13 +176,13 @@ def test_the_queue_hands_out_a_batchs_runs_together():
 
 
 
-def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch, engine):
+def test_the_run_that_raises_in_a_batch_fails_alone(unbatched, monkeypatch):
     st, (want, _) = unbatched
     from algorithms.run import Run
     cfg = config(st)
     bad = cfg.runs[2]
     real_run = Run.advance
-    calls = break_batches(monkeypatch, engine, lambda rhos, n: bad.algorithm_params["rho"] in rhos)
+    calls = break_batches(monkeypatch, lambda rhos, n: bad.algorithm_params["rho"] in rhos)
 
     def broken_run(self):
         if self.algorithm.config.rho == bad.algorithm_params["rho"] and self.algorithm.iteration > 3:
@@ -254,13 +239,10 @@ def test_the_stack_takes_iteration_and_oracle_call_budgets(monkeypatch):
     """A batch with an iteration budget and one with an oracle-call budget both run on the NumPy stack (under the
     call budget, each run's cut step on the run loop: algorithms/explicit/call_budget.py); both give the records of
     the runs alone."""
-    from algorithms.batched import BatchedRuns
     from algorithms.explicit.numpy_engines import NumpyStack
     made = []
-    for cls in (NumpyStack, BatchedRuns):
-        real = cls.__init__
-        monkeypatch.setattr(cls, "__init__", lambda self, *a, real=real, cls=cls, **k: made.append(cls) or
-                            real(self, *a, **k))
+    real = NumpyStack.__init__
+    monkeypatch.setattr(NumpyStack, "__init__", lambda self, *a, **k: made.append(NumpyStack) or real(self, *a, **k))
     for budget in ({"iterations": 60}, {"oracle_calls": 302}):
         st = study(algorithms=["soba"], budget=budget)
         made.clear()
@@ -321,3 +303,26 @@ def test_a_saved_stack_state_the_stack_refuses_runs_again_alone_and_sends_each_r
     got, ended = by_run(first + rest)
     close(got, want)  # each record once: the refused runs' first records were not sent again
     assert sorted(ended) == sorted(want)
+
+
+def test_runs_resumed_from_run_loop_states_go_on_one_after_another_from_them(unbatched):
+    """A checkpoint holding `Run` states for a batch's runs (the run loop's, as batched trials saved them before the
+    stacks took every batch) resumes each run from its state, one after another: its records from there equal the
+    run's alone, and nothing runs again from the start."""
+    from sweep.execution.trial_runs import make_run
+    st, (want, _) = unbatched
+    cfg = config(st)
+    midway = {}
+    for run_spec in cfg.runs[:3]:
+        run = make_run(run_spec)
+        for _ in range(3):
+            run.advance()
+        midway[run_spec.run_key] = run.state_dict()
+    rest, _ = collect(cfg, state={"done": [], "current": None, "batch": midway})
+    got, ended = by_run(rest)
+    assert sorted(ended) == sorted(want)
+    for key, state in midway.items():
+        assert got[key][0]["iteration"] > state["iteration"]  # from its state, not from its start
+        close({key: got[key]}, {key: [r for r in want[key] if r["iteration"] > state["iteration"]]})
+    others = [k for k in want if k not in midway]
+    close({k: got[k] for k in others}, {k: want[k] for k in others})

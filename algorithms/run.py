@@ -270,6 +270,20 @@ class Run(DivergenceWatch):
         """γ of the gradient mapping in the regret (the problem's, default 1)."""
         return float(getattr(self.problem, "regret_gamma", 1.0))
 
+    def resume_at(self, iteration: int, counts: tuple[Mapping[str, int], Mapping[str, int]],
+                  seconds: Mapping[str, float], last_record: dict[str, Any], start_values: Mapping[str, float]) -> None:
+        """Place the run at `iteration` where another engine left it (algorithms/explicit/call_budget.py), its
+        algorithm's state set already: its oracle counts (calls, samples by kind), cumulative `time`, `cpu_time`
+        and `eval_time`, last record and the divergence watch's start values; no copy is made of them."""
+        self.algorithm.iteration = iteration
+        self.skip_passed_points()
+        self.last_record, self.start_values = last_record, dict(start_values)
+        self._norm_limits = self._limits_of_iterates()
+        self.compute_time, self.cpu_time, self.eval_time = seconds["time"], seconds["cpu_time"], seconds["eval_time"]
+        for into, values in zip((self.view.counter.calls, self.view.counter.samples), counts):
+            into.clear()
+            into.update(values)
+
     # ---- metrics ----
     def evaluate(self) -> dict[str, Any] | None:
         """The metric record at the current iterate, or None when a metric is not finite."""

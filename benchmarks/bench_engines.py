@@ -2,7 +2,8 @@
 and side by side the NumPy stack and JAX against `algorithms.run_batched` of an older commit.
 
     .venv/bin/python benchmarks/bench_engines.py [--ks 1000 10000 100000] [--dims 10 100 1000]
-        [--iterations 200] [--compare-dims 10 100] [--compare-k 1000] [--repeats 5] [--against COMMIT] [--tiny]
+        [--iterations 200] [--compare-dims 10 100] [--compare-k 1000] [--repeats 5] [--against COMMIT]
+        [--oracle-calls B] [--tiny]
 
 Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size grid over [0.02, 0.2]²:
 
@@ -19,7 +20,9 @@ Two tables, SOBA on the deterministic quadratic (dim_x = dim_y = d), step-size g
   bench_million.py does, and timed there), the explicit stacked NumPy engine and the JAX engine (each with its
   records made), in turn --repeats times; process CPU seconds (every thread's: JAX's too), min and median, and the
   ratio of the first row's to each, median and min over the pairs (without --against: the NumPy stack's). The final
-  records are checked equal (1e-10) first.
+  records are checked equal (1e-10) first. With --oracle-calls B the runs' budget is B oracle calls instead of
+  --iterations, and the NumPy stack's row is this checkout's `algorithms.run_batched` (the stack, its cut steps on
+  the run loop; JAX takes no call budget).
 
 As a trial on one CPU: the process pinned to one CPU (XLA sizes its thread pools from that) and BLAS to one
 thread; --threads-any leaves both as they are. --tiny: a CI-size run (seconds).
@@ -45,6 +48,7 @@ from algorithms.threads import pin_to_cpus  # noqa: E402
 if "--threads-any" not in sys.argv:  # XLA sizes its thread pools from the affinity when it starts
     pin_to_cpus(1)
 
+import algorithms  # noqa: E402
 import problems  # noqa: E402
 from algorithms import explicit  # noqa: E402
 from algorithms.explicit.jax_engine import device, jax_modules  # noqa: E402
@@ -123,7 +127,7 @@ for line in sys.stdin:
     problem = problems.make(job["problem"], **job["params"])
     start, finals = time.process_time(), {}
     for k, rec in algorithms.run_batched(job["algorithm"], problem, job["configs"], list(range(len(job["configs"]))),
-                                         {"iterations": job["iterations"]}, job["n_evals"]):
+                                         job["budget"], job["n_evals"]):
         finals[k] = rec
     seconds = time.process_time() - start
     keep = ("F", "grad_F_sq", "y_err_sq", "iteration")
@@ -142,10 +146,10 @@ class Today:
                                      env=env)
         self.algorithm, self.problem_spec, self.seconds = algorithm, problem_spec, 0.0
 
-    def __call__(self, problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
+    def __call__(self, problem, configs, budget: dict, n_evals: int) -> dict[int, dict]:
         name, params = self.problem_spec
         job = {"problem": name, "params": params, "algorithm": self.algorithm, "configs": configs,
-               "iterations": iterations, "n_evals": n_evals}
+               "budget": budget, "n_evals": n_evals}
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         out = json.loads(self.proc.stdout.readline())
@@ -158,8 +162,10 @@ class Today:
 
 
 def explicit_engine(algorithm: str, engine: str):
-    def run(problem, configs, iterations: int, n_evals: int) -> dict[int, dict]:
-        return dict(explicit.run(algorithm, problem, configs, iterations, n_evals, engine=engine).records())
+    def run(problem, configs, budget: dict, n_evals: int) -> dict[int, dict]:
+        if "iterations" in budget:
+            return dict(explicit.run(algorithm, problem, configs, budget["iterations"], n_evals, engine=engine).records())
+        return dict(algorithms.run_batched(algorithm, problem, configs, list(range(len(configs))), budget, n_evals))
     return run
 
 
@@ -187,25 +193,26 @@ def compare_table(args) -> None:
 
 def compare_row(args, d: int, problem, today: Today | None) -> None:
     algorithm, configured = COMPARED[args.compare_algorithm]
+    budget = {"oracle_calls": args.oracle_calls} if args.oracle_calls else {"iterations": args.iterations}
     engines = {**({"today": today} if today else {}), "stacked": explicit_engine(algorithm, "stacked"),
-               "jax": explicit_engine(algorithm, "jax")}
+               **({} if args.oracle_calls else {"jax": explicit_engine(algorithm, "jax")})}
     first = next(iter(engines))
     draws = explicit.definition(algorithm).draws_for(explicit.definition(algorithm).configs([configured({
         "rho": 0.1, "gamma": 0.1})])[0])
-    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} {algorithm} runs x {args.iterations} iterations, "
+    print(f"\nside by side on {args.compare_problem}: K = {args.compare_k} {algorithm} runs, budget {budget}, "
           f"{args.n_evals} evaluation points, records made; process CPU seconds over {args.repeats} rounds "
           f"(min / median); {first} / engine (median, min)" + (f"; today: run_batched at {args.against}" if today else ""))
     print(f"{'d':>5} {'engine':>8} {'min s':>8} {'median s':>9} {'ratio':>7} {'min':>7}")
     configs = [configured(c) for c in grid(args.compare_k)]
-    finals = {name: run(problem, configs, args.iterations, args.n_evals) for name, run in engines.items()}
-    for name in ("stacked",) if draws else ("stacked", "jax"):  # also the warm-up, JAX's compile among it
+    finals = {name: run(problem, configs, budget, args.n_evals) for name, run in engines.items()}
+    for name in ("stacked",) if draws or args.oracle_calls else ("stacked", "jax"):  # also the warm-up (JAX compiles)
         if name != first and not same(finals[first], finals[name]):  # (JAX's draws are its own: other samples)
             raise SystemExit(f"d={d}: {name} and {first}'s final records differ")
     seconds: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(args.repeats):
         for name, run in engines.items():
             start = time.process_time()
-            run(problem, configs, args.iterations, args.n_evals)
+            run(problem, configs, budget, args.n_evals)
             seconds[name].append(run.seconds if isinstance(run, Today) else time.process_time() - start)
     if today:
         today.close()
@@ -231,6 +238,7 @@ def main() -> None:
                     help="the side-by-side problem: the quadratic at --compare-dims, or real data (full batch)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--against", metavar="COMMIT", help="the side-by-side table's first row: run_batched at COMMIT")
+    ap.add_argument("--oracle-calls", type=int, help="the side-by-side runs' budget in oracle calls (not iterations)")
     ap.add_argument("--matmul-n", type=int, default=1000, help="size of the matmul that measures the device's peak")
     ap.add_argument("--device-iterations", type=int, default=50, help="iterations of a device-table point")
     ap.add_argument("--device-evals", type=int, default=2, help="evaluation points of a device-table point")

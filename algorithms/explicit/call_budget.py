@@ -11,7 +11,6 @@ the run's last state and record are the run loop's own (tests/algorithms/test_ex
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -80,24 +79,23 @@ def hand_over(algorithm: str, problem: Any, config: AlgorithmConfig, seed: int, 
     run = Run(algorithm, problem, config, seed, course.budget, course.n_evals, divergence)
     if f_opt is not None:
         run.set_f_opt(f_opt)
-    state = run.state_dict()
-    own, scalars = state["algorithm"], type(run.algorithm).scalar_state
+    alg = run.algorithm
+    own, scalars = {n: getattr(alg, n) for n in alg.state_fields()}, type(alg).scalar_state
+    rng = None
     if course.steps < definition(algorithm).diagnostics_from:  # not set before a step (BOME's λ): None, as at start
         scalars, row = (), {n: v for n, v in row.items() if not (n in scalars and own.get(n) is None)}
     for name, value in row.items():
         if isinstance(value, np.random.Generator):  # the run's stream, where the stack's draws left it
-            own["rng"] = value.bit_generator.state
+            rng = value.bit_generator.state
         elif name in own and value is not None:
             own[name] = _like(own[name], value, name in scalars)
     for name in own.keys() - row.keys():  # a field the definition keeps as a diagnostic only (D-TFBO's loop lengths)
         if f"diag/{name}" in last:
             own[name] = _like(own[name], last[f"diag/{name}"], name in scalars)
+    alg.load_state_dict({**own, "rng": rng if rng is not None else alg.rng.bit_generator.state})
     starts = dict(run.start_values)  # x's and y's norms, and the watched metrics at iteration 0
     starts.update({n: abs(v) for n, v in divergence.watched(first).items()})
-    state.update(iteration=course.steps, next_point=bisect.bisect_right(run.points, course.steps),
-                 last_record=last, start_values=starts, counter=_counter(counted),
-                 compute_time=seconds["time"], cpu_time=seconds["cpu_time"], eval_time=seconds["eval_time"])
-    run.load_state_dict(state)
+    run.resume_at(course.steps, _counter(counted), seconds, last, starts)
     run.time_mode = last.get("time_mode")
     return run
 

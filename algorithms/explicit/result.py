@@ -128,9 +128,9 @@ class Result:
 
     def records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """(run index, record) pairs point by point (`_records`), a run's last one replaced by its `ends`."""
-        if not self.ends:
-            yield from self._records(since)
-            return
+        return self._with_ends(since) if self.ends else self._records(since)  # no generator layer without ends
+
+    def _with_ends(self, since: int) -> Iterator[tuple[int, dict[str, Any]]]:
         for k, rec in self._records(since):
             if rec["status"] == "finished" and k in self.ends:
                 yield from ((k, end) for end in self.ends[k])

@@ -164,14 +164,15 @@ class Run(DivergenceWatch):
         self.status = "finished"
         return {**rec, "status": "finished"}
 
-    def finish(self) -> dict[str, Any]:
-        """The final record of a run whose budget is spent (at the point a cut step reached: see `_allow_calls`)."""
+    def finish(self, metrics: Mapping[str, float] | None = None) -> dict[str, Any]:
+        """The final record of a run whose budget is spent (at the point a cut step reached: see `_allow_calls`);
+        `metrics`: those of its current point, when computed already (`evaluate`)."""
         self.status = "finished"
         last = self.last_record
         if last is not None and last["iteration"] == self.algorithm.iteration \
                 and last.get("calls/total") == self.view.counter.total_calls:
             return {**self.last_record, "status": "finished"}
-        rec = self.evaluate()
+        rec = self.evaluate(metrics)
         return {**rec, "status": "finished"} if rec is not None else self._diverged()
 
     def skip_passed_points(self) -> None:
@@ -285,13 +286,14 @@ class Run(DivergenceWatch):
             into.update(values)
 
     # ---- metrics ----
-    def evaluate(self) -> dict[str, Any] | None:
-        """The metric record at the current iterate, or None when a metric is not finite."""
+    def evaluate(self, metrics: Mapping[str, float] | None = None) -> dict[str, Any] | None:
+        """The metric record at the current iterate, or None when a metric is not finite; `metrics`: the point's
+        metrics when computed already (many runs' at once: algorithms/explicit/call_budget.py), else computed here."""
         start = time.perf_counter()
         alg = self.algorithm
         try:
             with np.errstate(all="ignore"):
-                metrics = self._metrics(alg)
+                metrics = self._metrics(alg) if metrics is None else dict(metrics)
         except _NUMERIC_FAILURES:
             metrics = {"F": math.nan}
         self.eval_time += time.perf_counter() - start

@@ -238,10 +238,12 @@ class NumpyStack:
 
     def _cut_steps(self, result: Result) -> dict[int, list[dict[str, Any]]]:
         """The records that end each run still going at the last point: the run loop's cut step there
-        (call_budget.py), after the point's record when it is one of the run loop's points."""
+        (call_budget.py), after the point's record when it is one of the run loop's points. The cut points'
+        metrics are computed for all runs at once."""
         course, last = self.calls, len(self.points) - 1
         before: dict[int, dict[str, Any]] = {}
         ends: dict[int, list[dict[str, Any]]] = {}
+        cut: dict[int, Any] = {}  # the runs whose cut step ended where their records wait for the metrics
         f_opt = None
         for k, rec in result.records(since=max(last - 1, 0)):
             if rec["iteration"] < self.points[last] or rec["status"] != "finished":
@@ -254,8 +256,25 @@ class NumpyStack:
                             row, counted, {n: rec[n] for n in CLOCKS}, rec if course.natural else before[k],
                             {n: v[0, k] for n, v in self.values.items()}, f_opt)
             f_opt = run.f_opt()  # once for the stack's runs (one problem instance)
-            ends[k] = [rec] * course.natural + list(run.records())
+            ends[k] = [rec] * course.natural
+            end = run.after_steps(run.step())
+            if end is None and not run.budget_left():
+                cut[k] = run
+            else:  # diverged in the cut step, or calls the counts did not foresee: the run loop goes on alone
+                ends[k] += [end] * (end is not None) + list(run.records())
+        for k, metrics in zip(cut, self._metrics_of([run.algorithm for run in cut.values()], f_opt)):
+            ends[k].append(cut[k].finish(metrics))
         return ends
+
+    def _metrics_of(self, algorithms: list[Any], f_opt: float | None) -> list[dict[str, float]]:
+        """The run loop's metrics (`Run._metrics`) at each algorithm's point, computed as one stack."""
+        if not algorithms:
+            return []
+        with np.errstate(all="ignore"):
+            columns = self.oracles.metrics(np.stack([a.x for a in algorithms]), np.stack([a.y for a in algorithms]))
+        if (f_opt is None or not np.isfinite(f_opt)) and np.isnan(columns.get("F_gap", 0.0)).all():
+            columns.pop("F_gap", None)  # the run loop records a gap against a known optimum (or the problem's own)
+        return [{n: float(v[j]) for n, v in columns.items()} for j in range(len(algorithms))]
 
 
 def saved_by(state: Any) -> str | None:

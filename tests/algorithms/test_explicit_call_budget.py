@@ -110,6 +110,23 @@ def test_an_iteration_limit_with_a_call_budget_ends_the_runs_where_it_comes_firs
         assert_run_loop_records(name, quadratic, configs, budget, got)
 
 
+@pytest.mark.parametrize("name, params", [("coreset_toy", {}), ("simulated", {}), ("regularization_selection", {}),
+                                          ("nonunique_toy", {})])
+def test_problems_of_every_form_end_their_cut_runs_as_the_run_loop(name, params):
+    """The cut points' metrics, computed for all runs at once, on a problem with a pure form, with its own oracles
+    (ground truth on the host), with its own F gap (coreset_toy) and without a known optimum."""
+    problem = problems.make(name, seed=0, **params)
+    for algorithm, configs in (("soba", [{"rho": r, "gamma": 0.05} for r in (0.05, 0.1, 0.02)]),
+                               ("dtfbo", [{"sub_loops": "fixed", "alpha0": a} for a in (5.0, 8.0)])):  # y moves mid-step
+        defn = explicit.definition(algorithm)
+        configs = defn.configs(configs)
+        calls = budgets(defn, problem, configs[0])[-1]  # 41 whole steps and half of one
+        budget = Budget.from_dict({"oracle_calls": calls})
+        got = by_run(stacked(defn, problem, configs, budget).result().records())
+        assert_run_loop_records(algorithm, problem, configs, budget, got)
+        assert all(r[-1]["calls/total"] == calls and r[-1]["status"] == "finished" for r in got.values())
+
+
 def test_the_plan_pays_for_whole_steps_and_cuts_the_next_one(quadratic):
     """SOBA: 1 call to start (none), then 4 a step (grad_f, grad_g, hvp, cross)."""
     defn = explicit.definition("soba")

@@ -21,7 +21,7 @@ from typing import Any
 
 from algorithms import explicit
 from algorithms.base import AlgorithmConfig, get
-from algorithms.explicit.call_budget import CallPlan, plan
+from algorithms.explicit.call_budget import CallPlan, course
 from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.run import Budget, Divergence, Run
 from algorithms.stacked import group_key
@@ -72,24 +72,20 @@ def _stacks(algorithm: str, problem: Any, configs: Sequence[Config], budget: Bud
         for k, c in enumerate(configs):
             config = c if isinstance(c, AlgorithmConfig) else cls.Config.from_dict(c or {})
             out.setdefault(group_key(cls, config), []).append((k, config))
-        return [(stack, _course(defn, problem, defn.configs([c for _, c in stack])[0], budget, n_evals))
+        return [(stack, course(defn, problem, defn.configs([c for _, c in stack])[0], budget, n_evals))
                 for stack in out.values()]
     except ParameterError:
         return None
-
-
-def _course(defn: Any, problem: Any, config: AlgorithmConfig, budget: Budget, n_evals: int) -> CallPlan | None:
-    return None if budget.oracle_calls is None else plan(defn, problem, config, budget, n_evals)
 
 
 def _stacked(algorithm: str, problem: Any, stacks: list[Stack], seeds: Sequence[int], budget: Budget, n_evals: int,
              divergence: Divergence) -> Records:
     """The stacks' records, each stack run to its end in turn."""
     defn = explicit.definition(algorithm)
-    for stack, course in stacks:
-        points = explicit.points(budget.iterations, n_evals) if course is None else course.points
+    for stack, calls in stacks:
+        points = explicit.points(budget.iterations, n_evals) if calls is None else calls.points
         engine = explicit.NumpyStack(defn, problem, [c for _, c in stack], points, [seeds[k] for k, _ in stack],
-                                     divergence, calls=course)
+                                     divergence, calls=calls)
         if len(points) > 1:
             engine.advance(len(points) - 1)
         yield from ((stack[j][0], record) for j, record in engine.result().records())

@@ -64,6 +64,11 @@ def plan(defn: Definition, problem: Any, config: AlgorithmConfig, budget: Budget
     return CallPlan(budget, n_evals, steps, cut, natural[-1] == steps, tuple(natural + [steps] * (natural[-1] < steps)))
 
 
+def course(defn: Definition, problem: Any, config: AlgorithmConfig, budget: Budget, n_evals: int) -> CallPlan | None:
+    """`plan` under a budget with oracle calls; None under an iteration budget alone (no cut step to plan)."""
+    return None if budget.oracle_calls is None else plan(defn, problem, config, budget, n_evals)
+
+
 def _total(counts: Counts, steps: int) -> int:
     return counts.at(steps)[counts.names.index(TOTAL)]
 

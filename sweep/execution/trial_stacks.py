@@ -80,10 +80,8 @@ def run_stacks(body: Body, todo: list[tuple[int, RunSpec]], problem: Any, engine
 
 def _course(defn: Any, problem: Any, config: Any, spec: RunSpec) -> CallPlan | None:
     """A stack's course under its oracle-call budget (call_budget.py), or None under an iteration budget."""
-    if spec.budget.get("oracle_calls") is None:
-        return None
     budget = Budget.from_dict({k: v for k, v in spec.budget.items() if v is not None})
-    return call_budget.plan(defn, problem, config, budget, spec.n_evals)
+    return call_budget.course(defn, problem, config, budget, spec.n_evals)
 
 
 def run_stack(body: Body, defn: Any, problem: Any, stack: list[Member], configs: list[Any],

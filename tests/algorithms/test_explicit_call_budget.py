@@ -19,21 +19,11 @@ from algorithms.explicit.numpy_engines import NumpyStack
 from algorithms.run_settings import Budget, Divergence
 from problems.shared.errors import ParameterError
 from tests.algorithms.test_engines import DIVERGING
-from tests.algorithms.test_explicit_calls import BASE, LOOPS
+from tests.algorithms.test_explicit_calls import BASE, LOOPS, finite_sum, quadratic  # noqa: F401  (fixtures)
 
 SEEDS = (3, 5, 7, 9)
 N_EVALS = 12
 SECONDS = {"time", "cpu_time", "eval_time", "time_mode"}  # the stack's share, not a run's own
-
-
-@pytest.fixture(scope="module")
-def quadratic():
-    return problems.make("quadratic", seed=1, dim_x=5, dim_y=4)
-
-
-@pytest.fixture(scope="module")
-def finite_sum():
-    return problems.make("quadratic", seed=2, dim_x=4, dim_y=5, n_samples=6, rank=2)
 
 
 def budgets(defn, problem, config):

@@ -4,8 +4,10 @@
 at the first point. `advance` runs the stretches between evaluation points as a `lax.scan`, each stretch's steps a
 `lax.fori_loop` (its length an argument) followed by the evaluation at its end; a stretch of length 0 is skipped,
 evaluation included (a `lax.cond`), so one compiled program serves any window of the points: the stretches outside
-the window are given length 0. The iteration count `t` is not mapped (the stack's runs step together), nor is a
-hyperparameter the whole stack shares (a scalar), so that a schedule's (t + 1)^e is computed once a step.
+the window are given length 0. Within `advance` the runs are on the axis the problem's form puts them (`runs_axis`:
+the small quadratic's products are faster with them last). The iteration count `t` is not mapped (the stack's runs
+step together), nor is a hyperparameter the whole stack shares (a scalar), so that a schedule's (t + 1)^e is computed
+once a step.
 """
 from __future__ import annotations
 
@@ -36,9 +38,17 @@ def device() -> str:
     return jax.default_backend()
 
 
-def state_axes(state: Any) -> Any:
-    """The vmap axes of a stacked state: every field mapped on its first axis but the shared iteration count t."""
-    return type(state)(*(None if name == "t" else 0 for name in state._fields))
+def state_axes(state: Any, axis: int = 0) -> Any:
+    """The vmap axes of a stacked state: every field mapped on `axis` but the shared iteration count t."""
+    return type(state)(*(None if name == "t" else axis for name in state._fields))
+
+
+def moved(state: Any, source: int, destination: int) -> Any:
+    """The stacked state with its runs' axis moved from `source` to `destination` (the count t as it is)."""
+    jax, jnp = jax_modules()
+    return type(state)(*(v if name == "t" or v is None else
+                         jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, source, destination), v)
+                         for name, v in zip(state._fields, state)))
 
 
 def hyper_axes(hyper: Any) -> Any:
@@ -54,10 +64,11 @@ def programs(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> tup
     form without ground truth gives the iterates (x, y) as its values, for the host to evaluate."""
     jax, jnp = jax_modules()
 
-    def evaluate(oracles: Any, hyper: Any, s: Any) -> dict[str, Any]:
+    def evaluate(oracles: Any, hyper: Any, s: Any, axis: int = 0) -> dict[str, Any]:
         diag = jax.vmap(lambda s1, h: defn.diagnostics(s1, h, config, jnp),
-                        in_axes=(state_axes(s), hyper_axes(hyper)))(s, hyper)
-        values = jax.vmap(oracles.metrics)(s.x, s.y) if hasattr(oracles, "metrics") else {"x": s.x, "y": s.y}
+                        in_axes=(state_axes(s, axis), hyper_axes(hyper)))(s, hyper)
+        values = (jax.vmap(oracles.metrics, in_axes=axis)(s.x, s.y) if hasattr(oracles, "metrics")
+                  else {"x": jnp.moveaxis(s.x, axis, 0), "y": jnp.moveaxis(s.y, axis, 0)})
         units = {UNITS: s.hvp_calls} if defn.counted(config) is not None else {}
         return {**values, **{f"diag/{n}": v for n, v in diag.items()}, **units}
 
@@ -73,23 +84,27 @@ def programs(defn: Definition, config: AlgorithmConfig, rule: Divergence) -> tup
 
     def advance(oracles: Any, hyper: Any, lengths: Any, state: Any, failed: Any, limits: Any
                 ) -> tuple[Any, Any, Any]:
-        axes = state_axes(state)
+        # Within the loop the runs are on the axis the form's products put them (problems/pure.py, `runs_axis`):
+        # moved there and back once a window, not once a product.
+        axis = getattr(oracles, "runs_axis", 0)
+        state = moved(state, 0, axis)
+        axes = state_axes(state, axis)
 
         def one(s: Any, f: Any, h: Any, lim: Any) -> tuple[Any, Any]:
             s = defn.step(s, oracles, h, config, jnp)
             return s, watch_iterates(s, *f, lim, jnp)
 
         step = jax.vmap(one, in_axes=(axes, 0, hyper_axes(hyper), 0), out_axes=(axes, 0))
-        shapes = jax.eval_shape(lambda s: evaluate(oracles, hyper, s), state)
+        shapes = jax.eval_shape(lambda s: evaluate(oracles, hyper, s, axis), state)
 
         def skipped(s: Any) -> dict[str, Any]:
             return jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
 
         def stretch(carry: tuple[Any, Any], n: Any) -> tuple[tuple[Any, Any], dict[str, Any]]:
             carry = jax.lax.fori_loop(0, n, lambda _, c: step(c[0], c[1], hyper, limits), carry)
-            return carry, jax.lax.cond(n > 0, lambda s: evaluate(oracles, hyper, s), skipped, carry[0])
+            return carry, jax.lax.cond(n > 0, lambda s: evaluate(oracles, hyper, s, axis), skipped, carry[0])
 
         (state, failed), later = jax.lax.scan(stretch, (state, failed), lengths)
-        return state, failed, later
+        return moved(state, axis, 0), failed, later
 
     return start, advance

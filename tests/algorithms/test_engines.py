@@ -187,6 +187,35 @@ def test_jax_equals_stacked_and_diverges_alike(problem, algorithm):
     assert last["status"] == "diverged" and np.isfinite(last.get("F", 0.0))
 
 
+@pytest.mark.parametrize("dims, axis", [((5, 4), -1), ((16, 16), -1), ((17, 4), 0), ((4, 17), 0)])
+def test_the_quadratic_puts_its_runs_last_at_small_dimensions_with_the_same_products(dims, axis):
+    """`runs_axis`: the JAX loop's runs on the last axis up to RUNS_LAST_UP_TO dimensions (problems/pure.py); its
+    products taken from the left for one run's vector then, and a stack's rows give the same numbers."""
+    q = pure(problems.make("quadratic", seed=2, dim_x=dims[0], dim_y=dims[1]))
+    assert q.runs_axis == axis
+    rng = np.random.default_rng(3)
+    X, Y = rng.standard_normal((3, dims[0])), rng.standard_normal((3, dims[1]))
+    for oracle in (q.grad_y_g, q.grad_x_g, q.grad_y_f, lambda x, y: q.hvp_yy_g(x, y, y),
+                   lambda x, y: q.cross_xy_g(x, y, y), lambda x, y: q.metrics(x, y)["grad_F_sq"]):
+        np.testing.assert_allclose(oracle(X, Y), np.stack([oracle(x, y) for x, y in zip(X, Y)]), rtol=1e-13,
+                                   atol=1e-13)
+
+
+@needs_jax
+@pytest.mark.parametrize("dims", [(16, 16), (17, 4)])
+def test_jax_equals_stacked_with_the_runs_last_or_first(dims):
+    """Both sides of RUNS_LAST_UP_TO, a diverging run included: the compiled loop's layout changes no number."""
+    p = problems.make("quadratic", seed=2, dim_x=dims[0], dim_y=dims[1])
+    configs = CONFIGS["soba"] + [DIVERGING["soba"]]
+    stacked = explicit.run("soba", p, configs, ITERATIONS, N_EVALS, engine="stacked")
+    compiled = explicit.run("soba", p, configs, ITERATIONS, N_EVALS, engine="jax")
+    going = slice(0, len(CONFIGS["soba"]))
+    assert max_diff({n: v[:, going] for n, v in compiled.values.items()},
+                    {n: v[:, going] for n, v in stacked.values.items()}) < EXACT
+    assert np.max(np.abs(compiled.state.v[going] - stacked.state.v[going])) < EXACT
+    assert compiled.diverged_at == stacked.diverged_at and stacked.diverged_at[-1] is not None
+
+
 @needs_jax
 @pytest.mark.parametrize("algorithm", ["soba", "ttsa"])
 def test_jax_alone_or_with_every_hyperparameter_shared_equals_stacked(problem, algorithm):

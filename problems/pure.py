@@ -4,8 +4,8 @@
 truth, written with operators and array methods only (`y @ A.T`, `.sum(-1)`), so the same code runs on
 NumPy arrays, on JAX arrays under `jit`/`vmap`, on one run's vectors (d,) and on a stack of runs (K, d):
 every reduction is over the last axis, and a product is a stack's rows times a matrix from the right or, in the
-quadratic at small dimensions (`_times`), one run's vector times a matrix from the left. Being a NamedTuple, it is a JAX pytree: the
-arrays pass through `jit` as arguments, not as constants baked into the program.
+quadratic at small dimensions (`_times`), one run's vector times a matrix from the left. Being a NamedTuple, it
+is a JAX pytree: the arrays pass through `jit` as arguments, not as constants baked into the program.
 
 Ground truth that needs a solve (y*(x) = A⁻¹(Cx − a), ∇F) uses matrices solved once here with NumPy, so
 its cost per evaluation is two products. `pure` gives the deterministic quadratic's form and the closed-form
@@ -312,7 +312,8 @@ class PureFiniteSum(NamedTuple):
     mu0: Any
     p0: Any
 
-    #: Its per-sample oracles take a stack's runs on the first axis (not measured on the last: not `full`'s).
+    #: A compiled stack's runs stay on the first axis: the per-sample oracles were not measured with them last (the
+    #: full-batch ones, `full`'s, give the same numbers either way).
     runs_axis = 0
 
     def __getattr__(self, name: str) -> Any:

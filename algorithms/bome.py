@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from algorithms import rowwise
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
 from problems.base import Array
@@ -38,10 +37,7 @@ class BOMEConfig(StochasticConfig):
 
 def bome_lambda(grad_f: Array, grad_q: Array, phi: float, eps: float = 0.0) -> float:
     """λ = max((φ − ⟨∇f, ∇q̂⟩)/(‖∇q̂‖² + eps), 0), and 0 when ∇q̂ = 0."""
-    denom = rowwise.dot(grad_q, grad_q) + eps
-    if grad_q.ndim == 2:  # stacked runs: each row's λ
-        zero = ~np.any(grad_q, axis=1, keepdims=True) | (denom == 0.0)
-        return np.where(zero, 0.0, np.maximum((phi - rowwise.dot(grad_f, grad_q)) / np.where(zero, 1.0, denom), 0.0))
+    denom = float(grad_q @ grad_q) + eps
     if not np.any(grad_q) or denom == 0.0:
         return 0.0
     return max((phi - float(grad_f @ grad_q)) / denom, 0.0)
@@ -91,14 +87,14 @@ class BOME(Algorithm):
         q_hat = None
         if c.track_q or c.phi == "value":
             q_hat = p.g(x, y, batch) - p.g(x, y_hat, batch)
-        phi = c.eta * (rowwise.dot(grad_q, grad_q) if c.phi == "grad_norm" else q_hat)
+        phi = c.eta * (float(grad_q @ grad_q) if c.phi == "grad_norm" else q_hat)
         lam = bome_lambda(grad_f, grad_q, phi, c.eps)
         d = grad_f + lam * grad_q
         n = x.shape[-1]
         self.x = p.project_x(x - (c.xi if c.xi_x is None else c.xi_x) * d[..., :n])
         self.y = p.project_y(y - (c.xi if c.xi_y is None else c.xi_y) * d[..., n:])
         self.lam, self.q_hat = lam, q_hat
-        self.grad_q_norm = rowwise.norm(grad_q)
+        self.grad_q_norm = float(np.linalg.norm(grad_q))
 
     def diagnostics(self) -> dict[str, float]:
         if self.lam is None:

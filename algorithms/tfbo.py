@@ -10,11 +10,11 @@ minibatches of 64, which `batch_size` reproduces (fresh minibatches at every inn
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from algorithms import rowwise
 from algorithms.base import Algorithm, StochasticConfig, register
 from algorithms.search_space import Range
 from problems.base import Array
@@ -23,7 +23,7 @@ from problems.validation import param
 
 def _accumulate(s: float, sq_norm: float) -> float:
     """s_{k+1} = sqrt(s_k² + ‖gradient‖²)."""
-    return rowwise.sqrt(s * s + sq_norm)
+    return math.sqrt(s * s + sq_norm)
 
 
 def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: float, tol: float,
@@ -36,8 +36,8 @@ def adaptive_loop(grad: Callable[[Array], Array], z: Array, s0: float, eta: floa
     s, steps = s0, 0
     while True:
         g = grad(z)
-        sq = rowwise.dot(g, g)
-        if rowwise.all_at_most(sq, tol):  # a stacked loop (fixed mode: tol −1) never stops early
+        sq = float(g @ g)
+        if sq <= tol:  # fixed mode (tol −1) never stops early
             return z, s, steps
         s = _accumulate(s, sq)
         z = z - (eta / s) * g
@@ -133,7 +133,7 @@ class DTFBO(TuningFree):
             lambda v: p.hvp_yy_g(x, self.y, v, draw()) - grad_y_f, self.v, c.gamma0, c.eta_v, tol, limit)
         self.v_cap_hits += self._capped(self.v_loop)
         hypergrad = grad_x_f - p.cross_xy_g(x, self.y, self.v, draw())
-        self.alpha = _accumulate(self.alpha, rowwise.dot(hypergrad, hypergrad))
+        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
         self.x = p.project_x(x - (c.eta_x / self.alpha) * hypergrad)
 
     def diagnostics(self) -> dict[str, float]:
@@ -180,10 +180,10 @@ class STFBO(TuningFree):
         grad_x_f, grad_y_f = p.grad_f(x, y, batch_f)
         residual = p.hvp_yy_g(x, y, v, batch_g) - grad_y_f
         hypergrad = grad_x_f - p.cross_xy_g(x, y, v, batch_g)
-        self.beta = _accumulate(self.beta, rowwise.dot(grad_y_g, grad_y_g))
-        self.gamma = _accumulate(self.gamma, rowwise.dot(residual, residual))
-        phi = rowwise.maximum(self.beta, self.gamma)
-        self.alpha = _accumulate(self.alpha, rowwise.dot(hypergrad, hypergrad))
+        self.beta = _accumulate(self.beta, float(grad_y_g @ grad_y_g))
+        self.gamma = _accumulate(self.gamma, float(residual @ residual))
+        phi = max(self.beta, self.gamma)
+        self.alpha = _accumulate(self.alpha, float(hypergrad @ hypergrad))
         self.y = y - (c.eta_y / self.beta) * grad_y_g
         self.v = v - (c.eta_v / phi) * residual
         self.x = p.project_x(x - (c.eta_x / (self.alpha * phi)) * hypergrad)

@@ -112,7 +112,6 @@ class AIDCG(DoubleLoop):
 
     name = "aid_cg"
     draws_ahead = True
-    batchable = True
     Config = AIDCGConfig
     step_sizes = ("alpha", "gamma")
     tunables = {"cg_steps": Range(1, 100, integer=True)}
@@ -142,7 +141,6 @@ class AIDFP(StepSolve):
 
     name = "aid_fp"
     draws_ahead = True
-    batchable = True
     Config = AIDFPConfig
     solve_steps = "fp_steps"
     paper = "Grazzi et al. 2020 (fixed point); Ji, Yang & Liang 2021 (AID-BiO)"
@@ -171,7 +169,6 @@ class ITD(DoubleLoop):
 
     name = "itd"
     draws_ahead = True
-    batchable = True
     Config = ITDConfig
     step_sizes = ("alpha", "gamma")
     paper = "Franceschi et al. 2017; Ji, Yang & Liang 2021 (ITD-BiO); Shaban et al. 2019 (truncation)"

@@ -64,9 +64,6 @@ class Algorithm(ABC):
     #: the flag only says drawing ahead pays. Declared on each class that qualifies, since a subclass may draw
     #: something else.
     draws_ahead: ClassVar[bool] = False
-    #: True when its runs stack: it has an explicit-state definition (algorithms/explicit) that the NumPy stack
-    #: and the JAX engine run. Declared on each class that has one (tests/algorithms/test_engines.py checks both).
-    batchable: ClassVar[bool] = False
     #: Config fields that may differ between the runs of one batch (None: the step sizes and their decays).
     batch_params: ClassVar[tuple[str, ...] | None] = None
     #: State names holding one number (None before it is set): a stack's run handed to the run loop
@@ -130,12 +127,6 @@ class Algorithm(ABC):
     @abstractmethod
     def step(self) -> None:
         """One outer iteration (or one time step of an online problem)."""
-
-    @classmethod
-    def can_batch(cls, config: AlgorithmConfig) -> bool:
-        """Whether a run with `config` can step in a batch (`batchable` declared on the class itself, not
-        inherited: a subclass may branch or draw differently), unless a config option rules it out."""
-        return bool(cls.__dict__.get("batchable", False))
 
     def diagnostics(self) -> dict[str, float]:
         """Algorithm-specific scalars to log (step sizes, λ, sub-loop lengths)."""

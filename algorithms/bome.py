@@ -51,7 +51,6 @@ class BOME(Algorithm):
     scalar_state = ("lam", "q_hat", "grad_q_norm")
     name = "bome"
     draws_ahead = True
-    batchable = True
     Config = BOMEConfig
     step_sizes = ("xi", "alpha")
     tunables = {"T": Range(1, 100, integer=True), "eta": Range(0.05, 5.0)}

@@ -80,7 +80,6 @@ class F2SA(Algorithm):
     state = ("lam", "z")
     name = "f2sa"
     draws_ahead = True
-    batchable = True
     Config = F2SAConfig
     step_sizes = ("alpha", "beta", "gamma")
     tunables = {"lam0": Range(0.1, 10.0), "lam_step": Range(0.01, 1.0), "inner_steps": Range(1, 100, integer=True)}

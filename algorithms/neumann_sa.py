@@ -210,7 +210,6 @@ class TTSA(SingleLoopHIA):
 
     name = "ttsa"
     draws_ahead = True
-    batchable = True
     Config = TTSAConfig
     step_sizes = ("alpha", "eta", "gamma")
     state = ("hia_length",)

@@ -86,7 +86,6 @@ class FSLA(Algorithm):
 
     name = "fsla"
     draws_ahead = True
-    batchable = True
     Config = FSLAConfig
     step_sizes = ("alpha", "gamma")
     first_order = False
@@ -162,7 +161,6 @@ class MRBO(Algorithm):
 
     name = "mrbo"
     draws_ahead = True
-    batchable = True
     Config = MRBOConfig
     step_sizes = ("alpha", "eta", "gamma")
     first_order = False

@@ -51,7 +51,6 @@ class SOBA(Algorithm):
     state = ("v",)
     name = "soba"
     draws_ahead = True
-    batchable = True
     Config = SOBAConfig
     step_sizes = ("rho", "gamma")
     first_order = False
@@ -95,7 +94,6 @@ class AmIGO(StepSolve):
 
     name = "amigo"
     draws_ahead = True
-    batchable = True
     Config = AmIGOConfig
     solve_steps = "v_steps"
     paper = "Arbel & Mairal 2022"
@@ -119,7 +117,6 @@ class StocBiO(StepSolve):
 
     name = "stocbio"
     draws_ahead = True
-    batchable = True
     Config = StocBiOConfig
     solve_steps = "neumann_terms"
     paper = "Ji, Yang & Liang 2021 (eq. 9, the paper's formula)"

@@ -90,7 +90,6 @@ class DTFBO(TuningFree):
     state = ("y_loop", "v_loop", "y_cap_hits", "v_cap_hits")
     name = "dtfbo"
     draws_ahead = True
-    batchable = True
     Config = DTFBOConfig
     loops = "double"
     paper = "tfbo_tuning_free_bilevel Alg. 1"
@@ -101,11 +100,6 @@ class DTFBO(TuningFree):
         self.v_loop = 0
         self.y_cap_hits = 0
         self.v_cap_hits = 0
-
-    @classmethod
-    def can_batch(cls, config: DTFBOConfig) -> bool:
-        """Fixed sub-loops only: a tolerance loop's length is each run's own."""
-        return super().can_batch(config) and config.sub_loops == "fixed"
 
     def _loop_bounds(self, c_eps: float, fixed_steps: int) -> tuple[float, int]:
         """(tolerance, step limit): (c/T, cap) in tolerance mode; (−1, count) in fixed mode (−1 is never met)."""
@@ -166,7 +160,6 @@ class STFBO(TuningFree):
 
     name = "stfbo"
     draws_ahead = True
-    batchable = True
     Config = STFBOConfig
     # Alg. 2 requires α0 ≥ 1: the default range [0.5, 50] is clipped below.
     tunables = {"alpha0": Range(1.0, 50.0)}

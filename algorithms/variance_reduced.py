@@ -108,7 +108,6 @@ class SABA(SOBAFramework):
     """
 
     name = "saba"
-    batchable = True
     Config = SABAConfig
     state = ("v", "memory", "memory_mean")
     paper = "Dagréou, Ablin, Vaiter & Moreau 2022 (§2.2, eqs. 11a–c)"

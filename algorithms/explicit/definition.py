@@ -81,8 +81,6 @@ class Definition:
         shared = operator.attrgetter(*(n for n, _ in first)) if first else (lambda c: ())
         values = shared(out[0])
         for k, c in enumerate(out):
-            if not cls.can_batch(c):
-                raise ParameterError(f"configs[{k}]: {self.name} cannot run stacked with this config")
             if (reason := self.refuses(c)) is not None:
                 raise ParameterError(f"configs[{k}].{reason}")
             if shared(c) == values:  # equal shared fields (a thousand configs: no text made for each)

@@ -107,4 +107,13 @@ def dtfbo_diagnostics(state: TFBOState, hyper: Any, config: AlgorithmConfig, xp:
             "y_cap_hits": zero, "v_cap_hits": zero}
 
 
-DTFBO = define(Definition("dtfbo", init, dtfbo_step, dtfbo_diagnostics, oracles_of=pure_minibatched, draws=drawing))
+def dtfbo_refuses(config: AlgorithmConfig) -> str | None:
+    """Fixed sub-loops only: a tolerance loop's length is each run's own, decided by its data."""
+    if config.sub_loops != "fixed":
+        return (f"sub_loops: '{config.sub_loops}' loops stop at each run's own length, which a stack cannot; "
+                "allowed: 'fixed' (or run the runs one by one)")
+    return None
+
+
+DTFBO = define(Definition("dtfbo", init, dtfbo_step, dtfbo_diagnostics, refuses=dtfbo_refuses,
+                          oracles_of=pure_minibatched, draws=drawing))

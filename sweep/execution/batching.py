@@ -13,7 +13,7 @@ import operator
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import algorithms
+from algorithms import explicit
 from sweep.study.encoding import encoded_list
 from sweep.study.model import Point, Study
 from sweep.study.timing import timed_by
@@ -40,8 +40,9 @@ def resolve(study: Study) -> Batching:
 
 
 def algorithm_batchable(name: str) -> bool:
-    """Whether the algorithm declares it can be batched (`algorithms.batched.batchable`, its problem aside)."""
-    return bool(algorithms.get(name).__dict__.get("batchable", False))
+    """Whether the algorithm's runs can be batched: it has an explicit definition (`algorithms.batched.batchable`,
+    its problem aside)."""
+    return name in explicit.defined()
 
 
 def trial_sizes(study: Study) -> str:

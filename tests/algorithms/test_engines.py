@@ -40,8 +40,6 @@ CONFIGS = {
     "itd": [{"alpha": 0.1, "gamma": 0.1}, {"alpha": 0.05, "gamma": 0.2, "gamma_decay": 0.5}],
     "ttsa": [{"hia_mode": "expected"}, {"hia_mode": "expected", "alpha": 0.05, "eta": 0.2, "gamma": 0.2}],
 }
-#: Registered algorithms that stack but have no definition, each with the reason its docstring gives (none now).
-NOT_EXPLICIT: dict[str, str] = {}
 #: Definitions that step on a finite-sum problem's per-sample oracles (tested on FINITE_SUM below), with configs.
 PER_SAMPLE = {"saba": [{"batch_size": None, "rho": 0.1, "gamma": 0.1},
                        {"batch_size": None, "rho": 0.05, "gamma": 0.2}, {"batch_size": None, "rho": 0.2}]}
@@ -137,13 +135,11 @@ def test_per_run_and_stacked_equal_todays_run_loop(problem, algorithm):
             assert max(abs(ours[n] - theirs[n]) for n in ours if n not in NOT_NUMBERS) < EXACT
 
 
-def test_every_batchable_algorithm_has_a_definition_or_says_why_not():
-    batchable = {n for n in algorithms.available() if algorithms.get(n).__dict__.get("batchable")}
-    assert len(batchable) >= 14
-    assert batchable - set(NOT_EXPLICIT) <= set(explicit.defined())
+def test_every_definition_is_tested_here_and_a_tolerance_dtfbo_is_refused_naming_its_field():
     assert set(CONFIGS) | set(PER_SAMPLE) == set(explicit.defined())
-    for name, reason in NOT_EXPLICIT.items():
-        assert name not in explicit.defined() and reason in algorithms.get(name).__doc__
+    with pytest.raises(ParameterError, match=r"^configs\[1\]\.sub_loops: 'tolerance' .*; allowed: 'fixed'"):
+        explicit.definition("dtfbo").configs([{"sub_loops": "fixed"}, {"sub_loops": "tolerance"}])
+    assert len(explicit.definition("dtfbo").configs([{"sub_loops": "fixed"}] * 2)) == 2
 
 
 @pytest.mark.parametrize("config", [{"warm_start": False, "inner_steps": 5, "truncate": 3},

@@ -3,6 +3,7 @@ or batched, and a step whose calls would pass the budget is cut where the budget
 import pytest
 
 import algorithms
+from algorithms import explicit
 from problems.shared.errors import ParameterError
 from tests.algorithms.test_state import setting
 
@@ -34,7 +35,7 @@ def test_no_run_spends_more_calls_than_its_budget(name):
             assert totals == sorted(totals)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in algorithms.available() if algorithms.get(n).batchable))
+@pytest.mark.parametrize("name", explicit.defined())
 def test_batched_runs_stop_at_the_budget_as_runs_alone_do(name):
     p, cfg = setting(name)
     calls = algorithms.Run(name, p, cfg, seed=1).view.counter.total_calls + 61

@@ -129,7 +129,7 @@ CASES = [
          with_(backend="jax", budget={"iterations": 5, "oracle_calls": 100})),
     Case("backend-jax-unbatched", "backend: 'jax' steps batches of runs, and this study sets batched: off",
          with_(backend="jax", batched="off")),
-    Case("backend-jax-params", "algorithms[0].params: backend 'jax': dtfbo cannot run stacked with this config",
+    Case("backend-jax-params", "algorithms[0].params: backend 'jax': sub_loops: 'tolerance' loops stop at each run's",
          with_(backend="jax", algorithms=["dtfbo"])),  # sub_loops 'tolerance'
     Case("backend-jax-params-fsla", "algorithms[0].params: backend 'jax': momentum_decay: 1e-20 with momentum 1",
          with_(backend="jax", algorithms=[{"name": "fsla", "params": {"momentum": 1.0, "momentum_decay": 1e-20}}])),

@@ -52,26 +52,33 @@ def _steps(defn: Definition, state: Any, failed: Any, oracles: Any, hyper: Any, 
     return state, failed
 
 
-def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
-         points: Sequence[int], rule: Divergence) -> tuple[Any, Any, list[dict[str, Any]], tuple[list[float], ...]]:
-    """(final state, (failed, its reason), values per point, seconds per point) of one run or one stack: the seconds
-    as the run loop counts them (cumulative steps' wall and thread CPU seconds, evaluations' wall seconds, this
-    one's included)."""
-    watch = NumpyWatch(state, iterate_limits(state, np, rule))
-    failed = (np.full(np.shape(state.t), NEVER), np.zeros(np.shape(state.t)))
-    step = cpu = 0.0
-    start = time.perf_counter()
-    values = [_evaluate(defn, oracles, state, hyper, config)]
-    clock: tuple[list[float], ...] = ([0.0], [0.0], [time.perf_counter() - start])
+def _stretches(defn: Definition, oracles: Any, state: Any, failed: Any, hyper: Any, config: AlgorithmConfig,
+               points: Sequence[int], watch: NumpyWatch) -> tuple[Any, Any, list[dict[str, Any]], np.ndarray]:
+    """From `points[0]` on, the steps to each later point followed by the evaluation there: (state, (failed, its
+    reason), values per later point, (its steps' wall and thread CPU seconds, its evaluation's wall seconds) per
+    later point)."""
+    values, seconds = [], []
     for a, b in zip(points, points[1:]):
-        start, cpu_start = time.perf_counter(), time.thread_time()
+        wall, cpu = time.perf_counter(), time.thread_time()
         state, failed = _steps(defn, state, failed, oracles, hyper, config, b - a, watch)
-        step, cpu = step + time.perf_counter() - start, cpu + time.thread_time() - cpu_start
-        start = time.perf_counter()
+        wall, cpu, evaluation = time.perf_counter() - wall, time.thread_time() - cpu, time.perf_counter()
         values.append(_evaluate(defn, oracles, state, hyper, config))
-        for column, v in zip(clock, (step, cpu, clock[2][-1] + time.perf_counter() - start)):
-            column.append(v)
-    return state, failed, values, clock
+        seconds.append((wall, cpu, time.perf_counter() - evaluation))
+    return state, failed, values, np.asarray(seconds, dtype=float).reshape(-1, len(CLOCKS))
+
+
+def _run(defn: Definition, oracles: Any, state: Any, hyper: Any, config: AlgorithmConfig,
+         points: Sequence[int], rule: Divergence) -> tuple[Any, Any, list[dict[str, Any]], np.ndarray]:
+    """(final state, (failed, its reason), values per point, seconds per point) of one run: the seconds as the run
+    loop counts them, a (len(points), 3) array of the cumulative steps' wall and thread CPU seconds and
+    evaluations' wall seconds (the first point's evaluation included)."""
+    failed = (np.full(np.shape(state.t), NEVER), np.zeros(np.shape(state.t)))
+    start = time.perf_counter()
+    first = _evaluate(defn, oracles, state, hyper, config)
+    seconds = np.array([[0.0, 0.0, time.perf_counter() - start]])
+    state, failed, values, later = _stretches(defn, oracles, state, failed, hyper, config, points,
+                                              NumpyWatch(state, iterate_limits(state, np, rule)))
+    return state, failed, [first, *values], np.cumsum(np.concatenate([seconds, later]), axis=0)
 
 
 def keys(defn: Definition, config: AlgorithmConfig, seeds: Sequence[int] | None, k: int) -> list[Any]:
@@ -96,7 +103,7 @@ def run_per_run(defn: Definition, problem: Any, configs: Sequence[AlgorithmConfi
         per_run.append(collect(values, 1))
         clocks.append(clock)
     values = {n: np.concatenate([r[n] for r in per_run], axis=1) for n in per_run[0]}
-    own = {n: np.array([c[j] for c in clocks], dtype=float).T for j, n in enumerate(CLOCKS)}  # each run's seconds
+    own = {n: np.stack([c[:, j] for c in clocks], axis=1) for j, n in enumerate(CLOCKS)}  # each run's seconds
     # The oracle counts (counts.py) after the run: outside its seconds, and after the definition's own checks
     # (SABA's memory limit), which the measuring per-run algorithm would otherwise report in its own words.
     seconds = time.perf_counter() - start
@@ -168,16 +175,11 @@ class NumpyStack:
         if not self.done < to < len(self.points):
             raise ValueError(f"to: a point after {self.done} and before {len(self.points)}, got {to}")
         start, k = time.perf_counter(), len(self.configs)
-        rows, seconds = [], []
-        for a, b in zip(self.points[self.done:to], self.points[self.done + 1:to + 1]):
-            wall, cpu = time.perf_counter(), time.thread_time()
-            self.state, self.failed = _steps(self.defn, self.state, self.failed, self.oracles, self.hyper, self.config,
-                                             b - a, self.watch)
-            wall, cpu, evaluation = time.perf_counter() - wall, time.thread_time() - cpu, time.perf_counter()
-            rows.append(_evaluate(self.defn, self.oracles, self.state, self.hyper, self.config))
-            seconds.append((wall, cpu, time.perf_counter() - evaluation))
+        self.state, self.failed, rows, seconds = _stretches(self.defn, self.oracles, self.state, self.failed,
+                                                            self.hyper, self.config, self.points[self.done:to + 1],
+                                                            self.watch)
         # Each run's seconds go on from its own last ones, by the stack's seconds divided among its k runs.
-        added = np.cumsum(np.asarray(seconds) / k, axis=0)
+        added = np.cumsum(seconds / k, axis=0)
         self.clock = {n: np.concatenate([c, c[-1:] + added[:, [j]]]) for j, (n, c) in enumerate(self.clock.items())}
         new = collect(rows, k)
         self.values = {n: np.concatenate([v, new[n]]) for n, v in self.values.items()}

@@ -103,8 +103,8 @@ class Definition:
     def hyper_columns(self, configs: Sequence[AlgorithmConfig], asarray: Callable = np.asarray,
                       shape: tuple[int, ...] = (-1, 1)) -> Any:
         """Every run's varying numbers: one (K, 1) column per field (or the `shape` asked for, e.g. (-1,) to vmap)."""
-        return self.hyper_type()(*(asarray(np.array([float(getattr(c, f)) for c in configs]).reshape(shape))
-                                   for f in self.hyper_fields))
+        return self.hyper_type()(*(asarray(np.fromiter(map(operator.attrgetter(f), configs), float, len(configs))
+                                           .reshape(shape)) for f in self.hyper_fields))
 
 
 _HYPER: dict[tuple[str, tuple[str, ...]], type] = {}

@@ -80,3 +80,5 @@ def test_a_records_copies_share_its_table_of_keys_on_cpython():
     assert type(record) is dict and record == dict(zip(names, range(28))) and list(record) == list(names)
     if platform.python_implementation() == "CPython":  # a copy holds its values only: 296 against 832 bytes
         assert sys.getsizeof(record.copy()) < 0.5 * sys.getsizeof(dict(zip(names, range(28))).copy())
+        made = _rows(names, [*range(27), [0.5, -0.5]], (True,) * 27 + (False,), 2)  # its own field set in each copy
+        assert [r[names[-1]] for r in made] == [0.5, -0.5] and sys.getsizeof(made[1]) == sys.getsizeof(record.copy())

@@ -12,6 +12,7 @@ from algorithms.explicit.call_budget import CallPlan, hand_over
 from algorithms.explicit.counts import run_counts
 from algorithms.explicit.definition import Definition
 from algorithms.explicit.divergence import DEFAULT, NEVER, NumpyWatch, iterate_limits
+from algorithms.explicit.jax_engine import SAVED_ENGINE as JAX_SAVED_ENGINE  # JAX is imported only when it runs
 from algorithms.explicit.problem_oracles import numpy_oracles
 from algorithms.explicit.result import CLOCKS, UNITS, Result, collect, shared_clock
 from algorithms.run_settings import Divergence, generator
@@ -283,7 +284,7 @@ def saved_by(state: Any) -> str | None:
     """The engine whose saved state a run's midway state is ("numpy": `NumpyStack.saved`, "jax": the JAX engine's
     `CompiledStack.saved`), or None (a `Run`'s state, or none)."""
     engine = state.get("engine") if isinstance(state, dict) else None
-    return engine if engine in (SAVED_ENGINE, "jax") else None  # "jax": jax_engine.SAVED_ENGINE
+    return engine if engine in (SAVED_ENGINE, JAX_SAVED_ENGINE) else None
 
 
 def _generator(state: dict[str, Any]) -> np.random.Generator:

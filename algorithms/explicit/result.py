@@ -7,8 +7,8 @@ import dataclasses
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -129,22 +129,24 @@ class Result:
         return len(self.values["F"])
 
     def records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(run index, record) pairs point by point (`_records`), a run's last one replaced by its `ends`."""
-        return self._with_ends(since) if self.ends else self._records(since)  # no generator layer without ends
+        """(run index, record) pairs point by point (`_points`), a run's last one replaced by its `ends`. Each
+        record is the caller's to keep or change: no later record is made from it."""
+        pairs = itertools.chain.from_iterable(self._points(since))  # flat in C: no generator step per record
+        return self._with_ends(pairs) if self.ends else pairs
 
-    def _with_ends(self, since: int) -> Iterator[tuple[int, dict[str, Any]]]:
-        for k, rec in self._records(since):
+    def _with_ends(self, pairs: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        for k, rec in pairs:
             if rec["status"] == "finished" and k in self.ends:
                 yield from ((k, end) for end in self.ends[k])
             else:
                 yield k, rec
 
-    def _records(self, since: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(run index, record) pairs point by point, as the run loop makes them: status "running",
-        "finished" at the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.
-        divergence; `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric>
-        non-finite" or the grown metric); then its records stop. Those of the points evaluated (`evaluated`),
-        from point `since` on (the earlier ones were sent when a stack had computed only them)."""
+    def _points(self, since: int = 0) -> Iterator[Iterable[tuple[int, dict[str, Any]]]]:
+        """Per point, its (run index, record) pairs, as the run loop makes them: status "running", "finished" at
+        the last point, or "diverged" where the run loop's rule ends a run (algorithms.explicit.divergence;
+        `diverged_metric` as the run loop names it: "x non-finite", "‖x‖" (y's alike), "<metric> non-finite" or the
+        grown metric); then its records stop. Those of the points evaluated (`evaluated`), from point `since` on
+        (the earlier ones were sent when a stack had computed only them)."""
         extra, extra_values = self._extras()
         every = ["iteration", "status", *self.values, *extra]
         columns = [_Column(self.values[n]) for n in self.values]
@@ -153,12 +155,11 @@ class Result:
         failed, nonfinite, grown = self._ends()
         k_runs, last = len(self.configs), len(self.points) - 1
         failed_at = [len(self.points) if f == NEVER else int(np.searchsorted(self.points, f)) for f in failed]
-        # A run's records stop at the point it ends at; those of the points before `since` are not made (but the
-        # one before it: a run that ends later repeats its last record), and a run that ended before is done.
+        # A run's records stop at the point it ends at (a run that ended before `since` is done). Before the first
+        # point any run ends at, every run's record is its row: made without per-run checks.
         ends = list(map(min, failed_at, nonfinite, grown))
-        done, previous = [e < since for e in ends], [{"iteration": 0}] * k_runs
-        # Before the first point any run ends at, every run's record is its row: made without per-run checks.
-        first_end = min(ends, default=0)
+        done, first_end = [e < since for e in ends], min(ends, default=0)
+        before: _Point | None = None  # the point before: a run that ends repeats its record there
         for i, it in enumerate(self.points[:self.evaluated]):
             if i < since - 1:
                 continue
@@ -168,33 +169,51 @@ class Result:
                 names = every[:2] + [every[2 + j] for j in metrics] + extra
                 shown = [columns[j] for j in metrics]
             more, more_same = extra_values(i, it)
-            values = [it, status, *(c.at(i) for c in shown), *more]
-            same = (True, True, *(c.same[i] for c in shown), *more_same)
-            if i < first_end:
-                previous = _rows(tuple(names), values, same, k_runs)
-                if i >= since:
-                    yield from enumerate(previous)
+            point = _Point(tuple(names), [it, status, *(c.at(i) for c in shown), *more],
+                           (True, True, *(c.same[i] for c in shown), *more_same))
+            if i >= since:
+                yield enumerate(_rows(*point, k_runs)) if i < first_end else \
+                    self._ending(i, it, point, before, done, (failed, nonfinite, grown))
+            before = point
+
+    def _ending(self, i: int, it: int, point: _Point, before: _Point | None, done: list[bool],
+                bad: tuple[list[float], list[int], list[int]]) -> list[tuple[int, dict[str, Any]]]:
+        """Point i's pairs once runs may end there: each going run's record, or, where the run loop's rule ends a
+        run, its record at the point `before` again as "diverged" (or its row here, when a watched metric grew);
+        `done` marks the runs ended. `bad`: `_ends()`."""
+        failed, nonfinite, grown = bad
+        out = []
+        for k, row in enumerate(zip(*([v] * len(done) if s else v for v, s in zip(point.values, point.same)))):
+            if done[k]:
                 continue
-            rows = zip(*([v] * k_runs if s else v for v, s in zip(values, same)))  # one tuple per run
-            for k, row in enumerate(rows):
-                if done[k]:
-                    continue
-                why, at = None, it
-                if failed[k] != NEVER and failed[k] <= it:
-                    why, at = self._iterates_reason(k), int(failed[k])
-                elif nonfinite[k] == i:
-                    why = self._nonfinite(k, i)
-                if why is not None:
-                    done[k] = True
-                    if i >= since:
-                        yield k, {**previous[k], "status": "diverged", "diverged_at": at, "diverged_metric": why}
-                    continue
-                rec = previous[k] = dict(zip(names, row))
-                if grown[k] == i:
-                    done[k] = True
-                    rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
-                if i >= since:
-                    yield k, rec
+            why, at = None, it
+            if failed[k] != NEVER and failed[k] <= it:
+                why, at = self._iterates_reason(k), int(failed[k])
+            elif nonfinite[k] == i:
+                why = self._nonfinite(k, i)
+            if why is not None:
+                done[k] = True
+                again = {"iteration": 0} if before is None else before.record(k)
+                out.append((k, {**again, "status": "diverged", "diverged_at": at, "diverged_metric": why}))
+                continue
+            rec = dict(zip(point.names, row))
+            if grown[k] == i:
+                done[k] = True
+                rec = {**rec, "status": "diverged", "diverged_at": it, "diverged_metric": self._grown(k, rec)}
+            out.append((k, rec))
+        return out
+
+
+class _Point(NamedTuple):
+    """A point's record fields: their names, values (one for every run where `same`, else a list of every run's)."""
+
+    names: tuple[str, ...]
+    values: list[Any]
+    same: tuple[bool, ...]
+
+    def record(self, k: int) -> dict[str, Any]:
+        """Run k's record at this point."""
+        return dict(zip(self.names, (v if one else v[k] for v, one in zip(self.values, self.same))))
 
 
 class _Column:

@@ -95,3 +95,21 @@ def test_the_iterate_check_names_the_first_failure_as_the_run_loop_does():
     again, reason_again = watch_iterates(later, failed, reason, limits, np)
     assert again.ravel().tolist() == [4.0, 3.0, 3.0, 3.0, 3.0, 3.0]  # the first failure stays
     np.testing.assert_array_equal(reason_again[1:], reason[1:])
+
+
+@pytest.mark.parametrize("engine", ["per_run", "stacked", pytest.param("jax", marks=needs_jax)])
+def test_a_record_changed_by_its_reader_does_not_change_the_run_s_diverged_record(problem, engine):
+    """A run ended by its iterates repeats its last record as "diverged"; a reader that scales a record's seconds
+    in place (as a padded JAX stack's trial does) scales that repeat once, not twice."""
+    configs = [CONFIGS["soba"][0], {"rho": 50.0, "gamma": 50.0}]
+    result = explicit.run("soba", problem, configs, ITERATIONS, N_EVALS, engine=engine,
+                          divergence={"metrics": ["iterates"]})
+    untouched = records_by_run(result.records())
+    changed = {}
+    for k, record in result.records():
+        record["time"] *= 2.0
+        changed.setdefault(k, []).append(record)
+    ended = untouched[1][-1]
+    assert ended["status"] == "diverged" and ended["diverged_metric"] == "‖x‖" and len(untouched[1]) >= 3
+    assert ended["time"] > 0 and changed[1][-1]["time"] == 2.0 * ended["time"]
+    assert [r["time"] for r in changed[1]] == [2.0 * r["time"] for r in untouched[1]]

@@ -317,7 +317,7 @@ class Run(DivergenceWatch):
         if self.time_mode is not None:
             rec["time_mode"] = self.time_mode
         self.last_record = rec
-        return rec if self._metrics_ok(rec) else None
+        return dict(rec) if self._metrics_ok(rec) else None  # the reader's own: a later record repeats this one
 
     def _metrics(self, alg: Algorithm) -> dict[str, float]:
         if self.online:

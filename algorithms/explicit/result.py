@@ -137,7 +137,7 @@ class Result:
     def _with_ends(self, pairs: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for k, rec in pairs:
             if rec["status"] == "finished" and k in self.ends:
-                yield from ((k, end) for end in self.ends[k])
+                yield from ((k, dict(end)) for end in self.ends[k])  # kept for the next call: a copy each
             else:
                 yield k, rec
 

@@ -140,6 +140,21 @@ def test_a_run_that_diverges_in_the_stack_ends_there_and_the_others_take_the_cut
     assert_run_loop_records("soba", quadratic, configs, budget, got)
 
 
+def test_the_cut_steps_records_are_each_readers_own(quadratic):
+    """The records a cut step ends runs with are kept for the next `result()`: a reader changing them in place
+    (a trial scaling its seconds) changes neither the next reader's nor the stack's."""
+    defn = explicit.definition("soba")
+    stack = stacked(defn, quadratic, defn.configs([{"rho": 0.1, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.2}]),
+                    Budget.from_dict({"oracle_calls": 4 * 60 + 2}))
+    first = by_run(stack.result().records())
+    assert stack.result().ends and all(first[k][-1]["status"] == "finished" for k in (0, 1))
+    kept = {k: [dict(r) for r in rs] for k, rs in first.items()}
+    for records in first.values():
+        for record in records:
+            record["time"] = -1.0
+    assert by_run(stack.result().records()) == kept
+
+
 def test_a_stack_resumed_from_saved_states_ends_as_one_that_was_not(finite_sum):
     defn = explicit.definition("soba")
     configs = defn.configs([{"rho": r, "gamma": 0.1, "batch_size": 2} for r in (0.1, 0.05, 0.2)])

@@ -175,15 +175,14 @@ def _window_seconds(body: Body, now: float) -> float:
 def _send(body: Body, stack: list[Member], compiled: CompiledStack | NumpyStack, since: int, size: int, started: float,
           clock: float, sent: list[int]) -> None:
     """The records of the points from `since` on, each run's end with its share of the stack's wall time."""
-    share, rows = (time.monotonic() - clock) / len(stack), size / len(stack)
+    share, result = (time.monotonic() - clock) / len(stack), compiled.result()
+    if size != len(stack):  # the program's seconds among the stack's runs, not its rows (a JAX stack: no `ends`)
+        result.clock = {**result.clock, **{n: result.clock[n] * (size / len(stack)) for n in ("time", "cpu_time")}}
     ended = []
-    for k, record in compiled.result().records(since):
+    for k, record in result.records(since):
         if k >= len(stack):  # a padding row
             continue
         index, spec, _, _ = stack[k]
-        if rows != 1.0:  # the program's seconds among the stack's runs, not its rows (each record the reader's own)
-            record["time"] *= rows
-            record["cpu_time"] *= rows
         end = record["status"] in ENDS
         body.out.add(index, spec, record, [started, time.time()] if end else None, share if end else None)
         sent[k] += 1

@@ -278,3 +278,37 @@ def test_a_run_that_draws_is_not_continued_on_numpys_streams_after_jax_records(m
     monkeypatch.setattr(trial_batch, "run_stacks", lambda *args: False)
     with pytest.raises(RuntimeError, match="draws from JAX's random streams, which the NumPy run loop cannot continue"):
         execute_trial(config, gathered({}), checkpoints[0][1])
+
+
+def test_a_padded_stacks_seconds_are_shared_among_its_runs_not_its_rows():
+    """A stack of 2 runs computed in 3 rows (one padding row): each sent record's `time` and `cpu_time` are the
+    engine's per-row seconds times 3/2, the padding row's records are not sent, and the engine's own are unchanged."""
+    import problems
+    from algorithms import explicit
+    from algorithms.explicit.numpy_engines import NumpyStack
+
+    class Out:
+        def __init__(self):
+            self.records = []
+
+        def add(self, index, spec, record, span, seconds):
+            self.records.append((spec, record))
+
+    class FakeBody:
+        out, ended = Out(), staticmethod(lambda keys: None)
+
+    defn, problem = explicit.definition("soba"), problems.make("quadratic", seed=0, dim_x=3, dim_y=2)
+    configs = defn.configs([{"rho": 0.1, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.1}, {"rho": 0.05, "gamma": 0.1}])
+    stack = NumpyStack(defn, problem, configs, explicit.points(20, 4), [0, 1, 1])
+    stack.advance(len(stack.points) - 1)
+    specs = [dataclasses.make_dataclass("Spec", ["run_key"])(f"r{k}") for k in range(2)]
+    members = [(k, specs[k], None, None) for k in range(2)]
+    body = FakeBody()
+    trial_stacks._send(body, members, stack, 0, 3, 0.0, 0.0, [0, 0])
+    engine = [(k, r) for k, r in stack.result().records() if k < 2]
+    assert engine[-1][1]["time"] > 0 and engine[-1][1]["cpu_time"] > 0
+    assert [s.run_key for s, _ in body.out.records] == [f"r{k}" for k, _ in engine]
+    for (_, sent), (_, own) in zip(body.out.records, engine):
+        assert sent["time"] == own["time"] * 1.5 and sent["cpu_time"] == own["cpu_time"] * 1.5
+        assert {n: v for n, v in sent.items() if n not in ("time", "cpu_time")} == \
+            {n: v for n, v in own.items() if n not in ("time", "cpu_time")}
